@@ -1,0 +1,45 @@
+// Packed SGEMM shared by FullConnection, MatMul and the convolutions:
+//   C[m, n] = clamp(A[m, k] · B[k, n] + bias[n], lo, hi)
+// B is packed once per Session into panels of kGemmNr columns: panel p holds rows 0..k-1 of
+// columns [16p, 16p + 16), 16 floats per row, zero-padded past n. The layout is the same on
+// every ISA, so a Session may change tiers (tests do) without repacking.
+#pragma once
+#include <cstdint>
+
+namespace msv0 {
+
+constexpr int64_t kGemmNr = 16;
+
+struct GemmArgs {
+  const float* a;  // m rows, row stride lda
+  int64_t lda;
+  const float* b_packed;  // ceil(n / 16) panels of k x 16
+  const float* bias;      // n floats, or null
+  float* c;               // m rows, row stride ldc; may not alias a
+  int64_t ldc;
+  int64_t m, n, k;
+  float lo, hi;  // fused activation as a clamp; -inf/+inf for none
+};
+
+// Rows [m0, m1) and panels [p0, p1) of C.
+using SgemmFn = void (*)(const GemmArgs&, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
+
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
+}  // namespace MSV0_ISA
+}  // namespace msv0
+#else
+#include <functional>
+namespace msv0 {
+// Packs row-major B (k x n, row stride ldb) or, with transposed, B^T given as n x k (row
+// stride ldb) into dst (sgemm_packed_size floats).
+int64_t sgemm_packed_size(int64_t n, int64_t k);
+void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst);
+// Runs the whole product over the bound thread pool (GIL must already be released).
+void sgemm_run(const GemmArgs& g);
+}  // namespace msv0
+#endif

@@ -1,0 +1,22 @@
+// What every kernel file includes. ISA passes (MSV0_ONCE unset) see only <cstdint>, <cmath>
+// and the SIMD header of their tier: no STL containers or templates shared with baseline
+// code, so no inline function compiled with wider ISA flags can leak into baseline callers.
+// The binding pass (MSV0_ONCE=1) sees pybind11 and the runtime instead.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/dispatch.h"
+
+#if MSV0_ONCE
+#include "runtime/bind.h"
+#include "runtime/parallel.h"
+#else
+#include "simd/vec.h"
+namespace msv0 {
+namespace MSV0_ISA {
+inline int64_t min_i(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t max_i(int64_t a, int64_t b) { return a > b ? a : b; }
+}  // namespace MSV0_ISA
+}  // namespace msv0
+#endif

@@ -1,0 +1,340 @@
+// Loading a v0 model: the flatc-generated Verifier, then the semantic checks every later
+// stage relies on (indices in range, dims bounded, const data sized to its dims, unions
+// known, subgraph references valid). Python gets read-only views; const data are NumPy
+// arrays aliasing the model's bytes.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "model_v0_generated.h"
+#include "runtime/bind.h"
+
+namespace msv0 {
+namespace fb = mindspore::schema::v0;
+
+namespace {
+
+// Raised as msv0.ModelError (see the translator below).
+struct ModelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The bytes of a model: a borrowed immutable Python object, an owned copy, or a mapped file.
+struct Storage {
+  py::object owner;  // keeps borrowed bytes alive
+  std::string copy;
+  void* map = nullptr;
+  size_t size = 0;
+  const uint8_t* data = nullptr;
+  ~Storage() {
+    if (map) munmap(map, size);
+  }
+};
+
+std::shared_ptr<Storage> map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {  // FileNotFoundError, PermissionError, ... as Python's open() would raise
+    PyErr_SetFromErrnoWithFilename(PyExc_OSError, path.c_str());
+    throw py::error_already_set();
+  }
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw ModelError(path + ": not a regular file");
+  }
+  auto s = std::make_shared<Storage>();
+  s->size = static_cast<size_t>(st.st_size);
+  if (s->size == 0) {
+    ::close(fd);
+    throw ModelError(path + ": empty file");
+  }
+  void* p = mmap(nullptr, s->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) throw ModelError(path + ": cannot map file: " + std::strerror(errno));
+  s->map = p;
+  s->data = static_cast<const uint8_t*>(p);
+  return s;
+}
+
+std::shared_ptr<Storage> borrow_or_copy(const py::object& src) {
+  auto s = std::make_shared<Storage>();
+  if (py::isinstance<py::bytes>(src)) {  // immutable: alias it
+    s->owner = src;
+    char* p = nullptr;
+    Py_ssize_t n = 0;
+    PyBytes_AsStringAndSize(src.ptr(), &p, &n);
+    s->data = reinterpret_cast<const uint8_t*>(p);
+    s->size = static_cast<size_t>(n);
+  } else {
+    // A writable buffer could change under the verified views, so it is copied once.
+    py::buffer_info info = py::reinterpret_borrow<py::buffer>(src).request();
+    if (!PyBuffer_IsContiguous(reinterpret_cast<Py_buffer*>(&info), 'C') && info.ndim > 1)
+      throw ModelError("model buffer must be contiguous");
+    s->copy.assign(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize));
+    s->data = reinterpret_cast<const uint8_t*>(s->copy.data());
+    s->size = s->copy.size();
+  }
+  if (s->size == 0) throw ModelError("empty model buffer");
+  return s;
+}
+
+// Bytes per element of a TypeId (format-v0.md §2); 0 = no fixed size.
+int item_size(int type_id) {
+  switch (type_id) {
+    case 12: case 30: case 32: case 37: return 1;           // string chars, bool, int8, uint8
+    case 33: case 38: case 42: return 2;                    // int16, uint16, float16
+    case 31: case 34: case 36: case 39: case 41: case 43: return 4;
+    case 35: case 40: case 44: return 8;
+    default: return 0;
+  }
+}
+
+constexpr int64_t kMaxElements = int64_t(1) << 36;  // bounds every size computed from dims
+
+std::string tensor_label(const fb::Tensor* t, size_t i) {
+  std::string s = "tensor " + std::to_string(i);
+  if (t->name()) s += " '" + t->name()->str() + "'";
+  return s;
+}
+
+std::string node_label(const fb::CNode* n, size_t i) {
+  std::string s = "node " + std::to_string(i);
+  if (n->name()) s += " '" + n->name()->str() + "'";
+  return s;
+}
+
+template <class V>
+void check_indices(const V* idx, size_t limit, const std::string& what, const char* field) {
+  if (!idx) return;
+  for (size_t k = 0; k < idx->size(); ++k)
+    if (idx->Get(k) >= limit)
+      throw ModelError(what + ": " + field + "[" + std::to_string(k) + "] = " +
+                       std::to_string(idx->Get(k)) + " is out of range (" + std::to_string(limit) + ")");
+}
+
+void check_tensor(const fb::Tensor* t, size_t i) {
+  int64_t elements = 1;
+  if (t->dims())
+    for (size_t d = 0; d < t->dims()->size(); ++d) {
+      const int dim = t->dims()->Get(d);
+      if (dim < 0) throw ModelError(tensor_label(t, i) + ": negative dimension " + std::to_string(dim));
+      elements *= dim;
+      if (elements > kMaxElements) throw ModelError(tensor_label(t, i) + ": too many elements");
+    }
+  if (!t->data() || t->data()->size() == 0) return;
+  const int64_t bytes = t->data()->size();
+  const int type = t->dataType();
+  if (type == 12 || type == 17) return;  // string: shape is [len(data)]; TensorList: encoded header
+  const int size = item_size(type);
+  if (size == 0) throw ModelError(tensor_label(t, i) + ": data of unsupported dataType " + std::to_string(type));
+  if (bytes == elements * size) return;
+  if (!t->dims() || t->dims()->size() == 0) {
+    if (bytes == size) return;  // const scalar
+  }
+  // Bit-packed weights (numBits < 8 stored as int8, 9..15 as int16) are shorter than their dims.
+  if ((type == 32 || type == 33) && t->quantParams() && t->quantParams()->size() > 0) {
+    const int bits = t->quantParams()->Get(0)->numBits();
+    const bool packed = (type == 32 && bits > 0 && bits < 8) || (type == 33 && bits > 8 && bits < 16);
+    if (packed && bytes * 8 >= elements * bits && bytes <= elements * size) return;
+  }
+  throw ModelError(tensor_label(t, i) + ": data has " + std::to_string(bytes) + " bytes, dims need " +
+                   std::to_string(elements * size));
+}
+
+void check_model(const fb::MetaGraph* g) {
+  const size_t n_tensors = g->allTensors() ? g->allTensors()->size() : 0;
+  const size_t n_nodes = g->nodes() ? g->nodes()->size() : 0;
+  const size_t n_subgraphs = g->subGraph() ? g->subGraph()->size() : 0;
+  for (size_t i = 0; i < n_tensors; ++i) check_tensor(g->allTensors()->Get(i), i);
+  check_indices(g->inputIndex(), n_tensors, "model", "inputIndex");
+  check_indices(g->outputIndex(), n_tensors, "model", "outputIndex");
+  if (g->subGraph() && n_subgraphs == 0) throw ModelError("model: subGraph is present but empty");
+  for (size_t i = 0; i < n_subgraphs; ++i) {
+    const fb::SubGraph* s = g->subGraph()->Get(i);
+    const std::string what = "subgraph " + std::to_string(i);
+    check_indices(s->inputIndices(), n_tensors, what, "inputIndices");
+    check_indices(s->outputIndices(), n_tensors, what, "outputIndices");
+    check_indices(s->tensorIndices(), n_tensors, what, "tensorIndices");
+    check_indices(s->nodeIndices(), n_nodes, what, "nodeIndices");
+  }
+  for (size_t i = 0; i < n_nodes; ++i) {
+    const fb::CNode* n = g->nodes()->Get(i);
+    const std::string what = node_label(n, i);
+    if (!n->name()) throw ModelError(what + ": missing name");
+    if (!n->inputIndex()) throw ModelError(what + ": missing inputIndex");
+    if (!n->outputIndex()) throw ModelError(what + ": missing outputIndex");
+    check_indices(n->inputIndex(), n_tensors, what, "inputIndex");
+    check_indices(n->outputIndex(), n_tensors, what, "outputIndex");
+    const fb::Primitive* p = n->primitive();
+    const auto type = p ? static_cast<int>(p->value_type()) : 0;
+    if (type <= 0 || type > static_cast<int>(fb::PrimitiveType::MAX))
+      throw ModelError(what + ": unknown primitive type " + std::to_string(type));
+    if (!p->value()) throw ModelError(what + ": primitive " + fb::EnumNamePrimitiveType(p->value_type()) + " has no table");
+    auto check_subgraph = [&](int index, const char* field) {
+      if (index < 0 || static_cast<size_t>(index) >= n_subgraphs)
+        throw ModelError(what + ": " + field + " = " + std::to_string(index) + " names no subgraph (" +
+                         std::to_string(n_subgraphs) + ")");
+    };
+    if (auto w = p->value_as_While()) {
+      check_subgraph(w->condSubgraphIndex(), "condSubgraphIndex");
+      check_subgraph(w->bodySubgraphIndex(), "bodySubgraphIndex");
+    } else if (auto q = p->value_as_Partial()) {
+      check_subgraph(q->subGraphIndex(), "subGraphIndex");
+    } else if (auto l = p->value_as_Loop()) {
+      check_subgraph(l->subGraphIndex(), "subGraphIndex");
+    }
+  }
+}
+
+py::list uint_list(const flatbuffers::Vector<uint32_t>* v) {
+  py::list out;
+  if (v)
+    for (uint32_t x : *v) out.append(x);
+  return out;
+}
+
+class Model {
+ public:
+  explicit Model(std::shared_ptr<Storage> s) : s_(std::move(s)) {
+    flatbuffers::Verifier::Options opts;
+    opts.max_tables = 1u << 24;
+    flatbuffers::Verifier v(s_->data, s_->size, opts);
+    if (!fb::VerifyMetaGraphBuffer(v)) throw ModelError("not a valid v0 model: FlatBuffers verification failed");
+    g_ = fb::GetMetaGraph(s_->data);
+    check_model(g_);
+  }
+
+  const fb::MetaGraph* graph() const { return g_; }
+
+  // Read-only uint8 array over [ptr, ptr + n) that keeps the storage alive.
+  py::array view(const uint8_t* ptr, size_t n) const {
+    auto* keep = new std::shared_ptr<Storage>(s_);
+    py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
+    py::array a(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(n)}, {1}, ptr, base);
+    py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    return a;
+  }
+
+  py::array buffer() const { return view(s_->data, s_->size); }
+
+  py::list tensors() const {
+    py::list out;
+    if (!g_->allTensors()) return out;
+    for (const fb::Tensor* t : *g_->allTensors()) {
+      py::dict d;
+      d["name"] = t->name() ? t->name()->str() : std::string();
+      d["nodeType"] = static_cast<int>(t->nodeType());
+      d["dataType"] = t->dataType();
+      py::list dims;
+      if (t->dims())
+        for (int x : *t->dims()) dims.append(x);
+      d["dims"] = py::tuple(dims);
+      d["format"] = static_cast<int>(t->format());
+      d["data"] = t->data() && t->data()->size() ? py::object(view(t->data()->data(), t->data()->size())) : py::none();
+      py::list qps;
+      if (t->quantParams())
+        for (const fb::QuantParam* q : *t->quantParams()) {
+          py::dict qd;
+          qd["scale"] = q->scale();
+          qd["zeroPoint"] = q->zeroPoint();
+          qd["min"] = q->min();
+          qd["max"] = q->max();
+          qd["narrowRange"] = q->narrowRange();
+          qd["numBits"] = q->numBits();
+          qd["inited"] = q->inited();
+          qd["varCorr"] = q->varCorr();
+          qd["meanCorr"] = q->meanCorr();
+          qd["dstDtype"] = q->dstDtype();
+          qd["roundType"] = q->roundType();
+          qd["multiplier"] = q->multiplier();
+          qps.append(qd);
+        }
+      d["quantParams"] = qps;
+      py::list clusters;
+      if (t->quantClusters())
+        for (float c : *t->quantClusters()) clusters.append(c);
+      d["quantClusters"] = clusters;
+      out.append(d);
+    }
+    return out;
+  }
+
+  py::list nodes() const {
+    py::list out;
+    if (!g_->nodes()) return out;
+    for (const fb::CNode* n : *g_->nodes()) {
+      py::dict d;
+      d["name"] = n->name()->str();
+      const fb::Primitive* p = n->primitive();
+      d["type"] = static_cast<int>(p->value_type());
+      d["op"] = std::string(fb::EnumNamePrimitiveType(p->value_type()));
+      // Where the primitive's table starts, for the generated Python reader of msv0.fb.
+      d["table_pos"] = static_cast<const uint8_t*>(p->value()) - s_->data;
+      d["inputIndex"] = uint_list(n->inputIndex());
+      d["outputIndex"] = uint_list(n->outputIndex());
+      d["quantType"] = static_cast<int>(n->quantType());
+      out.append(d);
+    }
+    return out;
+  }
+
+  py::list subgraphs() const {
+    py::list out;
+    if (!g_->subGraph()) return out;
+    for (const fb::SubGraph* s : *g_->subGraph()) {
+      py::dict d;
+      d["name"] = s->name() ? s->name()->str() : std::string();
+      d["inputIndices"] = uint_list(s->inputIndices());
+      d["outputIndices"] = uint_list(s->outputIndices());
+      d["nodeIndices"] = uint_list(s->nodeIndices());
+      d["tensorIndices"] = uint_list(s->tensorIndices());
+      out.append(d);
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Storage> s_;
+  const fb::MetaGraph* g_ = nullptr;
+};
+
+}  // namespace
+
+MSV0_BIND(m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ModelError& e) {
+      py::object cls = py::module_::import("msv0.errors").attr("ModelError");
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  auto str_or_empty = [](const flatbuffers::String* s) { return s ? s->str() : std::string(); };
+  py::class_<Model>(m, "Model", "A verified v0 model; every index in it is known to be in range.")
+      .def(py::init([](const py::object& src) {
+             if (py::isinstance<py::str>(src) || py::hasattr(src, "__fspath__")) {
+               const std::string path = py::str(py::module_::import("os").attr("fspath")(src));
+               return new Model(map_file(path));
+             }
+             if (!PyObject_CheckBuffer(src.ptr()))
+               throw py::type_error("msv0.load expects a path, bytes or a buffer");
+             return new Model(borrow_or_copy(src));
+           }), py::arg("source"))
+      .def_property_readonly("name", [=](const Model& s) { return str_or_empty(s.graph()->name()); })
+      .def_property_readonly("version", [=](const Model& s) { return str_or_empty(s.graph()->version()); })
+      .def_property_readonly("inputIndex", [](const Model& s) { return uint_list(s.graph()->inputIndex()); })
+      .def_property_readonly("outputIndex", [](const Model& s) { return uint_list(s.graph()->outputIndex()); })
+      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only).")
+      .def("tensors", &Model::tensors)
+      .def("nodes", &Model::nodes)
+      .def("subgraphs", &Model::subgraphs);
+}
+
+}  // namespace msv0

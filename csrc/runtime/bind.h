@@ -1,0 +1,66 @@
+// Binding registry and argument checks for the MSV0_ONCE pass of kernel files and for the
+// other _core sources. A file adds its Python functions with MSV0_BIND(m) { ... }; module.cc
+// runs every registered binder, in file-name order, at import.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace msv0 {
+namespace py = pybind11;
+
+using Binder = void (*)(py::module_&);
+int register_binder(const char* file, Binder fn);
+void run_binders(py::module_& m);
+
+#define MSV0_BIND_CAT2(a, b) a##b
+#define MSV0_BIND_CAT(a, b) MSV0_BIND_CAT2(a, b)
+#define MSV0_BIND(m)                                                                  \
+  static void MSV0_BIND_CAT(msv0_bind_, __LINE__)(::pybind11::module_ & m);           \
+  [[maybe_unused]] static const int MSV0_BIND_CAT(msv0_binder_, __LINE__) =           \
+      ::msv0::register_binder(__FILE__, &MSV0_BIND_CAT(msv0_bind_, __LINE__));        \
+  static void MSV0_BIND_CAT(msv0_bind_, __LINE__)(::pybind11::module_ & m)
+
+// Raised for bad kernel arguments; becomes ValueError. Model problems use ModelError (model.h).
+struct ArgError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Arrays handed to kernels: C-contiguous, of dtype T. `what` names the argument in errors.
+template <class T>
+using CArray = py::array_t<T, py::array::c_style>;
+
+template <class T>
+const T* in_ptr(const py::array& a, const char* what) {
+  if (!py::isinstance<py::array_t<T>>(a) || !(a.flags() & py::array::c_style))
+    throw ArgError(std::string(what) + ": expected a C-contiguous array of " +
+                   py::str(py::dtype::of<T>()).cast<std::string>());
+  return static_cast<const T*>(a.data());
+}
+
+template <class T>
+T* out_ptr(py::array& a, const char* what) {
+  if (!a.writeable()) throw ArgError(std::string(what) + ": output array is read-only");
+  in_ptr<T>(a, what);
+  return static_cast<T*>(a.mutable_data());
+}
+
+inline std::vector<int64_t> shape_of(const py::array& a) {
+  return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
+}
+
+inline void expect_shape(const py::array& a, const std::vector<int64_t>& want, const char* what) {
+  if (shape_of(a) != want) {
+    std::string s = std::string(what) + ": expected shape (";
+    for (size_t i = 0; i < want.size(); ++i) s += (i ? ", " : "") + std::to_string(want[i]);
+    s += "), got (";
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+    throw ArgError(s + ")");
+  }
+}
+
+}  // namespace msv0

@@ -1,0 +1,51 @@
+// Per-Session thread pool. Kernels never create threads: their bindings call parallel_for,
+// which splits [0, n) over the pool that the calling thread has bound (Session.run binds its
+// own), or runs inline when none is bound.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+#include <atomic>
+
+namespace msv0 {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // Runs fn(task) for task in [0, tasks) on the workers and the caller; returns when all ran.
+  void run(int64_t tasks, const std::function<void(int64_t)>& fn);
+
+ private:
+  void worker_loop();
+  void drain(const std::function<void(int64_t)>& fn, int64_t tasks);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  // Guarded by mu_: the job of the current generation, and how many workers hold a snapshot
+  // of it. run() waits for active_ == 0 before it returns and before it posts the next job,
+  // so no worker can touch a finished job's state.
+  const std::function<void(int64_t)>* job_ = nullptr;
+  int64_t tasks_ = 0;
+  int active_ = 0;
+  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int64_t> next_{0};
+  std::atomic<int64_t> finished_{0};
+};
+
+ThreadPool* bound_pool();
+void bind_pool(ThreadPool* pool);  // thread-local
+
+// fn(begin, end) over chunks of [0, n); at least `grain` items per chunk.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace msv0

@@ -1,0 +1,21 @@
+"""The exceptions msv0 raises for bad models and bad inputs. All derive from Error."""
+
+
+class Error(Exception):
+    """Base class of every msv0 error."""
+
+
+class ModelError(Error, ValueError):
+    """The model is malformed or inconsistent; the message names the tensor or node."""
+
+
+class UnsupportedOpError(Error, NotImplementedError):
+    """Nodes msv0 cannot run; `nodes` lists (node name, op, reason) for every one of them."""
+
+    def __init__(self, message: str, nodes: list[tuple[str, str, str]] | None = None):
+        super().__init__(message)
+        self.nodes = nodes or []
+
+
+class InputError(Error, ValueError):
+    """Feeds do not match the model's inputs (names, count, dtype or shape)."""

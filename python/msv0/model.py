@@ -1,0 +1,219 @@
+"""msv0.load: a verified v0 model as read-only Python records.
+
+Verification and every index check happen in C++ (msv0._core.Model). Here the views become
+frozen records; constant data are NumPy arrays aliasing the model bytes, and each node's
+attributes are read from its primitive table by the flatc-generated msv0.fb classes, so every
+field of the schema table is present, with its schema default when the file omits it.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, NamedTuple
+
+import numpy as np
+
+from msv0 import _core, dtypes
+from msv0.errors import ModelError
+
+VALUE_NODE = 0  # NodeType.ValueNode: a constant when it carries data (format-v0.md §2)
+
+
+@dataclass(frozen=True)
+class QuantParam:
+    scale: float
+    zeroPoint: int
+    min: float = 0.0
+    max: float = 0.0
+    narrowRange: bool = True
+    numBits: int = 8
+    inited: bool = False
+    varCorr: float = 1.0
+    meanCorr: float = 0.0
+    dstDtype: int = 32
+    roundType: int = 1
+    multiplier: int = 1
+
+
+class TensorInfo(NamedTuple):
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    format: int
+
+
+@dataclass(frozen=True)
+class Tensor:
+    index: int
+    name: str
+    type_id: int
+    shape: tuple[int, ...]
+    format: int
+    node_type: int
+    raw: np.ndarray | None  # the data bytes (uint8, read-only), None when empty
+    quant: tuple[QuantParam, ...]
+    clusters: tuple[float, ...]
+
+    @property
+    def is_const(self) -> bool:
+        return self.node_type == VALUE_NODE and self.raw is not None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return dtypes.to_numpy(self.type_id, self.label)
+
+    @property
+    def label(self) -> str:
+        return f"tensor {self.index} '{self.name}'"
+
+    @property
+    def data(self) -> np.ndarray | None:
+        """Typed, shaped, read-only view of the constant data (None for non-constants).
+
+        Bit-packed weights (format-v0.md §3) and strings stay 1-D, as stored."""
+        if self.raw is None:
+            return None
+        dt = self.dtype
+        if self.type_id in (dtypes.STRING, dtypes.TENSOR_LIST) or self.raw.size % dt.itemsize:
+            return self.raw if dt.itemsize == 1 else self.raw[: self.raw.size // dt.itemsize * dt.itemsize].view(dt)
+        flat = self.raw.view(dt)
+        count = int(np.prod(self.shape, dtype=np.int64))
+        return flat.reshape(self.shape) if flat.size == count else flat
+
+
+class Attrs(Mapping):
+    """A node's attributes: a read-only mapping that also allows attrs.windowH."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, d: dict):
+        object.__setattr__(self, "_d", d)
+
+    def __getitem__(self, k: str) -> Any:
+        return self._d[k]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._d[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("attributes are read-only")
+
+    def __repr__(self) -> str:
+        return f"Attrs({self._d!r})"
+
+
+@dataclass(frozen=True)
+class Node:
+    index: int
+    name: str
+    op: str
+    attrs: Attrs
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    quant_type: int
+
+    @property
+    def label(self) -> str:
+        return f"node {self.index} '{self.name}' ({self.op})"
+
+
+@dataclass(frozen=True)
+class SubGraph:
+    name: str
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    nodes: tuple[int, ...]
+    tensors: tuple[int, ...]
+
+
+def _attr_value(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return tuple(v.tolist())
+    if isinstance(v, list):
+        return tuple(_attr_value(x) for x in v)
+    if hasattr(v, "__dict__"):  # a nested table (object API class)
+        return Attrs({k: _attr_value(x) for k, x in vars(v).items()})
+    return v
+
+
+def _read_attrs(op: str, buf: np.ndarray, pos: int) -> Attrs:
+    cls = getattr(importlib.import_module(f"msv0.fb.{op}"), f"{op}T")
+    return Attrs({k: _attr_value(v) for k, v in vars(cls.InitFromBuf(buf, pos)).items()})
+
+
+@dataclass(frozen=True)
+class Model:
+    """A loaded v0 model. Use msv0.load() to make one."""
+
+    name: str
+    version: str
+    tensors: tuple[Tensor, ...]
+    nodes: tuple[Node, ...]
+    subgraphs: tuple[SubGraph, ...]
+    graph_inputs: tuple[int, ...]
+    graph_outputs: tuple[int, ...]
+    main_nodes: tuple[int, ...]  # execution order of the main graph
+    _core_model: Any = field(repr=False)
+
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        return [self._info(i) for i in self.graph_inputs]
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        return [self._info(i) for i in self.graph_outputs]
+
+    def _info(self, index: int) -> TensorInfo:
+        t = self.tensors[index]
+        return TensorInfo(t.name, t.shape, t.dtype, t.format)
+
+
+def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
+    """Load and verify a v0 .ms model from a path or from bytes; raises ModelError if invalid."""
+    core = _core.Model(source)
+    buf = core.buffer
+    tensors = tuple(
+        Tensor(
+            index=i,
+            name=t["name"],
+            type_id=t["dataType"],
+            shape=tuple(t["dims"]),
+            format=t["format"],
+            node_type=t["nodeType"],
+            raw=t["data"],
+            quant=tuple(QuantParam(**q) for q in t["quantParams"]),
+            clusters=tuple(t["quantClusters"]),
+        )
+        for i, t in enumerate(core.tensors())
+    )
+    nodes = []
+    for i, n in enumerate(core.nodes()):
+        try:
+            attrs = _read_attrs(n["op"], buf, n["table_pos"])
+        except Exception as e:  # the verifier passed, so this is a schema-level oddity
+            raise ModelError(f"node {i} '{n['name']}': cannot read {n['op']} attributes: {e}") from None
+        nodes.append(Node(i, n["name"], n["op"], attrs, tuple(n["inputIndex"]), tuple(n["outputIndex"]), n["quantType"]))
+    subgraphs = tuple(
+        SubGraph(s["name"], tuple(s["inputIndices"]), tuple(s["outputIndices"]), tuple(s["nodeIndices"]),
+                 tuple(s["tensorIndices"]))
+        for s in core.subgraphs()
+    )
+    if subgraphs:  # subGraph[0] is the main graph (format-v0.md §1)
+        main = subgraphs[0]
+        graph_inputs, graph_outputs, order = main.inputs, main.outputs, main.nodes
+    else:
+        graph_inputs, graph_outputs = tuple(core.inputIndex), tuple(core.outputIndex)
+        order = tuple(range(len(nodes)))
+    for i in graph_inputs + graph_outputs:
+        tensors[i].dtype  # an input or output of unknown dtype is a ModelError now, not at run
+    return Model(core.name, core.version, tensors, tuple(nodes), subgraphs, graph_inputs, graph_outputs, order, core)

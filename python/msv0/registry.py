@@ -1,0 +1,126 @@
+"""The op registry: one build function per schema primitive, registered with @op.
+
+A build function gets the node and what is known of its inputs at plan time (shape, dtype,
+and the value when it is constant) and returns a Plan: the output shapes and dtypes, and a
+run(inputs, outputs) callable that writes the outputs in place. Weight packing and every
+other per-model preparation happen in the build function, once per Session.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from msv0.errors import ModelError
+from msv0.model import Node, QuantParam, Tensor
+
+Shape = tuple[int, ...]
+RunFn = Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], None]
+
+
+@dataclass(frozen=True)
+class Value:
+    """An input of a node as known when planning."""
+
+    shape: Shape
+    dtype: np.dtype
+    tensor: Tensor
+    const: np.ndarray | None = None  # the value, when known before running
+
+    @property
+    def quant(self) -> tuple[QuantParam, ...]:
+        return self.tensor.quant
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass
+class Plan:
+    outputs: list[tuple[Shape, np.dtype]]
+    run: RunFn
+    # Whether a node whose inputs are all constant may run once at plan time (constant folding).
+    foldable: bool = True
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    build: Callable[[Node, list[Value]], Plan]
+
+
+OPS: dict[str, OpDef] = {}
+
+# Ops that exist in the schema but cannot run in an inference runtime, with the reason.
+REJECTED: dict[str, str] = {}
+
+
+def op(*names: str):
+    """Register a build function for the schema primitives `names`."""
+
+    def register(fn):
+        for name in names:
+            if name in OPS:
+                raise RuntimeError(f"op {name} registered twice")
+            OPS[name] = OpDef(name, fn)
+        return fn
+
+    return register
+
+
+def reject(reason: str, *names: str) -> None:
+    """Declare schema primitives that msv0 will never run, and why."""
+    for name in names:
+        REJECTED[name] = reason
+
+
+def fail(node: Node, message: str) -> ModelError:
+    return ModelError(f"{node.label}: {message}")
+
+
+def expect_inputs(node: Node, ins: Sequence[Value], *counts: int) -> None:
+    if len(ins) not in counts:
+        want = " or ".join(str(c) for c in counts)
+        raise fail(node, f"expected {want} inputs, got {len(ins)}")
+
+
+def const_input(node: Node, v: Value, what: str) -> np.ndarray:
+    if v.const is None:
+        raise fail(node, f"{what} must be a constant tensor ({v.tensor.label} is computed at run time)")
+    return v.const
+
+
+# Fused activationType (format-v0.md §4): only RELU (1) and RELU6 (3) take effect.
+def activation_range(activation_type: int) -> tuple[float, float]:
+    if activation_type == 1:
+        return 0.0, float("inf")
+    if activation_type == 3:
+        return 0.0, 6.0
+    return float("-inf"), float("inf")
+
+
+def same_dtype(node: Node, ins: Sequence[Value]) -> np.dtype:
+    dt = ins[0].dtype
+    for v in ins[1:]:
+        if v.dtype != dt:
+            raise fail(node, f"input dtypes differ: {dt} and {v.dtype} ({v.tensor.label})")
+    return dt
+
+
+def normalize_axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < max(rank, 1):
+        raise fail(node, f"{what} {axis} is out of range for rank {rank}")
+    return a
+
+
+def supported_ops() -> list[str]:
+    """The schema primitives msv0 can run, sorted."""
+    return sorted(OPS)
+
+
+def as_float32(node: Node, v: Value, what: str) -> None:
+    if v.dtype != np.float32:
+        raise fail(node, f"{what} must be float32, got {v.dtype}")

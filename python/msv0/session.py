@@ -1,0 +1,202 @@
+"""Session: plans a model once per input-shape signature, then runs the plan.
+
+Planning walks the main graph in file order: each node's registered build function infers
+its output shapes and prepares its kernel (weights packed here, once); nodes whose inputs are
+all constant run at plan time (constant folding, which also settles shape arithmetic); the
+intermediates get offsets in one arena from their live ranges. Running copies the feeds into
+their buffers, calls each step, and returns fresh copies of the outputs.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from msv0 import _core
+from msv0 import ops as _ops  # noqa: F401  (registers every op)
+from msv0.errors import InputError, ModelError, UnsupportedOpError
+from msv0.model import Model, load
+from msv0.planner import Interval, plan_arena
+from msv0.registry import OPS, REJECTED, Plan, RunFn, Shape, Value
+
+Signature = tuple[Shape, ...]
+
+
+@dataclass
+class Step:
+    label: str
+    run: RunFn
+    inputs: list[np.ndarray]
+    outputs: list[np.ndarray]
+
+
+@dataclass
+class CompiledPlan:
+    inputs: list[np.ndarray]  # buffers the feeds are copied into
+    steps: list[Step]
+    outputs: list[np.ndarray]  # views whose contents become the results
+    arena_bytes: int
+
+
+def check_supported(model: Model) -> None:
+    """Raise UnsupportedOpError listing every node of the model that msv0 cannot run."""
+    bad = []
+    for i in model.main_nodes:
+        node = model.nodes[i]
+        if node.op not in OPS:
+            reason = REJECTED.get(node.op, "not implemented")
+            bad.append((node.name, node.op, reason))
+    if bad:
+        lines = "\n".join(f"  {name}: {op} ({reason})" for name, op, reason in bad)
+        raise UnsupportedOpError(f"{len(bad)} node(s) cannot run:\n{lines}", bad)
+
+
+class Session:
+    """Runs a model. `model` is a Model or anything msv0.load accepts."""
+
+    def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1):
+        self.model = model if isinstance(model, Model) else load(model)
+        if not isinstance(num_threads, int) or num_threads < 1:
+            raise ValueError("num_threads must be a positive int")
+        self.num_threads = num_threads
+        self._pool = _core.ThreadPool(num_threads)
+        check_supported(self.model)
+        self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
+        self._plans: dict[Signature, CompiledPlan] = {}
+        self._default = tuple(t.shape for t in self._input_tensors)
+        self._plans[self._default] = self._compile(self._default)
+
+    @property
+    def inputs(self):
+        return self.model.inputs
+
+    @property
+    def outputs(self):
+        return self.model.outputs
+
+    def run(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once. Feeds by input name, or positionally; returns {output name: array}."""
+        arrays = self._check_feeds(feeds)
+        sig = tuple(a.shape for a in arrays)
+        plan = self._plans.get(sig)
+        if plan is None:
+            try:
+                plan = self._compile(sig)
+            except ModelError as e:
+                raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
+            self._plans[sig] = plan
+        for buf, a in zip(plan.inputs, arrays):
+            np.copyto(buf, a)
+        self._pool.bind()
+        try:
+            for step in plan.steps:
+                step.run(step.inputs, step.outputs)
+        finally:
+            _core.ThreadPool.unbind()
+        names = [self.model.tensors[i].name for i in self.model.graph_outputs]
+        return {name: out.copy() for name, out in zip(names, plan.outputs)}
+
+    def _check_feeds(self, feeds) -> list[np.ndarray]:
+        tensors = self._input_tensors
+        if isinstance(feeds, Mapping):
+            names = [t.name for t in tensors]
+            missing = [n for n in names if n not in feeds]
+            extra = [n for n in feeds if n not in names]
+            if missing or extra:
+                raise InputError(f"feeds do not match the model inputs {names}: missing {missing}, unexpected {extra}")
+            values = [feeds[n] for n in names]
+        else:
+            values = list(feeds)
+            if len(values) != len(tensors):
+                raise InputError(f"the model has {len(tensors)} input(s), got {len(values)}")
+        arrays = []
+        for t, v in zip(tensors, values):
+            a = np.asarray(v)
+            if a.dtype != t.dtype:
+                raise InputError(f"input '{t.name}': expected dtype {t.dtype}, got {a.dtype}")
+            if a.ndim != len(t.shape):
+                raise InputError(f"input '{t.name}': expected shape {t.shape}, got {a.shape}")
+            arrays.append(a)
+        return arrays
+
+    def _compile(self, sig: Signature) -> CompiledPlan:
+        model = self.model
+        values: dict[int, Value] = {}
+        for t in model.tensors:
+            if t.is_const:
+                data = t.data
+                values[t.index] = Value(tuple(data.shape) if data.ndim else t.shape, t.dtype, t, data)
+        for t, shape in zip(self._input_tensors, sig):
+            values[t.index] = Value(tuple(shape), t.dtype, t)
+
+        planned: list[tuple[str, RunFn, list[int], list[int]]] = []
+        for i in model.main_nodes:
+            node = model.nodes[i]
+            ins = []
+            for k in node.inputs:
+                if k not in values:
+                    raise ModelError(f"{node.label}: input {model.tensors[k].label} is neither constant, "
+                                     "a graph input, nor produced by an earlier node")
+                ins.append(values[k])
+            try:
+                plan: Plan = OPS[node.op].build(node, ins)
+            except (ModelError, UnsupportedOpError):
+                raise
+            except Exception as e:  # an op's own check that slipped through as a plain error
+                raise ModelError(f"{node.label}: {type(e).__name__}: {e}") from e
+            if len(plan.outputs) != len(node.outputs):
+                raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
+            if plan.foldable and all(v.const is not None for v in ins):
+                outs = [np.empty(s, d) for s, d in plan.outputs]
+                plan.run([v.const for v in ins], outs)
+                for k, o, t in zip(node.outputs, outs, (model.tensors[k] for k in node.outputs)):
+                    o.flags.writeable = False
+                    values[k] = Value(o.shape, o.dtype, t, o)
+                continue
+            for k, (shape, dtype) in zip(node.outputs, plan.outputs):
+                if k in values:
+                    raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
+                values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
+            planned.append((node.label, plan.run, list(node.inputs), list(node.outputs)))
+
+        for k in model.graph_outputs:
+            if k not in values:
+                raise ModelError(f"graph output {model.tensors[k].label} is never produced")
+
+        # Live ranges: graph inputs from step -1, graph outputs to the end.
+        end = len(planned)
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for k in model.graph_inputs:
+            first[k] = -1
+        for s, (_, _, ins, outs) in enumerate(planned):
+            for k in outs:
+                first.setdefault(k, s)
+                last[k] = max(last.get(k, s), s)
+            for k in ins:
+                if values[k].const is None:
+                    last[k] = s
+        for k in model.graph_outputs:
+            if values[k].const is None:
+                last[k] = end
+        intervals = []
+        for k, f in first.items():
+            v = values[k]
+            intervals.append(Interval(k, v.size * v.dtype.itemsize, f, last.get(k, f)))
+        offsets, total = plan_arena(intervals)
+        arena = np.empty(total, np.uint8)
+        buffers: dict[int, np.ndarray] = {}
+        for k, off in offsets.items():
+            v = values[k]
+            nbytes = v.size * v.dtype.itemsize
+            buffers[k] = arena[off : off + nbytes].view(v.dtype).reshape(v.shape)
+
+        def array(k: int) -> np.ndarray:
+            return values[k].const if values[k].const is not None else buffers[k]
+
+        steps = [Step(label, run, [array(k) for k in ins], [buffers[k] for k in outs])
+                 for label, run, ins, outs in planned]
+        return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
+                            [array(k) for k in model.graph_outputs], total)
