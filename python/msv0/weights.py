@@ -1,0 +1,73 @@
+"""Constant weights as float32, with r1.1's weight-quant dequantisation (format-v0.md §3).
+
+Conv2D, DeConv2D, DeDepthwiseConv2D, FullConnection and MatMul dequantise when the weight has
+quantParams with quantParams[0].inited (rule "inited"); DepthwiseConv2D whenever the weight is
+int8/int16 (rule "dtype"). A float weight that carries an inited QuantParam fails in r1.1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0 import dtypes
+from msv0.model import Node
+from msv0.registry import Value, const_input, fail
+
+
+def unpack_bits(raw: np.ndarray, word_bits: int, bits: int, count: int) -> np.ndarray:
+    """Values of `bits` bits each, read LSB first from little-endian words, offset by 2^(bits-1)."""
+    words = raw.view(np.uint8 if word_bits == 8 else "<u2").astype(np.uint64)
+    stream = ((words[:, None] >> np.arange(word_bits, dtype=np.uint64)) & 1).reshape(-1)
+    n = min(count, len(stream) // bits) if len(stream) % bits == 0 else min(count, len(stream) // bits + 1)
+    stream = np.concatenate([stream, np.zeros(n * bits - len(stream), np.uint64)]) if n * bits > len(stream) else stream
+    vals = (stream[: n * bits].reshape(n, bits) << np.arange(bits, dtype=np.uint64)).sum(axis=1)
+    return vals.astype(np.int64) - (1 << (bits - 1))
+
+
+def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight") -> np.ndarray:
+    """The constant `v` as a C-contiguous float32 array of its declared shape."""
+    data = const_input(node, v, what)
+    t = v.tensor
+    quant = t.quant
+    if rule == "dtype":
+        wants_dequant = t.type_id in (dtypes.INT8, dtypes.INT16)
+        if wants_dequant and not quant:
+            raise fail(node, f"{what} {t.label} is {data.dtype} but has no quantParams")
+    else:
+        wants_dequant = bool(quant) and quant[0].inited
+        if wants_dequant and t.type_id not in (dtypes.INT8, dtypes.INT16):
+            raise fail(node, f"{what} {t.label} has an inited QuantParam but dataType {t.type_id} "
+                             "(r1.1 dequantises only int8/int16 weights)")
+    if not wants_dequant:
+        if data.dtype.kind not in "fiu":
+            raise fail(node, f"{what} {t.label} has unsupported dtype {data.dtype}")
+        return np.ascontiguousarray(data, np.float32)
+
+    shape = t.shape
+    count = int(np.prod(shape, dtype=np.int64))
+    word_bits = 8 if t.type_id == dtypes.INT8 else 16
+    bits = quant[0].numBits
+    if t.raw.size * 8 < count * word_bits:  # bit-packed
+        q = unpack_bits(t.raw, word_bits, bits, count)
+        if q.size != count:
+            raise fail(node, f"{what} {t.label}: packed data holds {q.size} values, dims need {count}")
+    else:
+        q = np.asarray(data, np.int64).reshape(-1)
+    q = q.reshape(shape)
+    if t.clusters:
+        clusters = np.asarray(t.clusters, np.float32)
+        idx = q + 128
+        if idx.min(initial=0) < 0 or idx.max(initial=0) >= clusters.size:
+            raise fail(node, f"{what} {t.label}: cluster index out of range ({clusters.size} clusters)")
+        return np.ascontiguousarray(clusters[idx])
+    if len(quant) == 1:
+        w = (q - quant[0].zeroPoint).astype(np.float32) * np.float32(quant[0].scale)
+        return np.ascontiguousarray(w, np.float32)
+    if not shape or len(quant) != shape[0]:
+        raise fail(node, f"{what} {t.label}: {len(quant)} quantParams for dim0 = {shape[0] if shape else 0}")
+    per = (-1,) + (1,) * (len(shape) - 1)
+    zp = np.array([p.zeroPoint for p in quant], np.int64).reshape(per)
+    scale = np.array([p.scale for p in quant], np.float32).reshape(per)
+    var = np.array([p.varCorr if 0 <= p.varCorr <= 10 else 1.0 for p in quant], np.float32).reshape(per)
+    mean = np.array([p.meanCorr for p in quant], np.float32).reshape(per)
+    w = ((q - zp).astype(np.float32) * scale) * var + mean
+    return np.ascontiguousarray(w, np.float32)
