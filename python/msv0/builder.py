@@ -56,6 +56,7 @@ class Builder:
         self.graph.nodes = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        self.main_nodes: list[int] | None = None  # nodes of subGraph[0]; None: all of them
 
     def _tensor(self, name: str, node_type: int, type_id: int, dims: Sequence[int], fmt: int,
                 data: bytes | None = None, quant=None, clusters=None) -> int:
@@ -148,8 +149,8 @@ class Builder:
             main = g.subGraph[0]
             main.name = g.name
             main.inputIndices, main.outputIndices = list(self.inputs), list(self.outputs)
-            if main.nodeIndices is None:
-                main.nodeIndices = list(range(len(g.nodes)))
+            nodes = range(len(g.nodes)) if self.main_nodes is None else self.main_nodes
+            main.nodeIndices = list(nodes)
             main.tensorIndices = list(range(len(g.allTensors)))
         else:
             g.subGraph = None

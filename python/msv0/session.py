@@ -16,6 +16,7 @@ import numpy as np
 
 from msv0 import _core
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
+from msv0.dataflow import CONTROL, Interpreter
 from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
 from msv0.planner import Interval, plan_arena
@@ -43,7 +44,9 @@ class CompiledPlan:
 def check_supported(model: Model) -> None:
     """Raise UnsupportedOpError listing every node of the model that msv0 cannot run."""
     bad = []
-    for i in model.main_nodes:
+    # With control flow, subgraph bodies run too; list every node of the file then.
+    order = range(len(model.nodes)) if len(model.subgraphs) > 1 else model.main_nodes
+    for i in order:
         node = model.nodes[i]
         if node.op not in OPS:
             reason = REJECTED.get(node.op, "not implemented")
@@ -65,8 +68,13 @@ class Session:
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
         self._plans: dict[Signature, CompiledPlan] = {}
-        self._default = tuple(t.shape for t in self._input_tensors)
-        self._plans[self._default] = self._compile(self._default)
+        # Graphs with control flow run as data flow (format-v0.md §8), planned node by node.
+        nodes = self.model.nodes
+        self._interpreter = (Interpreter(self.model)
+                             if any(nodes[i].op in CONTROL for i in self.model.main_nodes) else None)
+        if self._interpreter is None:
+            default = tuple(t.shape for t in self._input_tensors)
+            self._plans[default] = self._compile(default)
 
     @property
     def inputs(self):
@@ -79,6 +87,8 @@ class Session:
     def run(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
         """Run once. Feeds by input name, or positionally; returns {output name: array}."""
         arrays = self._check_feeds(feeds)
+        if self._interpreter is not None:
+            return self._run_dataflow(arrays)
         sig = tuple(a.shape for a in arrays)
         plan = self._plans.get(sig)
         if plan is None:
@@ -97,6 +107,26 @@ class Session:
             _core.ThreadPool.unbind()
         names = [self.model.tensors[i].name for i in self.model.graph_outputs]
         return {name: out.copy() for name, out in zip(names, plan.outputs)}
+
+    def _run_dataflow(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        model = self.model
+        env = {k: a.copy() for k, a in zip(model.graph_inputs, arrays)}
+        self._interpreter.runs = 0
+        self._pool.bind()
+        try:
+            self._interpreter.run(model.main_nodes, env, model.graph_outputs)
+        finally:
+            _core.ThreadPool.unbind()
+        result = {}
+        for k in model.graph_outputs:
+            t = model.tensors[k]
+            if k not in env:
+                raise ModelError(f"graph output {t.label} was not produced (its branch did not run)")
+            value = env[k]
+            if not isinstance(value, np.ndarray):
+                raise ModelError(f"graph output {t.label} is a TensorList, not a tensor")
+            result[t.name] = value.copy()
+        return result
 
     def _check_feeds(self, feeds) -> list[np.ndarray]:
         tensors = self._input_tensors

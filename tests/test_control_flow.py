@@ -1,0 +1,112 @@
+"""Control flow (format-v0.md §8): Switch/Merge gating, a Merge/Switch loop, Partial, While,
+Loop and TensorLists, each against a plain Python reference."""
+import numpy as np
+import pytest
+
+import msv0
+from msv0.builder import Builder
+
+
+def scalar(b, name, value, dtype=np.float32):
+    return b.const(name, np.array(value, dtype))
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_switch_merge_if_else(flag):
+    b = Builder("if")
+    x = b.input("x", (2, 3))
+    c = b.input("c", (1,), np.bool_)
+    xt, xf = b.node("Switch", [c, x], outputs=2)
+    yt = b.node("Mul", [xt, scalar(b, "two", [2.0])])
+    yf = b.node("Add", [xf, scalar(b, "hundred", [100.0])])
+    y = b.node("Merge", [yt, yf])
+    b.output(y)
+    x_val = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = msv0.Session(b.finish()).run([x_val, np.array([flag])])
+    want = x_val * 2 if flag else x_val + 100
+    np.testing.assert_array_equal(out[b.graph.allTensors[y].name], want)
+
+
+def test_merge_switch_loop_counts_to_limit():
+    """i = 0; while i < 5: i += 1 — lowered the way r1.1's converter lowers While."""
+    b = Builder("loop")
+    x = b.input("x", (1,))
+    i_next = b.tensor("i_next")
+    i = b.node("Merge", [x, i_next])
+    cond = b.node("Less", [i, scalar(b, "limit", [5.0])], out_dtype=np.bool_)
+    i_true, i_false = b.node("Switch", [cond, i], outputs=2)
+    b.node("Add", [i_true, scalar(b, "one", [1.0])], outputs=[i_next])
+    b.output(i_false)
+    s = msv0.Session(b.finish())
+    for start in (0.0, 3.5, 7.0):
+        got = s.run([np.array([start], np.float32)])[b.graph.allTensors[i_false].name]
+        want = start
+        while want < 5:
+            want += 1
+        np.testing.assert_array_equal(got, [want])
+
+
+def _scale_subgraph(b, factor):
+    """A subgraph y = x * factor; returns (subgraph index, its node index)."""
+    sx = b.tensor(f"sub_x{factor}")
+    node_index = len(b.graph.nodes)
+    sy = b.node("Mul", [sx, scalar(b, f"f{factor}", [float(factor)])])
+    return b.subgraph(f"scale{factor}", [sx], [sy], [node_index]), node_index
+
+
+def test_partial_runs_its_subgraph():
+    b = Builder("partial")
+    x = b.input("x", (4,))
+    sub, body_node = _scale_subgraph(b, 3)
+    y = b.node("Partial", [x], subGraphIndex=sub)
+    b.main_nodes = [len(b.graph.nodes) - 1]
+    b.output(y)
+    v = np.array([1, 2, 3, 4], np.float32)
+    out = msv0.Session(b.finish()).run([v])
+    np.testing.assert_array_equal(out[b.graph.allTensors[y].name], v * 3)
+
+
+def test_while_over_subgraphs():
+    b = Builder("while")
+    x = b.input("x", (1,))
+    ci = b.tensor("cond_i")
+    first_cond = len(b.graph.nodes)
+    c = b.node("Less", [ci, scalar(b, "limit", [10.0])], out_dtype=np.bool_)
+    cond = b.subgraph("cond", [ci], [c], [first_cond])
+    bi = b.tensor("body_i")
+    first_body = len(b.graph.nodes)
+    bo = b.node("Mul", [bi, scalar(b, "two", [2.0])])
+    body = b.subgraph("body", [bi], [bo], [first_body])
+    y = b.node("While", [x], condSubgraphIndex=cond, bodySubgraphIndex=body)
+    b.main_nodes = [len(b.graph.nodes) - 1]
+    b.output(y)
+    s = msv0.Session(b.finish())
+    for start, want in [(1.0, 16.0), (10.0, 10.0), (3.0, 12.0)]:
+        got = s.run([np.array([start], np.float32)])[b.graph.allTensors[y].name]
+        np.testing.assert_array_equal(got, [want])
+
+
+def test_while_naming_missing_subgraph_is_model_error():
+    b = Builder("bad")
+    x = b.input("x", (1,))
+    y = b.node("While", [x], condSubgraphIndex=5, bodySubgraphIndex=0)
+    b.output(y)
+    with pytest.raises(msv0.ModelError, match="condSubgraphIndex"):
+        msv0.load(b.finish())
+
+
+def test_tensor_list_round_trip():
+    b = Builder("lists")
+    x = b.input("x", (3, 4))
+    shape = b.const("shape", np.array([4], np.int32))
+    lst = b.node("TensorListFromTensor", [x, shape], out_dtype=np.int32)
+    item = b.node("TensorListGetItem", [lst, b.const("i", np.array([1], np.int32))])
+    lst2 = b.node("TensorListSetItem", [lst, b.const("j", np.array([2], np.int32)), item], out_dtype=np.int32)
+    stacked = b.node("TensorListStack", [lst2, shape], numElements=-1)
+    b.output(item, stacked)
+    v = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = msv0.Session(b.finish()).run([v])
+    np.testing.assert_array_equal(out[b.graph.allTensors[item].name], v[1])
+    want = v.copy()
+    want[2] = v[1]
+    np.testing.assert_array_equal(out[b.graph.allTensors[stacked].name], want)
