@@ -1,10 +1,12 @@
-// The msv0._core extension: runs every MSV0_BIND in file-name order; nothing else lives here.
+// The msv0._core extension: registers the shared base types, then runs every MSV0_BIND in
+// file-name order.
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "runtime/bind.h"
+#include "runtime/native.h"
 
 namespace msv0 {
 namespace {
@@ -30,5 +32,8 @@ void run_binders(py::module_& m) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "msv0 native core: model loading and verification, kernels, threads";
   pybind11::register_exception<msv0::ArgError>(m, "KernelArgError", PyExc_ValueError);
+  // The base of every kernel object, registered before the binders that derive from it.
+  pybind11::class_<msv0::NativeOp, std::shared_ptr<msv0::NativeOp>>(
+      m, "NativeOp", "A kernel with packed weights and fixed shapes, runnable in a Program.");
   msv0::run_binders(m);
 }

@@ -103,6 +103,8 @@ MSV0_EXPORT(sgemm_f32)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "runtime/native.h"
+
 namespace msv0 {
 
 int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }
@@ -149,8 +151,7 @@ class PackedGemm {
   void run(const py::array& x, py::array& y, float lo, float hi) const {
     if (x.ndim() != 2 || x.shape(1) != k_) throw ArgError("x: expected shape (m, " + std::to_string(k_) + ")");
     expect_shape(y, {x.shape(0), n_}, "y");
-    GemmArgs g{in_ptr<float>(x, "x"), k_, packed_.data(), bias_.empty() ? nullptr : bias_.data(),
-               out_ptr<float>(y, "y"), n_, x.shape(0), n_, k_, lo, hi};
+    const GemmArgs g = args(in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), x.shape(0), lo, hi);
     py::gil_scoped_release unlocked;
     sgemm_run(g);
   }
@@ -158,19 +159,44 @@ class PackedGemm {
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
 
+  GemmArgs args(const float* x, float* y, int64_t rows, float lo, float hi) const {
+    return GemmArgs{x, k_, packed_.data(), bias_.empty() ? nullptr : bias_.data(), y, n_, rows, n_, k_, lo, hi};
+  }
+
  private:
   bool transposed_;
   int64_t n_ = 0, k_ = 0;
   std::vector<float> packed_, bias_;
 };
 
+// y[rows, n] = clamp(x[rows, k] · B + bias) on raw buffers, for a Program.
+class GemmOp : public NativeOp {
+ public:
+  GemmOp(std::shared_ptr<const PackedGemm> g, int64_t rows, float lo, float hi)
+      : g_(std::move(g)), rows_(rows), lo_(lo), hi_(hi) {}
+  void run(const void* const* in, void* const* out) const override {
+    sgemm_run(g_->args(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), rows_, lo_, hi_));
+  }
+
+ private:
+  std::shared_ptr<const PackedGemm> g_;
+  int64_t rows_;
+  float lo_, hi_;
+};
+
 MSV0_BIND(m) {
-  py::class_<PackedGemm>(m, "PackedGemm",
+  py::class_<GemmOp, NativeOp, std::shared_ptr<GemmOp>>(m, "GemmOp");
+  py::class_<PackedGemm, std::shared_ptr<PackedGemm>>(m, "PackedGemm",
                          "y = clamp(x · B + bias, lo, hi) with B (k x n, or n x k when transposed) packed once.")
       .def(py::init<const py::array&, bool, std::optional<py::array>>(), py::arg("b"), py::arg("transposed"),
            py::arg("bias") = py::none())
       .def("run", &PackedGemm::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
            py::arg("hi") = INFINITY)
+      .def("native", [](std::shared_ptr<PackedGemm> g, int64_t rows, float lo, float hi) {
+             if (rows < 0) throw ArgError("rows must be >= 0");
+             return std::shared_ptr<NativeOp>(std::make_shared<GemmOp>(std::move(g), rows, lo, hi));
+           }, py::arg("rows"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
+           "A NativeOp running this product on rows x k inputs.")
       .def_property_readonly("n", &PackedGemm::n)
       .def_property_readonly("k", &PackedGemm::k);
 }

@@ -8,7 +8,7 @@ other per-model preparation happen in the build function, once per Session.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -43,6 +43,9 @@ class Plan:
     run: RunFn
     # Whether a node whose inputs are all constant may run once at plan time (constant folding).
     foldable: bool = True
+    # A _core.NativeOp computing the same as `run` on raw buffers; consecutive native steps run
+    # as one C++ Program with no Python between them.
+    native: Any = None
 
 
 @dataclass(frozen=True)

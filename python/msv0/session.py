@@ -41,6 +41,10 @@ class CompiledPlan:
     arena_bytes: int
 
 
+def _run_program(program) -> RunFn:
+    return lambda inputs, outputs: program.run()
+
+
 def check_supported(model: Model) -> None:
     """Raise UnsupportedOpError listing every node of the model that msv0 cannot run."""
     bad = []
@@ -58,6 +62,10 @@ def check_supported(model: Model) -> None:
 
 class Session:
     """Runs a model. `model` is a Model or anything msv0.load accepts."""
+
+    # Whether kernels with a native form run as C++ Programs (False: one Python call per node,
+    # the reference the Programs are tested against).
+    native = True
 
     def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1):
         self.model = model if isinstance(model, Model) else load(model)
@@ -161,7 +169,7 @@ class Session:
         for t, shape in zip(self._input_tensors, sig):
             values[t.index] = Value(tuple(shape), t.dtype, t)
 
-        planned: list[tuple[str, RunFn, list[int], list[int]]] = []
+        planned: list[tuple[str, Plan, list[int], list[int]]] = []
         for i in model.main_nodes:
             node = model.nodes[i]
             ins = []
@@ -189,7 +197,7 @@ class Session:
                 if k in values:
                     raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
                 values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
-            planned.append((node.label, plan.run, list(node.inputs), list(node.outputs)))
+            planned.append((node.label, plan, list(node.inputs), list(node.outputs)))
 
         for k in model.graph_outputs:
             if k not in values:
@@ -226,7 +234,17 @@ class Session:
         def array(k: int) -> np.ndarray:
             return values[k].const if values[k].const is not None else buffers[k]
 
-        steps = [Step(label, run, [array(k) for k in ins], [buffers[k] for k in outs])
-                 for label, run, ins, outs in planned]
+        steps: list[Step] = []
+        program = None
+        for label, plan, ins, outs in planned:
+            in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
+            if plan.native is None or not self.native:
+                steps.append(Step(label, plan.run, in_arrays, out_arrays))
+                program = None
+                continue
+            if program is None:  # start a run of native steps
+                program = _core.Program()
+                steps.append(Step("native program", _run_program(program), [], []))
+            program.add(plan.native, [np.ascontiguousarray(a) for a in in_arrays], out_arrays)
         return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
                             [array(k) for k in model.graph_outputs], total)
