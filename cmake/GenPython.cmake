@@ -14,3 +14,14 @@ if(NOT rc EQUAL 0)
 endif()
 # msv0/ is our package; only msv0/fb/ is generated, so drop the stub flatc writes for msv0/.
 file(REMOVE ${OUT_DIR}/msv0/__init__.py)
+# flatc also emits a short alias `def <Table><Field>` without the table prefix; for the field N
+# of table AddN that alias is `def AddN(...)`, which would shadow the class AddN. Rename it.
+file(GLOB modules ${OUT_DIR}/msv0/fb/*.py)
+foreach(module IN LISTS modules)
+  get_filename_component(stem ${module} NAME_WE)
+  file(READ ${module} text)
+  if(text MATCHES "\ndef ${stem}\\(builder")
+    string(REPLACE "\ndef ${stem}(builder" "\ndef ${stem}Field(builder" text "${text}")
+    file(WRITE ${module} "${text}")
+  endif()
+endforeach()
