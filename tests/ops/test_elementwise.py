@@ -1,12 +1,10 @@
 """Binary element-wise ops, comparisons, logical ops, Eltwise and AddN against NumPy references."""
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import msv0
-from msv0.registry import OPS, Value
 from oprun import Const, run_op
 
 # (shape a, shape b): r1.1 broadcasting corners.
@@ -152,16 +150,8 @@ def test_eltwise_unknown_mode_fails():
 
 
 def _add_n(xs):
-    """Plan and run AddN through its build function. The generated msv0.fb.AddN module cannot
-    read AddN attributes (flatc's builder alias `AddN(builder, n)` for the deprecated field N
-    shadows the class AddN), so a model holding AddN does not load yet; see test_add_n_loads."""
-    node = SimpleNamespace(label="addn", attrs=SimpleNamespace(N=0))
-    ins = [Value(x.shape, x.dtype, SimpleNamespace(label=f"in{k}")) for k, x in enumerate(xs)]
-    plan = OPS["AddN"].build(node, ins)
-    (shape, dtype), = plan.outputs
-    out = np.full(shape, np.nan, dtype)
-    plan.run(xs, [out])
-    return out
+    (y,) = run_op("AddN", xs)
+    return y
 
 
 def test_add_n_left_to_right(rng):
@@ -180,7 +170,7 @@ def test_add_n_shape_mismatch_fails():
         _add_n([np.zeros((2, 3), np.float32), np.zeros((3,), np.float32)])
 
 
-def test_add_n_loads(rng):
+def test_add_n_with_constant(rng):
     x = rng.standard_normal((3, 5)).astype(np.float32)
     (y,) = run_op("AddN", [x, Const(x)])
     np.testing.assert_array_equal(y, x + x)
