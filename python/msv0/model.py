@@ -121,6 +121,8 @@ class Node:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     quant_type: int
+    # The quantParams of each output tensor (QuantDTypeCast prefers the output's, format-v0.md §3).
+    output_quant: tuple[tuple[QuantParam, ...], ...] = ()
 
     @property
     def label(self) -> str:
@@ -202,7 +204,9 @@ def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
             attrs = _read_attrs(n["op"], buf, n["table_pos"])
         except Exception as e:  # the verifier passed, so this is a schema-level oddity
             raise ModelError(f"node {i} '{n['name']}': cannot read {n['op']} attributes: {e}") from None
-        nodes.append(Node(i, n["name"], n["op"], attrs, tuple(n["inputIndex"]), tuple(n["outputIndex"]), n["quantType"]))
+        outs = tuple(n["outputIndex"])
+        nodes.append(Node(i, n["name"], n["op"], attrs, tuple(n["inputIndex"]), outs, n["quantType"],
+                          tuple(tensors[k].quant for k in outs)))
     subgraphs = tuple(
         SubGraph(s["name"], tuple(s["inputIndices"]), tuple(s["outputIndices"]), tuple(s["nodeIndices"]),
                  tuple(s["tensorIndices"]))

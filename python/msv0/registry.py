@@ -46,6 +46,9 @@ class Plan:
     # A _core.NativeOp computing the same as `run` on raw buffers; consecutive native steps run
     # as one C++ Program with no Python between them.
     native: Any = None
+    # Output values already known at plan time although some input is not (Shape of a
+    # runtime input): the outputs become constants and the node never runs.
+    known: list[np.ndarray] | None = None
 
 
 @dataclass(frozen=True)

@@ -186,9 +186,12 @@ class Session:
                 raise ModelError(f"{node.label}: {type(e).__name__}: {e}") from e
             if len(plan.outputs) != len(node.outputs):
                 raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
-            if plan.foldable and all(v.const is not None for v in ins):
-                outs = [np.empty(s, d) for s, d in plan.outputs]
-                plan.run([v.const for v in ins], outs)
+            if plan.known is not None or (plan.foldable and all(v.const is not None for v in ins)):
+                if plan.known is not None:
+                    outs = [np.array(v) for v in plan.known]
+                else:
+                    outs = [np.empty(s, d) for s, d in plan.outputs]
+                    plan.run([v.const for v in ins], outs)
                 for k, o, t in zip(node.outputs, outs, (model.tensors[k] for k in node.outputs)):
                     o.flags.writeable = False
                     values[k] = Value(o.shape, o.dtype, t, o)

@@ -5,6 +5,7 @@ import numpy as np
 
 from msv0 import _core
 from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
+from msv0.weights import float_weight
 
 
 @op("FullConnection")
@@ -13,7 +14,7 @@ def full_connection(node, ins):
     expect_inputs(node, ins, 2, 3)
     x, w = ins[0], ins[1]
     as_float32(node, x, "input")
-    weight = np.ascontiguousarray(const_input(node, w, "weight"), np.float32)
+    weight = float_weight(node, w, "inited")
     if weight.ndim != 2:
         raise fail(node, f"weight must be 2-D [N, K], got {weight.shape}")
     n, k = weight.shape
@@ -39,5 +40,72 @@ def full_connection(node, ins):
 
     def run(inputs, outputs):
         gemm.run(inputs[0].reshape(rows, k), outputs[0].reshape(rows, n), lo, hi)
+
+    return Plan([(out_shape, np.dtype(np.float32))], run, native=gemm.native(rows, lo, hi))
+
+
+def _bias(node, v, n: int) -> np.ndarray:
+    bias = np.ascontiguousarray(const_input(node, v, "bias"), np.float32).reshape(-1)
+    if bias.size != n:
+        raise fail(node, f"bias has {bias.size} values, the output has N={n}")
+    return bias
+
+
+@op("MatMul")
+def matmul(node, ins):
+    a = node.attrs
+    expect_inputs(node, ins, 2, 3)
+    x, w = ins[0], ins[1]
+    as_float32(node, x, "A")
+    a_shape, b_shape = list(x.shape), list(w.shape)
+    if len(a_shape) == 4 and a_shape[2] == 1 and a_shape[3] == 1:
+        a_shape = a_shape[:2]
+    drop_m, drop_n = len(a_shape) == 1, len(b_shape) == 1
+    if drop_m:
+        a_shape = [1] + a_shape
+    if drop_n:
+        b_shape = b_shape + [1]
+    if len(a_shape) < 2 or len(b_shape) < 2:
+        raise fail(node, f"A {x.shape} and B {w.shape} must have rank >= 1")
+    # r1.1 has no batch broadcasting: it indexes B once per A batch, so batch dims must match.
+    batch = a_shape[:-2]
+    if b_shape[:-2] != batch:
+        raise fail(node, f"batch dims of A {x.shape} and B {w.shape} differ")
+    m, ka = (a_shape[-1], a_shape[-2]) if a.transposeA else (a_shape[-2], a_shape[-1])
+    kb, n = (b_shape[-1], b_shape[-2]) if a.transposeB else (b_shape[-2], b_shape[-1])
+    if ka != kb:
+        raise fail(node, f"inner dims differ: A {x.shape} and B {w.shape} (transposeA={a.transposeA}, "
+                         f"transposeB={a.transposeB})")
+    out_shape = tuple(batch) + ((m,) if not drop_m else ()) + ((n,) if not drop_n else ())
+    bias = _bias(node, ins[2], n) if len(ins) == 3 else None
+    nb = int(np.prod(batch, dtype=np.int64))
+    a3 = (nb,) + tuple(a_shape[-2:])
+
+    if w.const is None:
+        as_float32(node, w, "B")
+        b3 = (nb,) + tuple(b_shape[-2:])
+
+        def run(inputs, outputs):
+            av, bv = inputs[0].reshape(a3), inputs[1].reshape(b3)
+            out = outputs[0].reshape(nb, m, n)
+            np.matmul(av.swapaxes(1, 2) if a.transposeA else av, bv.swapaxes(1, 2) if a.transposeB else bv, out=out)
+            if bias is not None:
+                out += bias
+
+        return Plan([(out_shape, np.dtype(np.float32))], run)
+
+    weight = float_weight(node, w, "inited", "B").reshape((nb,) + tuple(b_shape[-2:]))
+    gemms = [_core.PackedGemm(np.ascontiguousarray(weight[i]), bool(a.transposeB), bias) for i in range(nb)]
+    scratch = np.empty((m, ka), np.float32) if a.transposeA else None
+
+    def run(inputs, outputs):
+        av = inputs[0].reshape(a3)
+        out = outputs[0].reshape(nb, m, n)
+        for i, g in enumerate(gemms):
+            if scratch is not None:
+                np.copyto(scratch, av[i].T)
+                g.run(scratch, out[i])
+            else:
+                g.run(np.ascontiguousarray(av[i]), out[i])
 
     return Plan([(out_shape, np.dtype(np.float32))], run)

@@ -1,0 +1,115 @@
+"""Cast and QuantDTypeCast (format-v0.md §5 and §3)."""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0 import dtypes
+from msv0.registry import Plan, expect_inputs, fail, op
+
+F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+I8, U8, I32, I64 = np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+
+# The pairs r1.1's Cast kernels convert (same-type copies aside).
+_CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (BOOL, F32), (U8, F32), (I32, F32)}
+
+
+def _dtype(node, type_id: int, what: str) -> np.dtype:
+    if type_id not in dtypes.TO_NUMPY or type_id in (dtypes.STRING, dtypes.TENSOR_LIST):
+        raise fail(node, f"{what} {type_id} is not a supported TypeId")
+    return dtypes.TO_NUMPY[type_id]
+
+
+@op("Cast")
+def cast(node, ins):
+    expect_inputs(node, ins, 1)
+    x = ins[0]
+    a = node.attrs
+    if a.srcT != 0 and _dtype(node, a.srcT, "srcT") != x.dtype:
+        raise fail(node, f"srcT {a.srcT} does not match the input dtype {x.dtype}")
+    dst = _dtype(node, a.dstT, "dstT")
+    if dst != x.dtype and (x.dtype, dst) not in _CAST_PAIRS:
+        raise fail(node, f"Cast from {x.dtype} to {dst} is not supported in r1.1")
+
+    def run(inputs, outputs):
+        # float -> int is a C cast: truncation toward zero; out-of-range values are undefined in C
+        with np.errstate(invalid="ignore", over="ignore"):
+            outputs[0][...] = inputs[0].astype(dst)
+
+    return Plan([(x.shape, dst)], run)
+
+
+def _round_away(v: np.ndarray) -> np.ndarray:
+    """C round(): half away from zero, in float64 so that x + 0.5 is exact for float32 x."""
+    v = v.astype(np.float64)
+    return np.copysign(np.floor(np.abs(v) + 0.5), v)
+
+
+def quantize_i8(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """f32 -> i8: x·(1.0f/scale) + zp in float (reciprocal, then multiply), C round, clamp."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = x * (np.float32(1) / np.float32(scale)) + np.float32(zp)
+        q = np.clip(_round_away(v), -128, 127)
+        q = np.where(np.isinf(x), 127, q)  # r1.1 maps both infinities to 127
+        return np.nan_to_num(q).astype(np.int8)
+
+
+def quantize_u8(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """f32 -> u8: (double)x / (double)scale + zp, C round, clamp to [0, 255]."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        v = x.astype(np.float64) / np.float64(np.float32(scale)) + zp
+        q = np.clip(_round_away(v), 0, 255)
+        q = np.where(np.isinf(x), 255, q)
+        return np.nan_to_num(q).astype(np.uint8)
+
+
+def dequantize(q: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    return (q.astype(np.int32) - np.int32(zp)).astype(np.float32) * np.float32(scale)
+
+
+@op("QuantDTypeCast")
+def quant_dtype_cast(node, ins):
+    expect_inputs(node, ins, 1)
+    x = ins[0]
+    a = node.attrs
+    src, dst = _dtype(node, a.srcT, "srcT"), _dtype(node, a.dstT, "dstT")
+    if (src, dst) not in {(F32, I8), (I8, F32), (U8, I8), (I8, U8), (U8, F32), (F32, U8), (I8, I8)}:
+        raise fail(node, f"QuantDTypeCast from {src} to {dst} is not supported in r1.1")
+    if x.dtype != src:
+        raise fail(node, f"srcT {a.srcT} does not match the input dtype {x.dtype}")
+    in_q = x.quant[0] if x.quant else None
+    out_qs = node.output_quant[0] if node.output_quant else ()
+    out_q = out_qs[0] if out_qs and out_qs[0].inited else None
+    if (src, dst) in {(U8, I8), (I8, U8)}:  # a fixed shift; scale and zero point unused
+        shift = -128 if dst == I8 else 128
+
+        def run(inputs, outputs):
+            outputs[0][...] = (inputs[0].astype(np.int16) + shift).astype(dst)
+
+        return Plan([(x.shape, dst)], run)
+    if src == I8 and dst == I8:
+        # Broken in r1.1 (arguments out of order); done as requantisation through float.
+        if in_q is None or not out_qs:
+            raise fail(node, "int8 -> int8 needs quantParams on both the input and the output")
+        qi, qo = in_q, out_qs[0]
+
+        def run(inputs, outputs):
+            outputs[0][...] = quantize_i8(dequantize(inputs[0], qi.scale, qi.zeroPoint), qo.scale, qo.zeroPoint)
+
+        return Plan([(x.shape, dst)], run)
+    p = out_q or in_q
+    if p is None:
+        raise fail(node, "neither the output nor the input has a quantParam")
+    if src == F32 and p.scale == 0:
+        raise fail(node, "quantParam scale is 0")
+    if dst == I8:
+        fn = lambda v: quantize_i8(v, p.scale, p.zeroPoint)  # noqa: E731
+    elif dst == U8:
+        fn = lambda v: quantize_u8(v, p.scale, p.zeroPoint)  # noqa: E731
+    else:
+        fn = lambda v: dequantize(v, p.scale, p.zeroPoint)  # noqa: E731
+
+    def run(inputs, outputs):
+        outputs[0][...] = fn(inputs[0])
+
+    return Plan([(x.shape, dst)], run)

@@ -1,0 +1,228 @@
+"""SSD-style detection ops (format-v0.md §5): PriorBox, ROIPooling, DetectionPostProcess.
+
+All three have static output shapes: PriorBox depends only on shapes and attributes,
+ROIPooling on the roi count, and DetectionPostProcess writes a fixed number of slots
+(unused ones zero) plus the count of valid detections.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from msv0.registry import Plan, as_float32, expect_inputs, fail, op
+
+F32 = np.dtype(np.float32)
+
+
+@op("PriorBox")
+def prior_box(node, ins):
+    """r1.1 (base/prior_box.cc): for each cell (i, j) of the NHWC feature map, centre
+    (j + offset, i + offset); for each min size: the min box, the sqrt(min·max) box when
+    max_sizes is given, then one box per aspect ratio other than 1 (distinct ratios, plus
+    1/ratio with flip), each as (x1, y1, x2, y2) normalised by the map size. The variances
+    follow, once per box. Output [1, 4·boxes, 1, 2]. r1.1's clip loop edits copies, so `clip`
+    has no effect; msv0 reproduces that."""
+    expect_inputs(node, ins, 2)
+    a = node.attrs
+    fmap, image = ins
+    if len(fmap.shape) != 4 or len(image.shape) != 4:
+        raise fail(node, f"feature map {fmap.shape} and image {image.shape} must be 4-D NHWC")
+    fh, fw = fmap.shape[1], fmap.shape[2]
+    if fh < 1 or fw < 1:
+        raise fail(node, f"feature map {fmap.shape} is empty")
+    image_w = a.imageSizeW if a.imageSizeW > 0 else image.shape[2]
+    image_h = a.imageSizeH if a.imageSizeH > 0 else image.shape[1]
+    step_w = np.float32(a.stepW) if a.stepW > 0 else np.float32(image_w) / np.float32(fw)
+    step_h = np.float32(a.stepH) if a.stepH > 0 else np.float32(image_h) / np.float32(fh)
+    min_sizes = [np.float32(s) for s in a.minSizes or ()]
+    max_sizes = [np.float32(s) for s in a.maxSizes or ()]
+    variances = [np.float32(v) for v in a.variances or ()]
+    if not min_sizes:
+        raise fail(node, "min_sizes is empty")
+    if max_sizes and len(max_sizes) != len(min_sizes):
+        raise fail(node, f"{len(max_sizes)} max_sizes for {len(min_sizes)} min_sizes")
+    if len(variances) < 4:
+        raise fail(node, f"variances needs 4 values, got {len(variances)}")
+    if min(min_sizes) <= 0 or (max_sizes and min(max_sizes) <= 0) or step_w <= 0 or step_h <= 0:
+        raise fail(node, "sizes and steps must be positive")
+    ratios = [np.float32(1)]
+    for ratio in a.aspectRatios or ():
+        ratio = np.float32(ratio)
+        if ratio <= 1e-5:
+            raise fail(node, f"aspect ratio {ratio} must be positive")
+        if not any(abs(ratio - v) < 1e-6 for v in ratios):
+            ratios.append(ratio)
+            if a.flip:
+                ratios.append(np.float32(1) / ratio)
+    half = np.float32(0.5)
+    offset = np.float32(a.offset)
+    boxes = []
+    for i in range(fh):
+        cy = np.float32(i) + offset
+        for j in range(fw):
+            cx = np.float32(j) + offset
+            for k, mn in enumerate(min_sizes):
+                sizes = [(mn, mn)]
+                if max_sizes:
+                    prime = np.float32(math.sqrt(mn * max_sizes[k]))
+                    sizes.append((prime, prime))
+                for v in ratios:
+                    if abs(v - 1) < 1e-6:
+                        continue
+                    root = np.float32(math.sqrt(v))
+                    sizes.append((mn * root, mn / root))
+                for bw, bh in sizes:
+                    boxes += [(cx - bw / step_w * half) / np.float32(fw), (cy - bh / step_h * half) / np.float32(fh),
+                              (cx + bw / step_w * half) / np.float32(fw), (cy + bh / step_h * half) / np.float32(fh)]
+    count = len(boxes)
+    data = np.concatenate([np.array(boxes, F32), np.tile(np.array(variances[:4], F32), count // 4)])
+    shape = (1, count, 1, 2)
+    value = data.reshape(shape)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], value)
+
+    return Plan([(shape, F32)], run)
+
+
+@op("ROIPooling")
+def roi_pooling(node, ins):
+    """r1.1 (nnacl roi_pooling_fp32.c): x NHWC, rois [R, 5] = (batch, y1, x1, y2, x2) in image
+    coordinates; output [R, pooledH, pooledW, C] = max over each bin, empty bins 0. r1.1 holds
+    `scale` in an int, so it is truncated toward zero before use; msv0 reproduces that.
+    Corners are roundf(coord · scale); roi size max(end − start + 1, 1); bin [floor(p·size/pooled),
+    ceil((p+1)·size/pooled)) offset by the start and clamped to the map."""
+    expect_inputs(node, ins, 2)
+    x, rois = ins
+    as_float32(node, x, "input")
+    as_float32(node, rois, "rois")
+    if len(x.shape) != 4:
+        raise fail(node, f"input must be 4-D NHWC, got {x.shape}")
+    if len(rois.shape) != 2 or rois.shape[1] != 5:
+        raise fail(node, f"rois must be [R, 5], got {rois.shape}")
+    a = node.attrs
+    ph_n, pw_n = a.pooledH, a.pooledW
+    if ph_n < 1 or pw_n < 1:
+        raise fail(node, f"pooled size {ph_n}x{pw_n} must be positive")
+    if not math.isfinite(a.scale):
+        raise fail(node, f"scale {a.scale} is not finite")
+    scale = np.float32(int(a.scale))
+    n, h, w, c = x.shape
+    out_shape = (rois.shape[0], ph_n, pw_n, c)
+
+    def run(inputs, outputs):
+        data, boxes = inputs
+        out = outputs[0]
+        for r, roi in enumerate(boxes):
+            b = int(roi[0])
+            if not 0 <= b < n:
+                raise fail(node, f"roi {r} has batch index {roi[0]} outside [0, {n})")
+            y0, x0, y1, x1 = (int(np.copysign(np.floor(np.abs(v * scale) + 0.5), v * scale)) for v in roi[1:])
+            bin_h = np.float32(max(y1 - y0 + 1, 1)) / np.float32(ph_n)
+            bin_w = np.float32(max(x1 - x0 + 1, 1)) / np.float32(pw_n)
+            for py in range(ph_n):
+                hs = min(max(math.floor(py * bin_h) + y0, 0), h)
+                he = min(max(math.ceil((py + 1) * bin_h) + y0, 0), h)
+                for px in range(pw_n):
+                    ws = min(max(math.floor(px * bin_w) + x0, 0), w)
+                    we = min(max(math.ceil((px + 1) * bin_w) + x0, 0), w)
+                    if he <= hs or we <= ws:
+                        out[r, py, px] = 0
+                    else:
+                        out[r, py, px] = data[b, hs:he, ws:we].max(axis=(0, 1))
+
+    return Plan([(out_shape, F32)], run)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    area_a = (a[2] - a[0]) * (a[3] - a[1])
+    area_b = (b[2] - b[0]) * (b[3] - b[1])
+    if area_a <= 0 or area_b <= 0:
+        return 0.0
+    ih = max(min(a[2], b[2]) - max(a[0], b[0]), 0)
+    iw = max(min(a[3], b[3]) - max(a[1], b[1]), 0)
+    inter = ih * iw
+    return float(inter / (area_a + area_b - inter))
+
+
+def _nms(boxes, scores, score_thr, iou_thr, limit):
+    """Greedy NMS: candidates by descending score (ties to the lower index), stop at the first
+    below score_thr, drop a candidate whose IoU with a kept box exceeds iou_thr."""
+    order = np.argsort(-scores, kind="stable")
+    kept = []
+    for i in order:
+        if len(kept) >= limit or scores[i] < score_thr:
+            break
+        if all(_iou(boxes[i], boxes[k]) <= iou_thr for k in kept):
+            kept.append(int(i))
+    return kept
+
+
+@op("DetectionPostProcess")
+def detection_post_process(node, ins):
+    """TFLite semantics as r1.1 implements them (format-v0.md §5). Inputs: box encodings
+    [1, B, 4] (y, x, h, w), class scores [1, B, classes+bg], anchors [B, 4] (y, x, h, w).
+    Outputs: boxes [1, D, 4], classes [1, D], scores [1, D], num [1], D = MaxDetections ·
+    MaxClassesPerDetection; unused slots are zero."""
+    expect_inputs(node, ins, 3)
+    enc, cls, anc = ins
+    for v, what in zip(ins, ("box encodings", "class scores", "anchors")):
+        as_float32(node, v, what)
+    a = node.attrs
+    if len(enc.shape) != 3 or enc.shape[0] != 1 or enc.shape[2] < 4:
+        raise fail(node, f"box encodings must be [1, B, 4], got {enc.shape}")
+    nb = enc.shape[1]
+    if len(cls.shape) != 3 or cls.shape[:2] != (1, nb):
+        raise fail(node, f"class scores must be [1, {nb}, classes], got {cls.shape}")
+    if anc.shape != (nb, 4):
+        raise fail(node, f"anchors must be [{nb}, 4], got {anc.shape}")
+    num_classes = a.numClasses
+    first = cls.shape[2] - num_classes
+    if num_classes < 1 or first < 0:
+        raise fail(node, f"NumClasses {num_classes} does not fit {cls.shape[2]} score columns")
+    max_det, per_det, per_class = a.maxDetections, a.maxClassesPerDetection, a.detectionsPerClass
+    if max_det < 1 or per_det < 1 or (a.useRegularNms and per_class < 1):
+        raise fail(node, "MaxDetections, MaxClassesPerDetection and DetectionsPerClass must be positive")
+    scales = [np.float32(s) for s in (a.yScale, a.xScale, a.hScale, a.wScale)]
+    if any(s == 0 for s in scales):
+        raise fail(node, "box scales must be non-zero")
+    ys, xs, hs, ws = scales
+    slots = max_det * per_det
+    top = min(per_det, num_classes)
+    score_thr, iou_thr = np.float32(a.nmsScoreThreshold), np.float32(a.nmsIouThreshold)
+
+    def decode(e, anchors):
+        half = np.float32(0.5)
+        yc = e[:, 0] / ys * anchors[:, 2] + anchors[:, 0]
+        xc = e[:, 1] / xs * anchors[:, 3] + anchors[:, 1]
+        hh = half * np.exp(e[:, 2] / hs) * anchors[:, 2]
+        hw = half * np.exp(e[:, 3] / ws) * anchors[:, 3]
+        return np.stack([yc - hh, xc - hw, yc + hh, xc + hw], 1).astype(np.float32)
+
+    def run(inputs, outputs):
+        boxes = decode(inputs[0][0, :, :4], inputs[2])
+        scores = inputs[1][0, :, first:]
+        picks = []  # (box index, class, score) in output order
+        if a.useRegularNms:
+            for c in range(num_classes):
+                for i in _nms(boxes, scores[:, c], score_thr, iou_thr, per_class):
+                    picks.append((i, c, scores[i, c]))
+            order = sorted(range(len(picks)), key=lambda k: -picks[k][2])  # stable: ties keep order
+            picks = [picks[k] for k in order[:max_det]]
+        else:
+            class_order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
+            best = np.take_along_axis(scores, class_order[:, :1], 1)[:, 0]
+            for i in _nms(boxes, best, score_thr, iou_thr, max_det):
+                for c in class_order[i]:
+                    picks.append((i, int(c), scores[i, c]))
+        out_boxes, out_cls, out_scores, out_num = outputs
+        for o in outputs:
+            o.fill(0)
+        for k, (i, c, s) in enumerate(picks):
+            out_boxes[0, k] = boxes[i]
+            out_cls[0, k] = c
+            out_scores[0, k] = s
+        out_num[0] = len(picks)
+
+    return Plan([((1, slots, 4), F32), ((1, slots), F32), ((1, slots), F32), ((1,), F32)], run)

@@ -1,0 +1,124 @@
+"""PriorBox, ROIPooling, DetectionPostProcess against loop references of the r1.1 rules."""
+import math
+
+import msv0
+import numpy as np
+import pytest
+from oprun import Const, run_op
+
+
+def prior_ref(fh, fw, img_h, img_w, mins, maxs, ratios, flip, offset, var):
+    rs = [1.0]
+    for r in ratios:
+        if all(abs(r - v) >= 1e-6 for v in rs):
+            rs.append(r)
+            if flip:
+                rs.append(1 / r)
+    sw, sh = img_w / fw, img_h / fh
+    out = []
+    for i in range(fh):
+        for j in range(fw):
+            cx, cy = j + offset, i + offset
+            for k, m in enumerate(mins):
+                sizes = [(m, m)] + ([(math.sqrt(m * maxs[k]),) * 2] if maxs else [])
+                sizes += [(m * math.sqrt(r), m / math.sqrt(r)) for r in rs if abs(r - 1) >= 1e-6]
+                for bw, bh in sizes:
+                    out += [(cx - bw / sw / 2) / fw, (cy - bh / sh / 2) / fh, (cx + bw / sw / 2) / fw, (cy + bh / sh / 2) / fh]
+    return np.array(out + var * (len(out) // 4), np.float32).reshape(1, -1, 1, 2)
+
+
+@pytest.mark.parametrize("maxs,ratios,flip", [([], [], True), ([60], [2.0], True), ([60], [2.0, 3.0, 0.5], False)])
+def test_prior_box(rng, maxs, ratios, flip):
+    fmap = np.zeros((1, 3, 4, 2), np.float32)
+    img = np.zeros((1, 30, 40, 3), np.float32)
+    (y,) = run_op("PriorBox", [fmap, img], minSizes=[20], maxSizes=maxs, aspectRatios=ratios, flip=flip,
+                  variances=[0.1, 0.1, 0.2, 0.2], offset=0.5)
+    want = prior_ref(3, 4, 30, 40, [20], maxs, ratios, flip, 0.5, [0.1, 0.1, 0.2, 0.2])
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_prior_box_bad():
+    f = np.zeros((1, 2, 2, 1), np.float32)
+    with pytest.raises(msv0.ModelError):
+        run_op("PriorBox", [f, f], minSizes=[4], variances=[0.1])
+    with pytest.raises(msv0.ModelError):
+        run_op("PriorBox", [f, f], minSizes=[4, 5], maxSizes=[6], variances=[0.1] * 4)
+
+
+def roi_ref(x, rois, ph, pw, scale):
+    s = float(int(scale))
+    r_n, c = rois.shape[0], x.shape[3]
+    out = np.zeros((r_n, ph, pw, c), np.float32)
+    rnd = lambda v: int(math.floor(abs(v) + 0.5)) * (1 if v >= 0 else -1)
+    for r, (b, y1, x1, y2, x2) in enumerate(rois):
+        ys, xs, ye, xe = rnd(y1 * s), rnd(x1 * s), rnd(y2 * s), rnd(x2 * s)
+        bh, bw = max(ye - ys + 1, 1) / ph, max(xe - xs + 1, 1) / pw
+        for i in range(ph):
+            for j in range(pw):
+                h0 = min(max(math.floor(i * bh) + ys, 0), x.shape[1])
+                h1 = min(max(math.ceil((i + 1) * bh) + ys, 0), x.shape[1])
+                w0 = min(max(math.floor(j * bw) + xs, 0), x.shape[2])
+                w1 = min(max(math.ceil((j + 1) * bw) + xs, 0), x.shape[2])
+                if h1 > h0 and w1 > w0:
+                    out[r, i, j] = x[int(b), h0:h1, w0:w1].max((0, 1))
+    return out
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.7])
+def test_roi_pooling(rng, scale):
+    x = rng.standard_normal((2, 9, 11, 3)).astype(np.float32)
+    rois = np.array([[0, 1, 2, 5, 8], [1, 0, 0, 8, 10], [1, 3, 3, 3, 3], [0, 7, 9, 20, 30], [1, 4.4, 1.5, 2, 6]], np.float32)
+    (y,) = run_op("ROIPooling", [x, rois], pooledH=3, pooledW=2, scale=scale)
+    np.testing.assert_array_equal(y, roi_ref(x, rois, 3, 2, scale))
+
+
+def test_roi_pooling_bad_batch():
+    x = np.zeros((1, 4, 4, 1), np.float32)
+    with pytest.raises(msv0.ModelError):
+        run_op("ROIPooling", [x, np.array([[1, 0, 0, 1, 1]], np.float32)], pooledH=1, pooledW=1, scale=1.0)
+    with pytest.raises(msv0.ModelError):
+        run_op("ROIPooling", [x, np.array([[0, 0, 0, 1]], np.float32)], pooledH=1, pooledW=1, scale=1.0)
+
+
+def dpp_setup():
+    anchors = np.array([[0.5, 0.5, 1, 1], [0.5, 0.5, 1, 1], [0.5, 0.6, 1, 1], [0.2, 0.2, 0.3, 0.3]], np.float32)
+    enc = np.zeros((1, 4, 4), np.float32)
+    # class scores with background in column 0
+    scores = np.array([[[0, 0.9, 0.1], [0, 0.8, 0.7], [0, 0.3, 0.6], [0, 0.05, 0.5]]], np.float32)
+    return enc, scores, anchors
+
+
+ATTRS = dict(yScale=10.0, xScale=10.0, hScale=5.0, wScale=5.0, nmsIouThreshold=0.5, nmsScoreThreshold=0.2,
+             maxDetections=3, numClasses=2)
+
+
+def test_detection_post_process_fast():
+    enc, scores, anchors = dpp_setup()
+    outs = run_op("DetectionPostProcess", [enc, scores, Const(anchors)], outputs=4, maxClassesPerDetection=1, **ATTRS)
+    boxes, cls, sc, num = outs
+    # boxes 0,1 overlap fully (IoU 1); box 2 overlaps box 0 with IoU 0.9/1.1 > 0.5; box 3 is apart
+    assert num[0] == 2
+    np.testing.assert_array_equal(cls[0, :2], [0, 1])
+    np.testing.assert_allclose(sc[0, :2], [0.9, 0.5])
+    np.testing.assert_allclose(boxes[0, 0], [0, 0, 1, 1], atol=1e-6)
+    np.testing.assert_allclose(boxes[0, 1], [0.05, 0.05, 0.35, 0.35], atol=1e-6)
+    assert boxes.shape == (1, 3, 4) and not boxes[0, 2:].any() and not sc[0, 2:].any()
+
+
+def test_detection_post_process_regular():
+    enc, scores, anchors = dpp_setup()
+    boxes, cls, sc, num = run_op("DetectionPostProcess", [enc, scores, Const(anchors)], outputs=4,
+                                 maxClassesPerDetection=1, useRegularNms=True, detectionsPerClass=2, **ATTRS)
+    # class 0: box 0 (0.9), box 3 below threshold; class 1: box 1 (0.7), box 3 (0.5)
+    assert num[0] == 3
+    np.testing.assert_allclose(sc[0], [0.9, 0.7, 0.5])
+    np.testing.assert_array_equal(cls[0], [0, 1, 1])
+
+
+def test_detection_post_process_bad():
+    enc, scores, anchors = dpp_setup()
+    with pytest.raises(msv0.ModelError):
+        run_op("DetectionPostProcess", [enc, scores, Const(anchors)], outputs=4, maxClassesPerDetection=1,
+               **{**ATTRS, "numClasses": 4})
+    with pytest.raises(msv0.ModelError):
+        run_op("DetectionPostProcess", [enc, scores, Const(anchors[:3])], outputs=4, maxClassesPerDetection=1, **ATTRS)

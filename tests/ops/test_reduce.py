@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+
+import msv0
+from oprun import Const, run_op
+
+REF = {0: np.mean, 1: np.max, 2: np.min, 3: np.prod, 4: np.sum, 5: lambda x, axis, keepdims: np.sum(x * x, axis, keepdims=keepdims),
+       6: lambda x, axis, keepdims: np.sum(np.abs(x), axis, keepdims=keepdims)}
+
+
+@pytest.mark.parametrize("mode", range(7))
+@pytest.mark.parametrize("axes", [[], [1], [0, 2], [-1], [2, 0, 1]])
+@pytest.mark.parametrize("keep", [0, 1])
+def test_reduce_modes(rng, mode, axes, keep):
+    x = (rng.uniform(0.5, 1.5, (3, 4, 5)) * rng.choice([-1, 1], (3, 4, 5))).astype(np.float32)
+    (y,) = run_op("Reduce", [x], axes=axes, keepDims=keep, mode=mode)
+    want = REF[mode](x.astype(np.float64), axis=tuple(axes) or None, keepdims=bool(keep))
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-6)
+    if axes:  # an empty constant cannot be written (no data is not constant)
+        (y2,) = run_op("Reduce", [x, Const(np.array(axes, np.int32))], keepDims=keep, mode=mode)
+        np.testing.assert_array_equal(y2, y)
+
+
+def test_reduce_to_end_and_coeff(rng):
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    (y,) = run_op("Reduce", [x], axes=[1], keepDims=1, mode=4, reduceToEnd=True, coeff=0.5)
+    np.testing.assert_allclose(y, 0.5 * x.astype(np.float64).sum((1, 2, 3)), rtol=1e-5, atol=1e-5)
+    (y,) = run_op("Reduce", [x], axes=[2], keepDims=1, mode=4, coeff=0.5)  # coeff ignored without reduceToEnd
+    np.testing.assert_allclose(y, x.astype(np.float64).sum(2, keepdims=True), rtol=1e-5, atol=1e-5)
+    with pytest.raises(msv0.ModelError):
+        run_op("Reduce", [x], axes=[1, 2], mode=4, reduceToEnd=True)
+
+
+def test_reduce_int_and_all(rng):
+    x = rng.integers(-50, 50, (4, 7), dtype=np.int32)
+    (y,) = run_op("Reduce", [x], out_dtypes=[np.int32], axes=[1], mode=0)
+    np.testing.assert_array_equal(y, np.trunc(x.sum(1) / 7).astype(np.int32))
+    b = rng.random((3, 4)) > 0.2
+    (y,) = run_op("Reduce", [b], out_dtypes=[np.bool_], axes=[0], mode=7)
+    np.testing.assert_array_equal(y, b.all(0))
+
+
+@pytest.mark.parametrize("attrs", [dict(axes=[3]), dict(axes=[1, 1]), dict(axes=[0], mode=9), dict(axes=[0], mode=7)])
+def test_reduce_bad(rng, attrs):
+    with pytest.raises(msv0.ModelError):
+        run_op("Reduce", [rng.standard_normal((2, 3)).astype(np.float32)], **attrs)
+
+
+def test_mean_op(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    (y,) = run_op("Mean", [x], axis=[1, 2], keepDims=True)
+    np.testing.assert_allclose(y, x.astype(np.float64).mean((1, 2), keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op,fn", [("ArgMax", np.argmax), ("ArgMin", np.argmin)])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("keep", [False, True])
+def test_arg_top1(rng, op, fn, axis, keep):
+    x = rng.integers(0, 4, (3, 5, 7)).astype(np.float32)  # many ties: first occurrence wins
+    (y,) = run_op(op, [x], axis=axis, keepDims=keep)
+    want = fn(x, axis=axis)
+    want = np.expand_dims(want, axis) if keep else want
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+    idx, val = run_op(op, [x], outputs=2, axis=axis, keepDims=keep)
+    np.testing.assert_array_equal(idx, y)
+    np.testing.assert_array_equal(val, np.take_along_axis(x, np.expand_dims(fn(x, axis=axis), axis), axis)
+                                  .reshape(y.shape))
+    (v,) = run_op(op, [x], axis=axis, keepDims=keep, outMaxValue=True)
+    np.testing.assert_array_equal(v, val)
+
+
+def test_arg_topk(rng):
+    x = rng.permutation(60).astype(np.float32).reshape(3, 4, 5)
+    (y,) = run_op("ArgMax", [x], axis=2, topK=3)
+    np.testing.assert_array_equal(y, np.argsort(-x, axis=2)[..., :3].astype(np.float32))
+    (y,) = run_op("ArgMin", [x], axis=1, topK=9, outMaxValue=True)  # topK clamps to 4
+    np.testing.assert_array_equal(y, np.sort(x, axis=1))
+    with pytest.raises(msv0.ModelError):
+        run_op("ArgMax", [x], axis=0, topK=0)
+    with pytest.raises(msv0.ModelError):
+        run_op("ArgMax", [rng.standard_normal((1, 2, 1, 2, 2)).astype(np.float32)], axis=0)

@@ -1,0 +1,47 @@
+"""Lstm against a float64 NumPy LSTM (iofc gate order, ONNX layout). The runtime uses the fp32
+Padé tanh and thresholded sigmoid, which differ from libm by < 1e-4 (hence the tolerance)."""
+import msv0
+import numpy as np
+import pytest
+from oprun import Const, run_op
+
+
+def lstm_ref(x, W, R, B, h0, c0):
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    dirs, H = W.shape[0], W.shape[1] // 4
+    seq = x.shape[0]
+    y = np.zeros((seq, dirs, x.shape[1], H))
+    hn, cn = np.zeros_like(h0, np.float64), np.zeros_like(c0, np.float64)
+    for d in range(dirs):
+        h, c = h0[d].astype(np.float64), c0[d].astype(np.float64)
+        for t in (range(seq - 1, -1, -1) if d else range(seq)):
+            g = x[t] @ W[d].T + h @ R[d].T + B[d, :4 * H] + B[d, 4 * H:]
+            i, o, f, cc = sig(g[:, :H]), sig(g[:, H:2 * H]), sig(g[:, 2 * H:3 * H]), np.tanh(g[:, 3 * H:])
+            c = f * c + i * cc
+            h = o * np.tanh(c)
+            y[t, d] = h
+        hn[d], cn[d] = h, c
+    return y, hn, cn
+
+
+@pytest.mark.parametrize("bidi", [False, True])
+@pytest.mark.parametrize("seq,batch,inp,hid", [(1, 1, 1, 1), (5, 3, 7, 4), (4, 2, 3, 9)])
+def test_lstm(rng, bidi, seq, batch, inp, hid):
+    dirs = 2 if bidi else 1
+    f = lambda *s: (rng.standard_normal(s) * 0.7).astype(np.float32)
+    x, W, R, B = f(seq, batch, inp), f(dirs, 4 * hid, inp), f(dirs, 4 * hid, hid), f(dirs, 8 * hid)
+    h0, c0 = f(dirs, batch, hid), f(dirs, batch, hid)
+    y, hn, cn = run_op("Lstm", [x, Const(W), Const(R), Const(B), h0, c0], outputs=3, bidirection=bidi)
+    wy, wh, wc = lstm_ref(x, W, R, B, h0, c0)
+    for got, want in ((y, wy), (hn, wh), (cn, wc)):
+        np.testing.assert_allclose(got, want, atol=2e-4)
+
+
+def test_lstm_bad_shapes():
+    z = lambda *s: np.zeros(s, np.float32)
+    with pytest.raises(msv0.ModelError):
+        run_op("Lstm", [z(2, 1, 3), z(1, 8, 3), z(1, 8, 2), z(1, 16), z(1, 1, 2), z(1, 1, 2)], outputs=3, bidirection=True)
+    with pytest.raises(msv0.ModelError):
+        run_op("Lstm", [z(2, 1, 3), z(1, 8, 3), z(1, 8, 3), z(1, 16), z(1, 1, 2), z(1, 1, 2)], outputs=3)
+    with pytest.raises(msv0.ModelError):
+        run_op("Lstm", [z(2, 1, 3), z(1, 8, 3)], outputs=3)
