@@ -1,0 +1,43 @@
+"""msv0.convert: ONNX models -> MindSpore Lite v0 .ms files, written the way r1.1's converter did.
+
+    from msv0.convert import convert
+    data = convert("model.onnx", "model.ms", batch=1)
+
+4-D inputs and outputs are NHWC (dims rewritten; keep_nchw_input keeps the inputs NCHW), weights
+KHWC, BatchNormalization folded into convolutions, Relu/Clip(0,6) fused, constants folded.
+Every node that cannot be expressed is listed in one UnsupportedOpError before anything is
+written. Needs the optional `onnx` package.
+"""
+from __future__ import annotations
+
+import os
+
+
+def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
+    """Convert `src` (a .onnx path or bytes) to v0; write it to `dst` when given; return the bytes."""
+    path = os.fspath(src) if not isinstance(src, (bytes, bytearray)) else ""
+    if path.endswith(".tflite"):
+        raise NotImplementedError("TFLite conversion is not implemented yet")
+    from msv0.convert.onnx_frontend import convert_onnx
+    data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch)
+    if dst is not None:
+        with open(dst, "wb") as f:
+            f.write(data)
+    return data
+
+
+def add_cli(subparsers) -> None:
+    """Register `msv0 convert in.onnx -o out.ms [--batch N] [--keep-nchw]`."""
+    p = subparsers.add_parser("convert", help="convert an ONNX model to a v0 .ms file")
+    p.add_argument("src", help="input model (.onnx)")
+    p.add_argument("-o", "--output", help="output .ms path (default: input name with .ms)")
+    p.add_argument("--batch", type=int, default=None, help="value for a dynamic batch dimension")
+    p.add_argument("--keep-nchw", action="store_true", help="keep 4-D inputs NCHW (a Transpose is inserted)")
+    p.set_defaults(func=_run_cli)
+
+
+def _run_cli(args) -> int:
+    dst = args.output or os.path.splitext(args.src)[0] + ".ms"
+    data = convert(args.src, dst, keep_nchw_input=args.keep_nchw, batch=args.batch)
+    print(f"wrote {dst} ({len(data)} bytes)")
+    return 0

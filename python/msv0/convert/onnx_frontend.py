@@ -1,0 +1,313 @@
+"""ONNX -> v0: load, fix the input shapes, fold constants, fuse, then emit op by op.
+
+The ONNX graph is first made static: dynamic batch dims become `batch`, onnx shape inference
+gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
+included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
+chains become constants. Then Conv+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are
+fused, and onnx_ops emits each remaining node.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from msv0.convert.emit import Emitter, Unsupported, Val
+from msv0.errors import ModelError, UnsupportedOpError
+
+# Ops that are never folded at conversion time (random or with side effects).
+_NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
+            "If", "Loop", "Scan"}
+
+
+@dataclass
+class ONode:
+    op: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict
+    proto: object = None
+    fused_act: int = 0  # activationType fused into this node (RELU 1, RELU6 3)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class OGraph:
+    nodes: list[ONode]
+    consts: dict[str, np.ndarray]
+    shapes: dict[str, tuple[tuple[int, ...], np.dtype]]
+    inputs: list[str]
+    outputs: list[str]
+    opset: int
+    name: str
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("converting ONNX models needs the 'onnx' package (pip install onnx)") from None
+    return onnx
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _fix_inputs(model, batch):
+    init = {t.name for t in model.graph.initializer}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            raise ModelError(f"ONNX input '{vi.name}' has no shape")
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            if k == 0 and batch is not None:
+                d.Clear()
+                d.dim_value = int(batch)
+            elif k == 0:
+                raise ModelError(f"ONNX input '{vi.name}' has a dynamic batch dimension: pass batch=N (--batch N)")
+            else:
+                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param}'): "
+                                 "only the batch dimension may be dynamic")
+
+
+def _shapes(model) -> dict:
+    onnx = _onnx()
+    from onnx import helper
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:
+        inferred = model
+    out = {}
+    g = inferred.graph
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or tt.elem_type == 0:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+        if all(d >= 0 for d in dims):
+            out[vi.name] = (tuple(dims), np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type)))
+    return out
+
+
+def _evaluate(node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
+    onnx = _onnx()
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+           for n, v in zip(node.input, values) if n]
+    outs = [helper.make_tensor_value_info(n, 0, None) for n in node.output if n]
+    g = helper.make_graph([node], "fold", ins, outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    feeds = {n: v for n, v in zip(node.input, values) if n}
+    res = ReferenceEvaluator(m).run(None, feeds)
+    return [np.asarray(r) for r in res]
+
+
+def load_graph(src, batch=None) -> OGraph:
+    onnx = _onnx()
+    from onnx import numpy_helper
+    model = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    _fix_inputs(model, batch)
+    g = model.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    shapes = _shapes(model)
+    for name, v in consts.items():
+        shapes[name] = (v.shape, v.dtype)
+    inputs = [vi.name for vi in g.input if vi.name not in consts]
+    nodes = [ONode(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}",
+                   n.name or f"{n.op_type}_{i}", list(n.input), list(n.output), _attrs(n), n)
+             for i, n in enumerate(g.node)]
+    graph = OGraph(nodes, consts, shapes, inputs, [vi.name for vi in g.output], opset, g.name or "onnx")
+    _fold(graph)
+    missing = [o for n in graph.nodes for o in n.outputs if o and o not in graph.shapes and o not in graph.consts]
+    if missing:  # shape inference stopped at a folded value: re-infer with the constants in place
+        for name, v in graph.consts.items():
+            if name not in {t.name for t in g.initializer}:
+                g.initializer.append(numpy_helper.from_array(v, name))
+        del g.node[:]
+        g.node.extend(n.proto for n in graph.nodes)
+        graph.shapes.update(_shapes(model))
+    return graph
+
+
+def _fold(graph: OGraph) -> None:
+    """Evaluate every node whose value is known at conversion time; drop it from the graph."""
+    kept = []
+    for n in graph.nodes:
+        known = all(i == "" or i in graph.consts for i in n.inputs)
+        if n.op in ("Shape", "Size") and n.inputs[0] in graph.shapes:
+            shape = graph.shapes[n.inputs[0]][0]
+            value = np.array(shape, np.int64)
+            if n.op == "Shape":
+                r = len(shape)
+                start, end = n.attrs.get("start", 0), n.attrs.get("end", r)
+                value = value[slice(start, end)]
+            else:
+                value = np.array(int(np.prod(shape)), np.int64)
+            graph.consts[n.outputs[0]] = value
+            continue
+        if not known or n.op in _NO_FOLD or "." in n.op or not n.outputs:
+            kept.append(n)
+            continue
+        try:
+            res = _evaluate(n.proto, [graph.consts.get(i) if i else None for i in n.inputs], graph.opset)
+        except Exception:
+            kept.append(n)
+            continue
+        for name, v in zip([o for o in n.outputs if o], res):
+            graph.consts[name] = v
+            graph.shapes[name] = (v.shape, v.dtype)
+    graph.nodes = kept
+
+
+def _consumers(graph: OGraph) -> dict[str, int]:
+    count: dict[str, int] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            count[i] = count.get(i, 0) + 1
+    for o in graph.outputs:
+        count[o] = count.get(o, 0) + 1
+    return count
+
+
+def _fuse(graph: OGraph) -> None:
+    """Conv+BatchNormalization weight folding, then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    uses = _consumers(graph)
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    drop = set()
+    for n in graph.nodes:
+        if n.op != "BatchNormalization" or len(n.outputs) > 1 and any(n.outputs[1:]):
+            continue
+        p = producer.get(n.inputs[0])
+        if (p is None or p.op != "Conv" or uses.get(p.outputs[0]) != 1 or id(p) in drop
+                or any(i not in graph.consts for i in n.inputs[1:5]) or p.inputs[1] not in graph.consts):
+            continue
+        if len(p.inputs) > 2 and p.inputs[2] and p.inputs[2] not in graph.consts:
+            continue
+        scale, bias, mean, var = (graph.consts[i].astype(np.float64) for i in n.inputs[1:5])
+        s = scale / np.sqrt(var + n.attrs.get("epsilon", 1e-5))
+        w = graph.consts[p.inputs[1]]
+        b = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(w.shape[0])
+        w2 = (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        b2 = ((b - mean) * s + bias).astype(np.float32)
+        wn, bn = p.name + "/bn_weight", p.name + "/bn_bias"
+        graph.consts[wn], graph.consts[bn] = w2, b2
+        p.inputs = [p.inputs[0], wn, bn]
+        p.outputs = [n.outputs[0]]
+        drop.add(id(n))
+    graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+    uses = _consumers(graph)
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    for n in graph.nodes:
+        act = _activation_of(n, graph)
+        if not act:
+            continue
+        p = producer.get(n.inputs[0])
+        if p is None or p.op not in ("Conv", "Gemm", "Add", "ConvTranspose") or p.fused_act or uses.get(p.outputs[0]) != 1:
+            continue
+        p.fused_act = act
+        p.outputs = [n.outputs[0]]
+        drop.add(id(n))
+    graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+
+
+def _activation_of(n: ONode, graph: OGraph) -> int:
+    if n.op == "Relu":
+        return 1
+    if n.op != "Clip":
+        return 0
+    if graph.opset < 11:
+        lo, hi = n.attrs.get("min", -3.4e38), n.attrs.get("max", 3.4e38)
+    else:
+        ins = n.inputs + ["", ""]
+        if any(i and i not in graph.consts for i in ins[1:3]):
+            return 0
+        lo = float(graph.consts[ins[1]]) if ins[1] else None
+        hi = float(graph.consts[ins[2]]) if ins[2] else None
+        if lo is None:
+            return 0
+    if lo == 0 and hi == 6:
+        return 3
+    if lo == 0 and (hi is None or hi >= 3.4e38):
+        return 1
+    return 0
+
+
+def _progress(i: int, total: int) -> None:
+    if total < 200:
+        return
+    done = (i * 30) // total
+    sys.stderr.write(f"\rconverting [{'#' * done}{' ' * (30 - done)}] {i}/{total}")
+    if i == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
+    from msv0.convert import onnx_ops
+    graph = load_graph(src, batch)
+    _fuse(graph)
+    e = Emitter(graph.name)
+    vals: dict[str, Val] = {}
+    for name, v in graph.consts.items():
+        vals[name] = Val(tuple(v.shape), v.dtype, const=v)
+    for name in graph.inputs:
+        shape, dtype = graph.shapes[name]
+        if len(shape) == 4 and not keep_nchw_input:
+            v = Val(shape, dtype, nhwc=True)
+            v.index = e.b.input(name, v.stored_shape, dtype)
+        else:
+            v = Val(shape, dtype)
+            v.index = e.b.input(name, shape, dtype, format=0 if len(shape) == 4 else 1)
+        vals[name] = v
+    bad: list[tuple[str, str, str]] = []
+    for i, n in enumerate(graph.nodes):
+        _progress(i + 1, len(graph.nodes))
+        try:
+            handler = onnx_ops.HANDLERS.get(n.op)
+            if handler is None:
+                raise Unsupported("no v0 equivalent")
+            if any(i and i not in vals for i in n.inputs):
+                raise Unsupported("an input has no static shape")
+            ctx = onnx_ops.Ctx(e, graph, vals, n)
+            handler(ctx)
+        except Unsupported as err:
+            bad.append((n.name, n.op, str(err)))
+            for o in n.outputs:
+                if o in graph.shapes:
+                    shape, dtype = graph.shapes[o]
+                    vals[o] = Val(shape, dtype, index=-1)
+    if bad:
+        lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
+        raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)
+    _outputs(e, graph, vals)
+    return e.b.finish()
+
+
+def _outputs(e: Emitter, graph: OGraph, vals: dict[str, Val]) -> None:
+    """Graph outputs keep their ONNX names; 4-D outputs are NHWC, as r1.1 left them."""
+    used = set(e.b.inputs)
+    for name in graph.outputs:
+        v = vals[name]
+        if len(v.shape) == 4:
+            v = e.to_nhwc(v, name)
+        else:
+            v = e.plain(v, name)
+        idx = e.index(v, name)
+        if idx in used or v.const is not None and v.index is not None and e.b.graph.allTensors[idx].nodeType == 0:
+            # an input or a constant returned as is, or a value returned twice: copy it
+            copy = Val(v.shape, v.dtype, index=idx, nhwc=v.nhwc)
+            idx = e.op("Reshape", [copy], v.shape, v.dtype, name + "/copy", v.nhwc,
+                       shape=list(copy.stored_shape)).index
+        e.b.graph.allTensors[idx].name = name
+        used.add(idx)
+        e.b.output(idx)

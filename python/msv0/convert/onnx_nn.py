@@ -1,0 +1,348 @@
+"""ONNX conv, pooling, dense, normalisation, softmax and resize ops -> v0 (format-v0.md §2, §5)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from msv0.convert.emit import FORMAT_KHWC, Unsupported, Val
+from msv0.convert.onnx_ops import Ctx, _binary, handles
+
+NOTSET = 0
+MAX_POOL, MEAN_POOL = 0, 1
+LINEAR, NEAREST = 0, 1
+
+
+def _spatial_pads(c: Ctx, in_hw, kernel, strides, dilations):
+    """Explicit (up, left, down, right) pads; SAME_* are resolved here since r1.1 recomputes only SAME_UPPER."""
+    auto = c.attr("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for n, k, s, d in zip(in_hw, kernel, strides, dilations):
+            out = -(-n // s)
+            total = max(0, (out - 1) * s + (k - 1) * d + 1 - n)
+            lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            begin.append(lo)
+            end.append(total - lo)
+        return begin[0], begin[1], end[0], end[1]
+    if auto == "VALID":
+        return 0, 0, 0, 0
+    p = list(c.attr("pads", [0, 0, 0, 0]))
+    return p[0], p[1], p[2], p[3]
+
+
+def _window_attrs(c: Ctx, x: Val, kernel):
+    if len(x.shape) != 4 or len(kernel) != 2:
+        raise Unsupported("only 2-D spatial ops (4-D NCHW input) are supported")
+    strides = list(c.attr("strides", [1, 1]))
+    dil = list(c.attr("dilations", [1, 1]))
+    up, left, down, right = _spatial_pads(c, x.shape[2:], kernel, strides, dil)
+    return strides, dil, dict(padMode=NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right,
+                              strideH=strides[0], strideW=strides[1])
+
+
+def _weight(c: Ctx, w: np.ndarray, tag: str) -> Val:
+    idx = c.e.const(np.ascontiguousarray(w.astype(np.float32)), f"{c.name}/{tag}", fmt=FORMAT_KHWC)
+    return Val(w.shape, np.dtype(np.float32), index=idx)
+
+
+@handles("Conv")
+def conv(c: Ctx):
+    x, w = c.inp(0), c.const(1, "the weight")
+    if w.ndim != 4:
+        raise Unsupported(f"only 2-D convolution (weight rank {w.ndim})")
+    x = c.e.to_nhwc(x, c.name)
+    shape, dtype = c.out()
+    kernel = list(c.attr("kernel_shape", w.shape[2:]))
+    strides, dil, attrs = _window_attrs(c, x, kernel)
+    attrs.update(kernelH=kernel[0], kernelW=kernel[1], dilateH=dil[0], dilateW=dil[1],
+                 activationType=c.node.fused_act)
+    group, cin, cout = int(c.attr("group", 1)), x.shape[1], w.shape[0]
+    ins = [x, _weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [Cout, kH, kW, Cin/g]
+    b = c.const(2, "the bias")
+    if b is not None:
+        ins.append(Val(b.shape, b.dtype, const=b.astype(np.float32)))
+    if group > 1 and group == cin == cout:
+        c.set(0, c.op("DepthwiseConv2D", ins, shape, dtype, True, channelIn=cin, channelMultiplier=1, **attrs))
+    else:
+        c.set(0, c.op("Conv2D", ins, shape, dtype, True, group=group, channelIn=cin, channelOut=cout, **attrs))
+
+
+@handles("ConvTranspose")
+def conv_transpose(c: Ctx):
+    x, w = c.inp(0), c.const(1, "the weight")
+    if w.ndim != 4:
+        raise Unsupported(f"only 2-D transposed convolution (weight rank {w.ndim})")
+    group = int(c.attr("group", 1))
+    x = c.e.to_nhwc(x, c.name)
+    shape, dtype = c.out()
+    kernel = list(c.attr("kernel_shape", w.shape[2:]))
+    strides = list(c.attr("strides", [1, 1]))
+    dil = list(c.attr("dilations", [1, 1]))
+    # pads from the output size ONNX settled on: full = (in-1)s + (k-1)d + 1, crop the rest
+    pads = list(c.attr("pads", [0, 0, 0, 0]))
+    opad = list(c.attr("output_padding", [0, 0]))
+    begin, end = [], []
+    for i in range(2):
+        full = (x.shape[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1
+        total = full - shape[2 + i]
+        auto = c.attr("auto_pad", "NOTSET")
+        if auto in ("SAME_UPPER", "SAME_LOWER") or c.attr("output_shape") is not None:
+            padding = total + opad[i]  # ONNX total_padding; the output is cropped from pads[start]
+            lo = padding // 2 if auto == "SAME_UPPER" else padding - padding // 2
+        else:
+            lo = pads[i]
+        hi = total - lo
+        if lo < 0 or hi < 0:
+            raise Unsupported("output_padding beyond the transposed-convolution extent (r1.1 crops only)")
+        begin.append(lo)
+        end.append(hi)
+    attrs = dict(padMode=NOTSET, padUp=begin[0], padLeft=begin[1], padDown=end[0], padRight=end[1],
+                 strideH=strides[0], strideW=strides[1], kernelH=kernel[0], kernelW=kernel[1],
+                 dilateH=dil[0], dilateW=dil[1], activationType=c.node.fused_act)
+    cin = x.shape[1]
+    b = c.const(2, "the bias")
+    if group == 1:
+        ins = [x, _weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [Cin, kH, kW, Cout]
+        op, extra = "DeConv2D", dict(group=1, channelIn=cin, channelOut=shape[1])
+    elif group == cin == shape[1] and w.shape[1] == 1:
+        ins = [x, _weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [C, kH, kW, 1]
+        op, extra = "DeDepthwiseConv2D", dict(channelIn=cin, channelMultiplier=1)
+    else:
+        raise Unsupported("grouped ConvTranspose (r1.1 DeConv2D supports group 1 only)")
+    if b is not None:
+        ins.append(Val(b.shape, b.dtype, const=b.astype(np.float32)))
+    c.set(0, c.op(op, ins, shape, dtype, True, **extra, **attrs))
+
+
+@handles("MaxPool", "AveragePool")
+def pool(c: Ctx):
+    if c.used(1):
+        raise Unsupported("MaxPool indices output")
+    x = c.inp(0)
+    kernel = list(c.attr("kernel_shape"))
+    strides, dil, attrs = _window_attrs(c, x, kernel)
+    if dil != [1, 1]:
+        raise Unsupported("dilated pooling")
+    x = c.e.to_nhwc(x, c.name)
+    shape, dtype = c.out()
+    ceil = int(c.attr("ceil_mode", 0))
+    avg = c.node.op == "AveragePool"
+    pads = (attrs["padUp"], attrs["padDown"], attrs["padLeft"], attrs["padRight"])
+    if avg and c.attr("count_include_pad", 0) and any(pads):
+        raise Unsupported("count_include_pad=1 with padding (r1.1 averages over the valid cells only)")
+    rnd = math.ceil if ceil else math.floor
+    for i, (n, k, s) in enumerate(zip(x.shape[2:], kernel, strides)):
+        if rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1 != shape[2 + i]:
+            raise Unsupported("ceil_mode output size differs from r1.1's (last window starts in the padding)")
+    c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=MEAN_POOL if avg else MAX_POOL,
+                  windowH=kernel[0], windowW=kernel[1], roundMode=ceil, activationType=c.node.fused_act, **attrs))
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(c: Ctx):
+    x = c.inp(0)
+    if len(x.shape) != 4:
+        raise Unsupported("only 4-D global pooling")
+    x = c.e.to_nhwc(x, c.name)
+    shape, dtype = c.out()
+    mode = MEAN_POOL if c.node.op == "GlobalAveragePool" else MAX_POOL
+    c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=mode, global_=True, windowH=x.shape[2],
+                  windowW=x.shape[3], strideH=1, strideW=1))
+
+
+def _dense(c: Ctx, a: Val, w_nk: np.ndarray, bias, shape, dtype, act=0) -> Val:
+    """FullConnection y = a·Wᵀ (+b) over a's last axis."""
+    ins = [a, Val(w_nk.shape, np.dtype(np.float32), const=np.ascontiguousarray(w_nk, np.float32))]
+    if bias is not None:
+        ins.append(Val(bias.shape, np.dtype(np.float32), const=np.ascontiguousarray(bias, np.float32)))
+    rank = len(a.shape)
+    return c.op("FullConnection", ins, shape, dtype, hasBias=bias is not None, useAxis=rank > 2,
+                axis=max(rank - 1, 1), activationType=act)
+
+
+@handles("Gemm")
+def gemm(c: Ctx):
+    a = c.e.plain(c.inp(0), c.name)
+    shape, dtype = c.out()
+    alpha, beta = float(c.attr("alpha", 1.0)), float(c.attr("beta", 1.0))
+    if c.attr("transA", 0):
+        a = c.op("Transpose", [a], a.shape[::-1], a.dtype, perm=[1, 0])
+    b, cv = c.inp(1), c.inp(2)
+    n = shape[1]
+    if b.const is None:
+        y = c.op("MatMul", [a, c.e.plain(b, c.name)], shape, dtype, transposeB=bool(c.attr("transB", 0)))
+        if alpha != 1.0:
+            y = _binary(c, "Mul", y, c.scalar(alpha, dtype), shape, dtype)
+        if cv is not None:
+            cc = cv if beta == 1.0 or cv.const is None else Val(cv.shape, cv.dtype, const=cv.const * beta)
+            y = _binary(c, "Add", y, cc, shape, dtype, c.node.fused_act)
+        elif c.node.fused_act:
+            raise Unsupported("fused activation on a MatMul-form Gemm")
+        c.set(0, y)
+        return
+    w = b.const if c.attr("transB", 0) else b.const.T
+    w = w * alpha if alpha != 1.0 else w
+    bias, late = None, None
+    if cv is not None:
+        if cv.const is not None and cv.const.size in (1, n) and (cv.const.ndim < 2 or cv.const.shape[0] == 1):
+            bias = np.broadcast_to(cv.const.reshape(-1) * beta, (n,)).astype(np.float32)
+        else:
+            late = cv
+    if late is None:
+        c.set(0, _dense(c, a, w, bias, shape, dtype, c.node.fused_act))
+        return
+    y = _dense(c, a, w, None, shape, dtype)
+    cc = late if beta == 1.0 or late.const is None else Val(late.shape, late.dtype, const=late.const * beta)
+    c.set(0, _binary(c, "Add", y, cc, shape, dtype, c.node.fused_act))
+
+
+@handles("MatMul")
+def matmul(c: Ctx):
+    a, b = c.e.plain(c.inp(0), c.name), c.inp(1)
+    shape, dtype = c.out()
+    if dtype != np.float32:
+        raise Unsupported(f"MatMul on {dtype}")
+    if b.const is not None and b.const.ndim == 2 and len(a.shape) >= 2:
+        c.set(0, _dense(c, a, b.const.T, None, shape, dtype))
+        return
+    b = c.e.plain(b, c.name)
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise Unsupported("MatMul with a 1-D operand and a runtime weight")
+    batch = tuple(shape[:-2])
+    ins = []
+    for v in (a, b):
+        if tuple(v.shape[:-2]) != batch:
+            if v.const is None:
+                raise Unsupported("MatMul batch broadcasting (r1.1 requires equal batch dims)")
+            full = np.ascontiguousarray(np.broadcast_to(v.const, batch + v.const.shape[-2:]))
+            v = Val(full.shape, full.dtype, const=full)
+        ins.append(v)
+    c.set(0, c.op("MatMul", ins, shape, dtype))
+
+
+@handles("BatchNormalization")
+def batch_norm(c: Ctx):
+    if any(c.used(k) for k in range(1, 5)):
+        raise Unsupported("training-mode BatchNormalization outputs")
+    x = c.inp(0)
+    shape, dtype = c.out()
+    if len(shape) == 4:
+        x = c.e.to_nhwc(x, c.name)
+    elif len(shape) != 2:
+        raise Unsupported(f"BatchNormalization on a rank-{len(shape)} tensor")
+    params = [c.const(k, "BatchNormalization parameters").astype(np.float32) for k in range(1, 5)]
+    ins = [x] + [Val(p.shape, p.dtype, const=p) for p in params]
+    c.set(0, c.op("FusedBatchNorm", ins, shape, dtype, len(shape) == 4, epsilon=float(c.attr("epsilon", 1e-5))))
+
+
+@handles("InstanceNormalization")
+def instance_norm(c: Ctx):
+    x = c.inp(0)
+    shape, dtype = c.out()
+    x = c.e.to_nhwc(x, c.name)
+    gamma, beta = (c.const(k, "scale and bias").astype(np.float32) for k in (1, 2))
+    c.set(0, c.op("InstanceNorm", [x, Val(gamma.shape, gamma.dtype, const=gamma), Val(beta.shape, beta.dtype, const=beta)],
+                  shape, dtype, True, epsilon=float(c.attr("epsilon", 1e-5))))
+
+
+@handles("LayerNormalization")
+def layer_norm(c: Ctx):
+    if c.used(1) or c.used(2):
+        raise Unsupported("LayerNormalization Mean/InvStdDev outputs")
+    x = c.e.plain(c.inp(0), c.name)
+    shape, dtype = c.out()
+    axis = int(c.attr("axis", -1))
+    axis = axis + len(shape) if axis < 0 else axis
+    norm = tuple(shape[axis:])
+    gamma = np.ascontiguousarray(np.broadcast_to(c.const(1, "scale"), norm), np.float32)
+    b = c.const(2, "bias")
+    beta = np.zeros(norm, np.float32) if b is None else np.ascontiguousarray(np.broadcast_to(b, norm), np.float32)
+    c.set(0, c.op("LayerNorm", [x, Val(norm, gamma.dtype, const=gamma), Val(norm, beta.dtype, const=beta)], shape,
+                  dtype, normalizedShape=list(norm), epsilon=float(c.attr("epsilon", 1e-5)), elementwiseAffine=True))
+
+
+def _softmax(c: Ctx, x: Val, shape, dtype) -> Val:
+    rank = len(shape)
+    axis = int(c.attr("axis", -1 if c.graph.opset >= 13 else 1))
+    axis = axis + rank if axis < 0 else axis
+    if c.graph.opset < 13 and axis != rank - 1:  # coerced to 2-D [prod(:axis), prod(axis:)]
+        x = c.e.plain(x, c.name)
+        flat = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
+        x2 = c.op("Reshape", [x], flat, dtype, shape=list(flat))
+        y = c.op("SoftMax", [x2], flat, dtype, axis=1)
+        return c.op("Reshape", [y], shape, dtype, shape=list(shape))
+    return c.op("SoftMax", [x], shape, dtype, x.nhwc, axis=x.axis(axis))
+
+
+@handles("Softmax")
+def softmax(c: Ctx):
+    shape, dtype = c.out()
+    c.set(0, _softmax(c, c.inp(0), shape, dtype))
+
+
+@handles("LogSoftmax")
+def log_softmax(c: Ctx):
+    shape, dtype = c.out()
+    y = _softmax(c, c.inp(0), shape, dtype)
+    c.set(0, c.op("Log", [y], shape, dtype, y.nhwc))
+
+
+def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str):
+    x = c.inp(0)
+    shape, dtype = c.out()
+    if len(shape) != 4 or tuple(shape[:2]) != tuple(x.shape[:2]):
+        raise Unsupported("only spatial (H, W) resizing of a 4-D tensor")
+    if tuple(shape) == tuple(x.shape):
+        c.set(0, x)
+        return
+    integer_up = all(o % i == 0 for o, i in zip(shape[2:], x.shape[2:]))
+    if mode == "nearest":
+        ok = (coord == "asymmetric" and nearest_mode == "floor") or (
+            coord in ("half_pixel", "pytorch_half_pixel") and nearest_mode.startswith("round") and integer_up)
+        method, align = 1, False
+    elif mode == "linear":
+        ok, method, align = coord in ("asymmetric", "align_corners"), 0, coord == "align_corners"
+    else:
+        ok, method, align = False, 0, False
+    if not ok:
+        raise Unsupported(f"mode={mode} coordinate_transformation_mode={coord} nearest_mode={nearest_mode}: "
+                          "r1.1 Resize is asymmetric (no half-pixel offset) or align_corners only")
+    x = c.e.to_nhwc(x, c.name)
+    c.set(0, c.op("Resize", [x], shape, dtype, True, format=1, method=method, newHeight=shape[2], newWidth=shape[3],
+                  alignCorners=align))
+
+
+@handles("Resize")
+def resize(c: Ctx):
+    if c.attr("antialias", 0) or c.attr("axes") is not None or c.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise Unsupported("antialias / axes / keep_aspect_ratio_policy")
+    coord = c.attr("coordinate_transformation_mode", "half_pixel") if c.graph.opset >= 11 else "asymmetric"
+    _resize(c, c.attr("mode", "nearest"), coord, c.attr("nearest_mode", "round_prefer_floor"))
+
+
+@handles("Upsample")
+def upsample(c: Ctx):
+    _resize(c, c.attr("mode", "nearest"), "asymmetric", "floor")
+
+
+@handles("LRN")
+def lrn(c: Ctx):
+    size = int(c.attr("size"))
+    if size % 2 == 0:
+        raise Unsupported("even LRN size (r1.1's window is symmetric)")
+    x = c.e.to_nhwc(c.inp(0), c.name)
+    shape, dtype = c.out()
+    c.set(0, c.op("LocalResponseNormalization", [x], shape, dtype, True, depth_radius=(size - 1) // 2,
+                  bias=float(c.attr("bias", 1.0)), alpha=float(c.attr("alpha", 1e-4)) / size,
+                  beta=float(c.attr("beta", 0.75))))
+
+
+@handles("DepthToSpace", "SpaceToDepth")
+def depth_space(c: Ctx):
+    if c.node.op == "DepthToSpace" and c.attr("mode", "DCR") != "DCR":
+        raise Unsupported("DepthToSpace CRD mode")
+    x = c.e.to_nhwc(c.inp(0), c.name)
+    shape, dtype = c.out()
+    c.set(0, c.op(c.node.op, [x], shape, dtype, True, blockSize=int(c.attr("blocksize")), format=1))
+

@@ -1,0 +1,318 @@
+"""One emitter per ONNX op type (HANDLERS), mapping it onto v0 primitives (format-v0.md §5).
+
+Layout rule: conv/pool/resize/norm ops work on NHWC storage; element-wise ops follow their
+inputs; ops with an axis remap it when their input is stored NHWC; ops that reshape data
+(Reshape, Flatten, MatMul, ...) first bring the tensor back to its ONNX order.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from msv0 import dtypes
+from msv0.convert.emit import FORMAT_KHWC, NHWC_AXIS, TO_NHWC, Unsupported, Val, dense_order_matches
+
+FLT_MAX = 3.4028234663852886e38
+RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HSIGMOID, HARD_TANH = 1, 2, 3, 5, 10, 12, 13, 16
+HANDLERS = {}
+
+
+def handles(*names):
+    def register(fn):
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return register
+
+
+class Ctx:
+    """What a handler sees: the node, its input values, its ONNX output shapes, the emitter."""
+
+    def __init__(self, e, graph, vals, node):
+        self.e, self.graph, self.vals, self.node = e, graph, vals, node
+        self.attrs = node.attrs
+        self.name = node.name
+        self._n = 0
+
+    def inp(self, k) -> Val | None:
+        if k >= len(self.node.inputs) or not self.node.inputs[k]:
+            return None
+        return self.vals[self.node.inputs[k]]
+
+    def const(self, k, what) -> np.ndarray | None:
+        v = self.inp(k)
+        if v is None:
+            return None
+        if v.const is None:
+            raise Unsupported(f"{what} must be a constant")
+        return v.const
+
+    def attr(self, name, default=None):
+        v = self.attrs.get(name, default)
+        return v.decode() if isinstance(v, bytes) else v
+
+    def out(self, k=0):
+        name = self.node.outputs[k]
+        if name not in self.graph.shapes:
+            raise Unsupported(f"no static shape for output '{name}'")
+        return self.graph.shapes[name]
+
+    def used(self, k) -> bool:
+        if k >= len(self.node.outputs) or not self.node.outputs[k]:
+            return False
+        o = self.node.outputs[k]
+        return o in self.graph.outputs or any(o in n.inputs for n in self.graph.nodes)
+
+    def set(self, k, v: Val):
+        self.vals[self.node.outputs[k]] = v
+
+    def sub(self, tag=""):
+        self._n += 1
+        return f"{self.name}/{tag}{self._n}"
+
+    def op(self, op, ins, shape, dtype, nhwc=False, /, **attrs) -> Val:
+        return self.e.op(op, ins, shape, dtype, self.sub(op + "_"), nhwc, **attrs)
+
+    def scalar(self, value, dtype) -> Val:
+        a = np.array([value], dtype)
+        return Val(a.shape, a.dtype, const=a)
+
+
+def _axis(a, rank):
+    a = int(a)
+    return a + rank if a < 0 else a
+
+
+def _align(c: Ctx, ins: list[Val], rank: int) -> tuple[list[Val], bool]:
+    """Bring broadcasting operands to one layout: NHWC when every runtime 4-D operand allows it."""
+    runtime = [v for v in ins if v.const is None]
+    if rank == 4 and any(v.nhwc for v in runtime) and all(len(v.shape) == 4 for v in runtime):
+        out = []
+        for v in ins:
+            if v.const is None:
+                out.append(c.e.to_nhwc(v, c.name))
+            elif v.const.size == 1:
+                out.append(Val((1,) * v.const.ndim, v.dtype, const=v.const))
+            else:
+                a = v.const.reshape((1,) * (4 - v.const.ndim) + v.const.shape)
+                out.append(Val(a.shape, a.dtype, const=a, nhwc=True))
+        return out, True
+    return [c.e.plain(v, c.name) for v in ins], False
+
+
+BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Max": "Maximum", "Min": "Minimum",
+          "Equal": "Equal", "Less": "Less", "Greater": "Greater", "LessOrEqual": "LessEqual",
+          "GreaterOrEqual": "GreaterEqual", "And": "LogicalAnd", "Or": "LogicalOr", "Xor": "LogicalXor",
+          "Sum": "Add", "Mean": "Add"}
+_ACT_ATTR = {"Add", "Sub", "Mul", "Div"}
+
+
+def _binary(c: Ctx, op, a: Val, b: Val, shape, dtype, act=0) -> Val:
+    (a, b), nhwc = _align(c, [a, b], len(shape))
+    attrs = {"activationType": act} if op in _ACT_ATTR else {}
+    return c.op(op, [a, b], shape, dtype, nhwc, **attrs)
+
+
+@handles(*BINARY)
+def binary(c: Ctx):
+    shape, dtype = c.out()
+    ins = [c.inp(k) for k in range(len(c.node.inputs))]
+    op = BINARY[c.node.op]
+    if len(ins) == 1:
+        c.set(0, ins[0])
+        return
+    acc = ins[0]
+    for k, v in enumerate(ins[1:]):
+        last = k == len(ins) - 2
+        step_shape = shape if last else tuple(np.broadcast_shapes(acc.shape, v.shape))
+        acc = _binary(c, op, acc, v, step_shape, dtype, c.node.fused_act if last else 0)
+    if c.node.op == "Mean":
+        acc = _binary(c, "Mul", acc, c.scalar(1.0 / len(ins), dtype), shape, dtype)
+    c.set(0, acc)
+
+
+@handles("Mod")
+def mod(c: Ctx):
+    shape, dtype = c.out()
+    op = "Mod" if c.attr("fmod", 0) else "FloorMod"
+    c.set(0, _binary(c, op, c.inp(0), c.inp(1), shape, dtype))
+
+
+@handles("Pow")
+def power(c: Ctx):
+    shape, dtype = c.out()
+    x, p = c.inp(0), c.inp(1)
+    if p.const is not None and p.const.size == 1:
+        c.set(0, c.op("Power", [x], shape, dtype, x.nhwc, power=float(p.const.reshape(-1)[0]), scale=1.0, shift=0.0))
+        return
+    if tuple(p.shape) != tuple(shape) or tuple(x.shape) != tuple(shape):
+        raise Unsupported("Pow with a broadcast exponent tensor")
+    (x, p), nhwc = _align(c, [x, p], len(shape))
+    c.set(0, c.op("Power", [x, p], shape, dtype, nhwc, scale=1.0, shift=0.0))
+
+
+UNARY = {"Sqrt": "Sqrt", "Exp": "Exp", "Log": "Log", "Abs": "Abs", "Neg": "Neg", "Floor": "Floor", "Ceil": "Ceil",
+         "Round": "Round", "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Atan": "Atan", "Asin": "Asin",
+         "Reciprocal": "Reciprocal", "Not": "LogicalNot"}
+
+
+@handles(*UNARY)
+def unary(c: Ctx):
+    shape, dtype = c.out()
+    x = c.inp(0)
+    c.set(0, c.op(UNARY[c.node.op], [x], shape, dtype, x.nhwc))
+
+
+def _act(c: Ctx, x: Val, type_, **kw) -> Val:
+    return c.op("Activation", [x], x.shape, x.dtype, x.nhwc, type=type_, **kw)
+
+
+@handles("Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu")
+def activation(c: Ctx):
+    t = {"Relu": RELU, "Sigmoid": SIGMOID, "Tanh": TANH, "HardSwish": HSWISH, "LeakyRelu": LEAKY_RELU}[c.node.op]
+    if c.inp(0).dtype != np.float32:
+        raise Unsupported("activations are float32 only")
+    kw = {"alpha": float(c.attr("alpha", 0.01))} if t == LEAKY_RELU else {}
+    c.set(0, _act(c, c.inp(0), t, **kw))
+
+
+@handles("HardSigmoid")
+def hard_sigmoid(c: Ctx):
+    x = c.inp(0)
+    alpha, beta = float(c.attr("alpha", 0.2)), float(c.attr("beta", 0.5))
+    if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:
+        c.set(0, _act(c, x, HSIGMOID))
+        return
+    y = _binary(c, "Mul", x, c.scalar(alpha, x.dtype), x.shape, x.dtype)
+    y = _binary(c, "Add", y, c.scalar(beta, x.dtype), x.shape, x.dtype)
+    c.set(0, _act(c, y, HARD_TANH, min_val=0.0, max_val=1.0))
+
+
+@handles("Clip")
+def clip(c: Ctx):
+    x = c.inp(0)
+    if c.graph.opset < 11:
+        lo, hi = c.attr("min", -FLT_MAX), c.attr("max", FLT_MAX)
+    else:
+        lo_v, hi_v = c.const(1, "min"), c.const(2, "max")
+        lo = -FLT_MAX if lo_v is None else lo_v.reshape(-1)[0]
+        hi = FLT_MAX if hi_v is None else hi_v.reshape(-1)[0]
+    if x.dtype != np.float32:
+        y = _binary(c, "Maximum", x, c.scalar(lo, x.dtype), x.shape, x.dtype)
+        c.set(0, _binary(c, "Minimum", y, c.scalar(hi, x.dtype), x.shape, x.dtype))
+    elif lo == 0 and hi == 6:
+        c.set(0, _act(c, x, RELU6))
+    elif lo == 0 and hi >= FLT_MAX:
+        c.set(0, _act(c, x, RELU))
+    else:
+        c.set(0, _act(c, x, HARD_TANH, min_val=float(max(lo, -FLT_MAX)), max_val=float(min(hi, FLT_MAX))))
+
+
+@handles("Elu")
+def elu(c: Ctx):
+    x = c.inp(0)
+    c.set(0, c.op("Elu", [x], x.shape, x.dtype, x.nhwc, alpha=float(c.attr("alpha", 1.0))))
+
+
+@handles("PRelu")
+def prelu(c: Ctx):
+    x, s = c.inp(0), c.inp(1)
+    shape, dtype = c.out()
+    slope = c.const(1, "slope")
+    full = np.broadcast_to(slope, shape)
+    chan = 1 if x.nhwc else len(shape) - 1  # the logical axis PReLU's slope runs along (stored last)
+    other = tuple(a for a in range(len(shape)) if a != chan)
+    vary_only_chan = all(np.all(full == np.take(full, [0], axis=a)) for a in other)
+    if slope.size == 1:
+        c.set(0, c.op("PReLU", [x, Val((1,), dtype, const=slope.reshape(1).astype(dtype))], shape, dtype, x.nhwc,
+                      channelShared=True))
+    elif vary_only_chan and (x.nhwc or len(shape) != 4):
+        vec = np.ascontiguousarray(np.moveaxis(full, chan, -1).reshape(-1, shape[chan])[0])
+        c.set(0, c.op("PReLU", [x, Val(vec.shape, dtype, const=vec)], shape, dtype, x.nhwc))
+    else:  # max(x,0) + slope·min(x,0)
+        pos = _act(c, x, RELU)
+        neg = _binary(c, "Minimum", x, c.scalar(0, dtype), shape, dtype)
+        neg = _binary(c, "Mul", neg, s, shape, dtype)
+        c.set(0, _binary(c, "Add", pos, neg, shape, dtype))
+
+
+def _erfc_half(c: Ctx, ax: Val) -> Val:
+    """0.5·erfc-like tail t·poly(t)·exp(-a²) for a = |x| ≥ 0 (Abramowitz-Stegun 7.1.26, |err| < 1.5e-7)."""
+    dt, shape = ax.dtype, ax.shape
+    t = _binary(c, "Mul", ax, c.scalar(0.3275911, dt), shape, dt)
+    t = _binary(c, "Add", t, c.scalar(1.0, dt), shape, dt)
+    t = c.op("Reciprocal", [t], shape, dt, t.nhwc)
+    poly = None
+    for coef in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly = c.scalar(coef, dt) if poly is None else _binary(c, "Add", poly, c.scalar(coef, dt), shape, dt)
+        poly = _binary(c, "Mul", poly, t, shape, dt)
+    sq = _binary(c, "Mul", ax, ax, shape, dt)
+    ex = c.op("Exp", [_binary(c, "Mul", sq, c.scalar(-1.0, dt), shape, dt)], shape, dt, ax.nhwc)
+    return _binary(c, "Mul", poly, ex, shape, dt)  # = erfc(a) for a ≥ 0
+
+
+@handles("Erf")
+def erf(c: Ctx):
+    x = c.inp(0)
+    shape, dt = x.shape, x.dtype
+    ax = c.op("Abs", [x], shape, dt, x.nhwc)
+    one_minus = _binary(c, "Sub", c.scalar(1.0, dt), _erfc_half(c, ax), shape, dt)  # erf(|x|)
+    # sign(x)·erf(|x|) = erf(|x|)·x/|x|, written as Where(x < 0, -e, e) to stay finite at 0
+    neg = _binary(c, "Less", x, c.scalar(0.0, dt), shape, np.bool_)
+    minus = _binary(c, "Mul", one_minus, c.scalar(-1.0, dt), shape, dt)
+    c.set(0, c.op("Where", [neg, minus, one_minus], shape, dt, x.nhwc))
+
+
+@handles("Gelu")
+def gelu(c: Ctx):
+    x = c.inp(0)
+    shape, dt = x.shape, x.dtype
+    if c.attr("approximate", "none") == "tanh":
+        x3 = _binary(c, "Mul", _binary(c, "Mul", x, x, shape, dt), x, shape, dt)
+        inner = _binary(c, "Add", x, _binary(c, "Mul", x3, c.scalar(0.044715, dt), shape, dt), shape, dt)
+        inner = _binary(c, "Mul", inner, c.scalar(math.sqrt(2 / math.pi), dt), shape, dt)
+        th = _binary(c, "Add", _act(c, inner, TANH), c.scalar(1.0, dt), shape, dt)
+        c.set(0, _binary(c, "Mul", _binary(c, "Mul", x, th, shape, dt), c.scalar(0.5, dt), shape, dt))
+        return
+    # x·Φ(x) = relu(x) − |x|·q with q = 0.5·erfc(|x|/√2)
+    ax = c.op("Abs", [x], shape, dt, x.nhwc)
+    q = _erfc_half(c, _binary(c, "Mul", ax, c.scalar(1 / math.sqrt(2), dt), shape, dt))
+    q = _binary(c, "Mul", q, c.scalar(0.5, dt), shape, dt)
+    c.set(0, _binary(c, "Sub", _act(c, x, RELU), _binary(c, "Mul", ax, q, shape, dt), shape, dt))
+
+
+@handles("Softplus")
+def softplus(c: Ctx):
+    x = c.inp(0)
+    e = c.op("Exp", [x], x.shape, x.dtype, x.nhwc)
+    c.set(0, c.op("Log", [_binary(c, "Add", e, c.scalar(1.0, x.dtype), x.shape, x.dtype)], x.shape, x.dtype, x.nhwc))
+
+
+@handles("Softsign")
+def softsign(c: Ctx):
+    x = c.inp(0)
+    d = _binary(c, "Add", c.op("Abs", [x], x.shape, x.dtype, x.nhwc), c.scalar(1.0, x.dtype), x.shape, x.dtype)
+    c.set(0, _binary(c, "Div", x, d, x.shape, x.dtype))
+
+
+@handles("Identity", "Dropout")
+def identity(c: Ctx):
+    if c.used(1):
+        raise Unsupported("the Dropout mask output is used")
+    c.set(0, c.inp(0))
+
+
+@handles("Cast")
+def cast(c: Ctx):
+    x = c.inp(0)
+    shape, dtype = c.out()
+    if x.dtype not in dtypes.FROM_NUMPY or dtype not in dtypes.FROM_NUMPY or np.float64 in (x.dtype, dtype):
+        raise Unsupported(f"cast {x.dtype} -> {dtype}")
+    if x.dtype == dtype:
+        c.set(0, x)
+        return
+    c.set(0, c.op("Cast", [x], shape, dtype, x.nhwc, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype)))
+
+
+from msv0.convert import onnx_nn, onnx_shape  # noqa: E402,F401  (register their handlers)

@@ -1,0 +1,249 @@
+"""ONNX data-movement, reduction and selection ops -> v0, remapping axes of NHWC-stored tensors."""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0.convert.emit import NHWC_AXIS, TO_NHWC, Unsupported, Val, dense_order_matches
+from msv0.convert.onnx_ops import Ctx, _align, _axis, _binary, handles
+
+CONSTANT, REFLECT = 0, 1
+REDUCE = {"ReduceMean": 0, "ReduceMax": 1, "ReduceMin": 2, "ReduceProd": 3, "ReduceSum": 4, "ReduceSumSquare": 5,
+          "ReduceL1": 6, "ReduceL2": 5, "ReduceLogSum": 4, "ReduceLogSumExp": 4}
+
+
+@handles("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+def reshape(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    if not (v.nhwc and dense_order_matches(v.shape, TO_NHWC)):
+        v = c.e.plain(v, c.name)  # Reshape reads the data in ONNX order
+    c.set(0, c.op("Reshape", [v], shape, dtype, shape=list(shape)))
+
+
+@handles("Transpose")
+def transpose(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    perm = list(c.attr("perm", list(range(len(v.shape)))[::-1]))
+    stored = [v.axis(p) for p in perm]  # the permutation of the stored tensor giving ONNX's result
+    if stored == sorted(stored):
+        c.set(0, Val(shape, dtype, index=c.e.index(v)))
+    elif dense_order_matches(v.stored_shape, stored):
+        c.set(0, c.op("Reshape", [v], shape, dtype, shape=list(shape)))
+    else:
+        c.set(0, c.op("Transpose", [v], shape, dtype, perm=stored))
+
+
+@handles("Concat")
+def concat(c: Ctx):
+    shape, dtype = c.out()
+    ins = [c.inp(k) for k in range(len(c.node.inputs)) if c.inp(k) is not None and 0 not in c.inp(k).shape]
+    ins, nhwc = _align(c, ins, len(shape))
+    axis = _axis(c.attr("axis"), len(shape))
+    if len(ins) == 1:
+        c.set(0, ins[0])
+        return
+    c.set(0, c.op("Concat", ins, shape, dtype, nhwc, axis=NHWC_AXIS[axis] if nhwc else axis))
+
+
+@handles("Split")
+def split(c: Ctx):
+    v = c.inp(0)
+    axis = _axis(c.attr("axis", 0), len(v.shape))
+    outs = [c.out(k) for k in range(len(c.node.outputs))]
+    sizes = [s[0][axis] for s in outs]
+    stored = [Val(s, d, nhwc=v.nhwc).stored_shape for s, d in outs]
+    idx = c.e.node("Split", [c.e.index(v)], [(s, d) for s, (_, d) in zip(stored, outs)], c.sub("Split_"),
+                   numberSplit=len(sizes), sizeSplits=sizes, splitDim=v.axis(axis))
+    for k, ((s, d), i) in enumerate(zip(outs, idx)):
+        c.set(k, Val(s, d, index=i, nhwc=v.nhwc))
+
+
+@handles("Slice")
+def slice_(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    rank = len(v.shape)
+    if c.graph.opset < 10:
+        starts, ends = c.attr("starts"), c.attr("ends")
+        axes, steps = c.attr("axes", list(range(len(starts)))), [1] * len(starts)
+    else:
+        starts, ends = c.const(1, "starts"), c.const(2, "ends")
+        axes = c.const(3, "axes")
+        axes = list(range(len(starts))) if axes is None else axes
+        steps = c.const(4, "steps")
+        steps = [1] * len(starts) if steps is None else steps
+    begin, end, stride = [0] * rank, list(v.shape), [1] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = _axis(a, rank)
+        b_, e_, st_ = slice(int(s), int(e), int(st)).indices(v.shape[a])
+        if st_ < 0 and e_ < 0:
+            raise Unsupported("negative-step slice through index 0 (r1.1 StridedSlice adds dim to a negative end)")
+        begin[a], end[a], stride[a] = b_, e_, st_
+    order = [p for p in (TO_NHWC if v.nhwc else range(rank))]
+    if all(s == 1 for s in stride):
+        c.set(0, c.op("Slice", [v], shape, dtype, v.nhwc, axes=list(range(rank)), begin=[begin[p] for p in order],
+                      size=[shape[p] for p in order]))
+    else:
+        c.set(0, c.op("StridedSlice", [v], shape, dtype, v.nhwc, begin=[begin[p] for p in order],
+                      end=[end[p] for p in order], stride=[stride[p] for p in order]))
+
+
+@handles("Pad")
+def pad(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    rank = len(v.shape)
+    mode = c.attr("mode", "constant")
+    if mode not in ("constant", "reflect"):
+        raise Unsupported(f"Pad mode '{mode}' (r1.1 SYMMETRIC repeats the edge differently)")
+    if c.graph.opset < 11:
+        pads, value = list(c.attr("pads", c.attr("paddings"))), float(c.attr("value", 0.0))
+    else:
+        pads = [int(p) for p in c.const(1, "pads")]
+        cv = c.const(2, "constant_value")
+        value = 0.0 if cv is None or cv.size == 0 else float(cv.reshape(-1)[0])
+        axes = c.const(3, "axes")
+        if axes is not None:
+            full = [0] * (2 * rank)
+            for k, a in enumerate(axes):
+                a = _axis(a, rank)
+                full[a], full[a + rank] = pads[k], pads[k + len(axes)]
+            pads = full
+    if any(p < 0 for p in pads):
+        raise Unsupported("negative pads")
+    order = TO_NHWC if v.nhwc else range(rank)
+    paddings = [x for p in order for x in (pads[p], pads[p + rank])]
+    c.set(0, c.op("Pad", [v], shape, dtype, v.nhwc, paddings=paddings,
+                  paddingMode=CONSTANT if mode == "constant" else REFLECT, constantValue=value))
+
+
+@handles("Gather")
+def gather(c: Ctx):
+    v, ind = c.inp(0), c.inp(1)
+    shape, dtype = c.out()
+    axis = _axis(c.attr("axis", 0), len(v.shape))
+    if ind.const is not None:
+        k = ind.const.astype(np.int64)
+        k = np.where(k < 0, k + v.shape[axis], k).astype(np.int32)
+        ind = Val(k.shape, k.dtype, const=k)
+    else:
+        ind = c.e.plain(ind, c.name)
+    if not (v.nhwc and len(ind.shape) == 1):
+        v = c.e.plain(v, c.name)
+    c.set(0, c.op("Gather", [v, ind], shape, dtype, v.nhwc, axis=v.axis(axis)))
+
+
+def _reduce_input(c: Ctx, v: Val, axes, keep) -> Val:
+    """v itself when its storage order already gives ONNX's reduced result, else v in ONNX order."""
+    if not v.nhwc or keep:
+        return v
+    rest = [a for a in range(4) if a not in axes]
+    return v if sorted(rest, key=lambda a: NHWC_AXIS[a]) == rest else c.e.plain(v, c.name)
+
+
+@handles(*REDUCE)
+def reduce(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    rank = len(v.shape)
+    axes = c.attr("axes")
+    if axes is None and len(c.node.inputs) > 1:
+        axes = c.const(1, "axes")
+    if axes is None or len(axes) == 0:
+        if c.attr("noop_with_empty_axes", 0):
+            c.set(0, v)
+            return
+        axes = range(rank)
+    axes = sorted(_axis(a, rank) for a in axes)
+    keep = int(c.attr("keepdims", 1))
+    v = _reduce_input(c, v, axes, keep)
+    op = c.node.op
+    if op == "ReduceLogSumExp":
+        v = c.op("Exp", [v], v.shape, dtype, v.nhwc)
+    y = c.op("Reduce", [v], shape, dtype, v.nhwc and keep, axes=[v.axis(a) for a in axes], keepDims=keep,
+             mode=REDUCE[op])
+    if op == "ReduceL2":
+        y = c.op("Sqrt", [y], shape, dtype, y.nhwc)
+    elif op in ("ReduceLogSum", "ReduceLogSumExp"):
+        y = c.op("Log", [y], shape, dtype, y.nhwc)
+    c.set(0, y)
+
+
+@handles("ArgMax", "ArgMin")
+def argmax(c: Ctx):
+    if c.attr("select_last_index", 0):
+        raise Unsupported("select_last_index=1 (r1.1 returns the first extreme)")
+    v = c.inp(0)
+    shape, dtype = c.out()
+    if v.dtype != np.float32:
+        raise Unsupported("ArgMax/ArgMin on non-float input")
+    axis = _axis(c.attr("axis", 0), len(v.shape))
+    keep = int(c.attr("keepdims", 1))
+    v = _reduce_input(c, v, [axis], keep)
+    nhwc = v.nhwc and bool(keep)
+    # r1.1 writes the indices as float values of the input's dtype; cast them to ONNX's int64
+    y = c.op(c.node.op, [v], shape, np.float32, nhwc, axis=v.axis(axis), topK=1, keepDims=bool(keep))
+    c.set(0, c.op("Cast", [y], shape, dtype, nhwc, srcT=43, dstT=35))
+
+
+@handles("TopK")
+def topk(c: Ctx):
+    v = c.e.plain(c.inp(0), c.name)
+    rank = len(v.shape)
+    if _axis(c.attr("axis", -1), rank) != rank - 1:
+        raise Unsupported("TopK along an axis other than the last")
+    if not c.attr("sorted", 1):
+        raise Unsupported("TopK sorted=0")
+    k = int(c.const(1, "K").reshape(-1)[0]) if c.graph.opset >= 10 else int(c.attr("k"))
+    (vs, vd), (ishape, idt) = c.out(0), c.out(1)
+    # r1.1 sorted=false returns the k smallest ascending: exactly ONNX's largest=0
+    vi, ii = c.e.node("TopK", [c.e.index(v)], [(vs, vd), (ishape, np.dtype(np.int32))], c.sub("TopK_"), k=k,
+                      sorted=bool(c.attr("largest", 1)))
+    c.set(0, Val(vs, vd, index=vi))
+    c.set(1, c.op("Cast", [Val(ishape, np.dtype(np.int32), index=ii)], ishape, idt, srcT=34, dstT=35))
+
+
+def _full(c: Ctx, v: Val, shape) -> Val:
+    """v with exactly `shape` (or one element), as r1.1 Where requires (no general broadcasting)."""
+    if tuple(v.shape) == tuple(shape) or int(np.prod(v.shape)) == 1:
+        return v
+    if v.const is not None:
+        a = np.ascontiguousarray(np.broadcast_to(v.const, shape))
+        return Val(a.shape, a.dtype, const=a)
+    v = c.e.plain(v, c.name)
+    return c.op("BroadcastTo", [v], shape, v.dtype, dst_shape=list(shape))
+
+
+@handles("Where")
+def where(c: Ctx):
+    shape, dtype = c.out()
+    ins = [_full(c, c.inp(k), shape) for k in range(3)]
+    ins, nhwc = _align(c, ins, len(shape))
+    c.set(0, c.op("Where", ins, shape, dtype, nhwc))
+
+
+@handles("Expand")
+def expand(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    if tuple(v.shape) == tuple(shape):
+        c.set(0, v)
+        return
+    nhwc = v.nhwc and len(shape) == 4
+    if not nhwc:
+        v = c.e.plain(v, c.name)
+    out = Val(shape, dtype, nhwc=nhwc)
+    c.set(0, c.op("BroadcastTo", [v], shape, dtype, nhwc, dst_shape=list(out.stored_shape)))
+
+
+@handles("Tile")
+def tile(c: Ctx):
+    v = c.inp(0)
+    shape, dtype = c.out()
+    reps = [int(r) for r in c.const(1, "repeats")]
+    order = TO_NHWC if v.nhwc else range(len(reps))
+    c.set(0, c.op("Tile", [v], shape, dtype, v.nhwc, multiples=[reps[p] for p in order], dims=list(range(len(reps)))))
+
+
+del _binary

@@ -1,0 +1,38 @@
+"""Shared by the converter tests: build ONNX graphs, convert, run with msv0 and onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import msv0
+from msv0.convert import convert
+
+
+def run_msv0(model_bytes, feeds: dict[str, np.ndarray], keep_nchw=False, **kw) -> dict[str, np.ndarray]:
+    """Convert and run; 4-D feeds go in NHWC and 4-D results come back NCHW, as ONNX has them."""
+    data = convert(model_bytes, keep_nchw_input=keep_nchw, **kw)
+    model = msv0.load(data)
+    missing = sorted({n.op for n in model.nodes} - set(msv0.supported_ops()))
+    if missing:
+        pytest.skip(f"runtime lacks {missing}")
+    sess = msv0.Session(model)
+    ins = {k: (v.transpose(0, 2, 3, 1) if v.ndim == 4 and not keep_nchw else v) for k, v in feeds.items()}
+    out = sess.run(ins)
+    return {k: (v.transpose(0, 3, 1, 2) if v.ndim == 4 else v) for k, v in out.items()}
+
+
+def run_ort(model_bytes, feeds):
+    ort = pytest.importorskip("onnxruntime")
+    s = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+
+
+def check(model, feeds, rtol=1e-4, atol=1e-5, **kw):
+    data = model.SerializeToString()
+    want = run_ort(data, feeds)
+    got = run_msv0(data, feeds, **kw)
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k].shape == want[k].shape, k
+        np.testing.assert_allclose(got[k].astype(np.float64), want[k].astype(np.float64), rtol=rtol, atol=atol,
+                                   err_msg=k)

@@ -1,0 +1,128 @@
+"""ONNX -> v0 conversion: small graphs per op family, compared with onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
+
+import msv0  # noqa: E402
+from msv0.convert import convert  # noqa: E402
+from onnxcheck import check  # noqa: E402
+
+R = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return R.standard_normal(shape).astype(np.float32)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                     [h.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
+                     [nh.from_array(v, k) for k, v in inits])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+
+N = h.make_node
+CASES = {
+    "conv_bn_relu": ([N("Conv", ["x", "w", "b"], ["c"], pads=[1, 0, 1, 2], strides=[2, 1]),
+                      N("BatchNormalization", ["c", "g", "be", "m", "v"], ["n"]), N("Relu", ["n"], ["y"])],
+                     [("x", [1, 3, 9, 8])], [("w", f32(5, 3, 3, 3)), ("b", f32(5)), ("g", f32(5)), ("be", f32(5)),
+                                              ("m", f32(5)), ("v", np.abs(f32(5)) + 0.5)]),
+    "depthwise_same_clip6": ([N("Conv", ["x", "w"], ["c"], group=4, auto_pad="SAME_UPPER", strides=[2, 2]),
+                              N("Clip", ["c", "lo", "hi"], ["y"])],
+                             [("x", [1, 4, 7, 7])], [("w", f32(4, 1, 3, 3)), ("lo", np.float32(0)), ("hi", np.float32(6))]),
+    "grouped_conv": ([N("Conv", ["x", "w"], ["y"], group=2, dilations=[2, 1])], [("x", [1, 4, 8, 8])],
+                     [("w", f32(6, 2, 3, 3))]),
+    "conv_transpose": ([N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
+                          output_padding=[1, 1])], [("x", [1, 3, 5, 4])], [("w", f32(3, 2, 3, 3)), ("b", f32(2))]),
+    "pools": ([N("MaxPool", ["x"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+               N("AveragePool", ["a"], ["b"], kernel_shape=[2, 2], ceil_mode=1, strides=[2, 2]),
+               N("GlobalAveragePool", ["b"], ["y"])], [("x", [2, 5, 11, 11])], []),
+    "gemm_flatten": ([N("GlobalMaxPool", ["x"], ["p"]), N("Flatten", ["p"], ["f"]),
+                      N("Gemm", ["f", "w", "b"], ["g"], transB=1, alpha=0.5), N("Relu", ["g"], ["y"])],
+                     [("x", [2, 6, 4, 4])], [("w", f32(3, 6)), ("b", f32(3))]),
+    "reshape_after_nhwc": ([N("Sigmoid", ["x"], ["s"]), N("Reshape", ["s", "shape"], ["y"])], [("x", [2, 3, 4, 5])],
+                           [("shape", np.array([2, -1], np.int64))]),
+    "concat_softmax_nhwc": ([N("Relu", ["x"], ["r"]), N("Concat", ["r", "x"], ["c"], axis=1),
+                             N("Softmax", ["c"], ["y"], axis=1)], [("x", [1, 3, 4, 5])], []),
+    "split_slice_pad": ([N("Split", ["x"], ["a", "b"], axis=1), N("Slice", ["a", "st", "en", "ax"], ["s"]),
+                         N("Pad", ["s", "pads"], ["p"], mode="reflect"), N("Add", ["p", "b2"], ["y"])],
+                        [("x", [1, 4, 6, 6])], [("st", np.array([1, 0], np.int64)), ("en", np.array([5, 6], np.int64)),
+                                                ("ax", np.array([2, 3], np.int64)),
+                                                ("pads", np.array([0, 0, 1, 0, 0, 0, 1, 0], np.int64)),
+                                                ("b2", f32(2, 1, 1))]),
+    "reduce_transpose": ([N("ReduceSum", ["x", "axes"], ["r"], keepdims=0), N("Transpose", ["r"], ["y"], perm=[1, 0, 2])],
+                         [("x", [2, 3, 4, 5])], [("axes", np.array([2], np.int64))]),
+    "elementwise": ([N("Mul", ["x", "x"], ["a"]), N("Sqrt", ["a"], ["b"]), N("Sub", ["b", "c"], ["d"]),
+                     N("Max", ["d", "x", "c"], ["e"]), N("Tanh", ["e"], ["y"])], [("x", [3, 4])], [("c", f32(4))]),
+    "layernorm_gelu": ([N("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
+                        N("MatMul", ["n", "w"], ["m"]), N("Div", ["m", "s2"], ["d"]), N("Erf", ["d"], ["e"]),
+                        N("Add", ["e", "one"], ["a"]), N("Mul", ["m", "a"], ["p"]), N("Mul", ["p", "half"], ["y"])],
+                       [("x", [2, 5, 8])], [("g", f32(8)), ("b", f32(8)), ("w", f32(8, 6)),
+                                            ("s2", np.float32(np.sqrt(2))), ("one", np.float32(1)), ("half", np.float32(.5))]),
+    "resize_nearest": ([N("Resize", ["x", "", "sc"], ["y"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                          nearest_mode="floor")], [("x", [1, 2, 3, 4])], [("sc", np.array([1, 1, 2, 2], np.float32))]),
+    "resize_linear_align": ([N("Resize", ["x", "", "", "sz"], ["y"], mode="linear",
+                               coordinate_transformation_mode="align_corners")], [("x", [1, 2, 3, 4])],
+                            [("sz", np.array([1, 2, 7, 5], np.int64))]),
+    "shape_chain": ([N("Shape", ["x"], ["sh"]), N("Gather", ["sh", "i0"], ["n"]), N("Unsqueeze", ["n", "ax0"], ["nu"]),
+                     N("Concat", ["nu", "m1"], ["ns"], axis=0), N("Reshape", ["x", "ns"], ["y"])],
+                    [("x", [2, 3, 2, 2])], [("i0", np.array(0, np.int64)), ("ax0", np.array([0], np.int64)),
+                                            ("m1", np.array([-1], np.int64))]),
+    "prelu_leaky_hswish": ([N("PRelu", ["x", "sl"], ["p"]), N("LeakyRelu", ["p"], ["l"], alpha=0.2),
+                            N("HardSwish", ["l"], ["y"])], [("x", [1, 3, 4, 4])], [("sl", f32(3, 1, 1))]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_graph_matches_onnxruntime(name):
+    nodes, inputs, inits = CASES[name]
+    m = model(nodes, inputs, ["y"], inits)
+    feeds = {n: f32(*s) for n, s in inputs}
+    check(m, feeds, atol=1e-4)
+
+
+def test_keep_nchw_input_inserts_transpose():
+    nodes, inputs, inits = CASES["conv_bn_relu"]
+    m = model(nodes, inputs, ["y"], inits)
+    check(m, {"x": f32(1, 3, 9, 8)}, atol=1e-4, keep_nchw=True)
+
+
+def test_dynamic_batch_is_fixed():
+    m = model([N("Relu", ["x"], ["y"])], [("x", ["N", 3, 2, 2])], [])
+    with pytest.raises(msv0.ModelError, match="batch"):
+        convert(m.SerializeToString())
+    ms = msv0.load(convert(m.SerializeToString(), batch=4))
+    assert ms.inputs[0].shape == (4, 2, 2, 3)
+
+
+def test_file_is_r11_style(tmp_path):
+    nodes, inputs, inits = CASES["conv_bn_relu"]
+    src = tmp_path / "m.onnx"
+    onnx.save(model(nodes, inputs, ["y"], inits), src)
+    data = convert(src, tmp_path / "m.ms")
+    assert data[4:8] == b"MSL1" and (tmp_path / "m.ms").read_bytes() == data
+    ms = msv0.load(data)
+    assert ms.version == "MindSpore Lite 1.1.0"
+    assert [n.op for n in ms.nodes] == ["Conv2D"]  # BN folded, Relu fused
+    conv = ms.nodes[0]
+    assert conv.attrs.activationType == 1
+    w = ms.tensors[conv.inputs[1]]
+    assert w.shape == (5, 3, 3, 3) and w.format == 7
+    assert ms.inputs[0].shape == (1, 9, 8, 3)
+
+
+def test_unsupported_ops_are_all_reported(tmp_path):
+    m = model([N("Relu", ["x"], ["a"]), N("Einsum", ["a", "a"], ["b"], equation="nchw,nchw->nchw"),
+               N("Resize", ["b", "", "sc"], ["c"], mode="linear"), N("Celu", ["c"], ["y"])],
+              [("x", [1, 2, 3, 4])], ["y"], [("sc", np.array([1, 1, 2, 2], np.float32))])
+    out = tmp_path / "never.ms"
+    with pytest.raises(msv0.UnsupportedOpError) as err:
+        convert(m.SerializeToString(), out)
+    ops = {op for _, op, _ in err.value.nodes}
+    assert {"Einsum", "Resize", "Celu"} <= ops
+    assert "half_pixel" in str(err.value)
+    assert not out.exists()
