@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import msv0
+from msv0 import _core
 from oprun import Const, run_op
 
 NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
@@ -42,7 +43,7 @@ def conv_ref(x, w, b, group, stride, dilation, oh, ow, pt, pl):
     return y + (0 if b is None else b)
 
 
-def close(got, want, absref, k):
+def close(got, want, absref, k, scale=4):
     """float32 sums of k products, in any order and with FMA: each output's error is a few
     rounding errors of its running sums, which grow like sqrt(k)·eps·sum|x·w| for random data
     (k·eps is the worst case); 4·sqrt(k) leaves room for unlucky orders without hiding a wrong
@@ -134,6 +135,40 @@ def test_conv2d_f32_cases(isa, rng, case):
     c, oc = kw.pop("c", 7), kw.pop("oc", 9)
     x = kw.pop("x", (1, 13, 6, c))
     check_conv(rng, x, oc, **kw)
+
+
+# (x shape, oc, padMode, pads, activation, bias, threads): 3x3 stride 1 shapes that take
+# Winograd F(4x4, 3x3): >= 16 channels each side, >= 32 output tiles, partial edge tiles.
+WINOGRAD = {
+    "pad1_odd": ((1, 23, 29, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
+    "batch2_relu6": ((2, 13, 17, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, True, 1),
+    "asym_no_bias": ((1, 30, 31, 33), 20, NOTSET, (0, 2, 1, 0), RELU, False, 1),
+    "same_upper_threads2": ((1, 25, 27, 16), 17, SAME_UPPER, (0, 0, 0, 0), 0, True, 2),
+    "valid_threads2": ((1, 26, 35, 24), 48, VALID, (0, 0, 0, 0), 0, True, 2),
+}
+
+
+@pytest.mark.parametrize("case", WINOGRAD)
+def test_conv2d_f32_winograd(isa, rng, case):
+    x_shape, oc, mode, pads, activation, bias, threads = WINOGRAD[case]
+    n, h, wd, c = x_shape
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((oc, 3, 3, c)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32) if bias else None
+    oh, pt = conv_out(h, 3, 1, 1, mode, pads[0], pads[1])
+    ow, pl = conv_out(wd, 3, 1, 1, mode, pads[2], pads[3])
+    assert _core.Conv2dF32(w, b, 1, 1, 1, 1, 1, pt, pl, n * -(-oh // 4) * -(-ow // 4)).winograd
+    want = conv_ref(x, w, b, 1, (1, 1), (1, 1), oh, ow, pt, pl)
+    absref = conv_ref(np.abs(x), np.abs(w), None if b is None else np.abs(b), 1, (1, 1), (1, 1), oh, ow, pt, pl)
+    ins = [x, Const(w, format=7)] + ([Const(b)] if bias else [])
+    (got,) = run_op("Conv2D", ins, num_threads=threads, group=1, kernelH=3, kernelW=3, strideH=1, strideW=1,
+                    dilateH=1, dilateW=1, padMode=mode, padUp=pads[0], padDown=pads[1], padLeft=pads[2],
+                    padRight=pads[3], activationType=activation)
+    # The F(4,3) transforms scale values by up to 5 (input) and 8 (output) before and after the
+    # float32 GEMM, so rounding errors grow by a constant factor over direct summation; measured
+    # worst is ~2x the direct bound on these shapes, 16x leaves margin while a wrong tap (an error
+    # of ~absref/k) still fails by orders of magnitude.
+    close(got, act(want, activation), absref, 9 * c, scale=16)
 
 
 def test_conv2d_f32_weight_quant_per_channel(isa, rng):

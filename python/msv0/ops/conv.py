@@ -66,7 +66,8 @@ def conv2d(node, ins):
     bias = _bias(node, ins, oc)
     oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
-    kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl)
+    tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
+    kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
     lo, hi = activation_range(a.activationType)
 
     def run(inputs, outputs):
