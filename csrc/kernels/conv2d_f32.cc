@@ -290,10 +290,11 @@ class Conv2dF32 {
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1;
     // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/36 of it),
-    // and at least 4 blocks per thread when the image allows, for balance.
-    const int64_t fit = 262144 / (36 * (a.c + a.oc)), balanced = (tiles + 4 * threads - 1) / (4 * threads);
-    const int64_t rows = std::max<int64_t>(12, std::min<int64_t>({fit, balanced, 96}) / 12 * 12);
-    const int64_t blocks = (tiles + rows - 1) / rows;
+    // at least 12 rows per GEMM, and a block count that is a multiple of the thread count so
+    // equal blocks finish together.
+    const int64_t fit = std::max<int64_t>(12, std::min<int64_t>(262144 / (36 * (a.c + a.oc)), 96));
+    const int64_t blocks = ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
+    const int64_t rows = (tiles + blocks - 1) / blocks;
     const Conv2dWinoFn fn = MSV0_DISPATCH(conv2d_f32_winograd);
     py::gil_scoped_release unlocked;
     parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
