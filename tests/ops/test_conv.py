@@ -126,6 +126,10 @@ CASES = {
     "threads2": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(2, 13, 6, 15), oc=33),
     "threads2_1x1": dict(kernel=(1, 1), threads=2, x=(1, 30, 30, 16), oc=24),
     "big_k": dict(kernel=(5, 5), pads=(2, 2, 2, 2), c=40, oc=20),
+    "group2_threads2": dict(kernel=(3, 3), group=2, stride=(2, 1), pads=(1, 1, 1, 1), threads=2, c=18, oc=34),
+    "depthwise_dilate2_threads2": dict(kernel=(3, 3), group=16, dilation=(2, 2), pads=(2, 2, 2, 2), threads=2,
+                                       c=16, oc=16),
+    "dilate2_s2_same_upper": dict(kernel=(3, 3), stride=(2, 2), dilation=(2, 2), mode=SAME_UPPER, c=16, oc=17),
 }
 
 
