@@ -1,0 +1,123 @@
+"""Conv2D and DeConv2D, NHWC float32 (format-v0.md §5): shapes, pads and weight packing."""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0 import _core
+from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
+from msv0.weights import float_weight
+
+NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
+
+
+def _geometry(node, a, weight_hw):
+    """kh, kw, sh, sw, dh, dw after checking the attributes against the weight."""
+    kh, kw = weight_hw
+    for name, attr, dim in (("kernelH", a.kernelH, kh), ("kernelW", a.kernelW, kw)):
+        # 0 means "not written"; any other value must agree with the weight r1.1 packs.
+        if attr not in (0, dim):
+            raise fail(node, f"{name}={attr} but the weight has {dim}")
+    for name in ("strideH", "strideW", "dilateH", "dilateW"):
+        if getattr(a, name) < 1:
+            raise fail(node, f"{name} must be >= 1, got {getattr(a, name)}")
+    return kh, kw, a.strideH, a.strideW, a.dilateH, a.dilateW
+
+
+def _bias(node, ins, channels):
+    if len(ins) < 3:
+        return None
+    bias = np.ascontiguousarray(const_input(node, ins[2], "bias"), np.float32).reshape(-1)
+    if bias.size != channels:
+        raise fail(node, f"bias has {bias.size} values for {channels} output channels")
+    return bias
+
+
+def _x_nhwc(node, x):
+    as_float32(node, x, "input")
+    if len(x.shape) != 4:
+        raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
+    return x.shape
+
+
+def conv_out_size(size, k, s, d, pad_mode, p0, p1):
+    """Output size and (leading pad, trailing pad) of one conv axis."""
+    if pad_mode == SAME_UPPER:
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        p0, p1 = total // 2, total - total // 2
+    else:
+        out = -(-(size + p0 + p1 - (k - 1) * d) // s)
+    return max(out, 1), p0, p1
+
+
+@op("Conv2D")
+def conv2d(node, ins):
+    a = node.attrs
+    expect_inputs(node, ins, 2, 3)
+    n, h, w, c = _x_nhwc(node, ins[0])
+    weight = float_weight(node, ins[1])
+    if weight.ndim != 4:
+        raise fail(node, f"weight must be 4-D [Cout, kH, kW, Cin/group], got {weight.shape}")
+    oc, _, _, cg = weight.shape
+    kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape[1:3])
+    group = a.group
+    if group < 1 or c % group or oc % group or cg * group != c:
+        raise fail(node, f"group {group} does not fit input channels {c}, weight {weight.shape}")
+    bias = _bias(node, ins, oc)
+    oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
+    ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
+    tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
+    kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
+    lo, hi = activation_range(a.activationType)
+
+    def run(inputs, outputs):
+        kernel.run(inputs[0], outputs[0], lo, hi)
+
+    return Plan([((n, oh, ow, oc), np.dtype(np.float32))], run)
+
+
+def _trunc_half(v):
+    """C `v / 2` on ints: truncates toward zero."""
+    return -((-v) // 2) if v < 0 else v // 2
+
+
+def deconv_out_size(node, size, k, s, d, pad_mode, p0, p1):
+    """Output size and leading pad (the crop offset) of one DeConv2D axis."""
+    if pad_mode in (NOTSET, CAFFE):
+        out = (size - 1) * s + (k - 1) * d + 1 - p0 - p1
+    elif pad_mode == SAME_UPPER:
+        out = size * s
+        p0 = _trunc_half((size - 1) * s + (k - 1) * d + 1 - out)
+    elif pad_mode == VALID:
+        out, p0 = (size - 1) * s + k, 0
+    else:
+        raise fail(node, f"unsupported pad mode {pad_mode} for deconv")
+    if out <= 0:
+        raise fail(node, f"output size {out} <= 0 (input {size}, kernel {k}, stride {s}, pads {p0}, {p1})")
+    return out, p0
+
+
+@op("DeConv2D")
+def deconv2d(node, ins):
+    a = node.attrs
+    expect_inputs(node, ins, 2, 3)
+    n, h, w, c = _x_nhwc(node, ins[0])
+    weight = float_weight(node, ins[1])
+    if weight.ndim != 4:
+        raise fail(node, f"weight must be 4-D [Cin, kH, kW, Cout], got {weight.shape}")
+    if weight.shape[0] != c:
+        raise fail(node, f"weight {weight.shape} does not match {c} input channels")
+    if a.group != 1:
+        raise fail(node, f"group {a.group} is not supported (only 1)")
+    oc = weight.shape[3]
+    kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape[1:3])
+    bias = _bias(node, ins, oc)
+    oh, pt = deconv_out_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
+    ow, pl = deconv_out_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
+    kernel = _core.Deconv2dF32(weight, bias, sh, sw, dh, dw, pt, pl)
+    lo, hi = activation_range(a.activationType)
+
+    def run(inputs, outputs):
+        kernel.run(inputs[0], outputs[0], lo, hi)
+
+    return Plan([((n, oh, ow, oc), np.dtype(np.float32))], run)

@@ -1,0 +1,287 @@
+"""Conv2D and DeConv2D (format-v0.md §5) against direct NumPy convolutions in float64."""
+import numpy as np
+import pytest
+
+import msv0
+from msv0 import _core
+from oprun import Const, run_op
+
+NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
+RELU, RELU6, SIGMOID = 1, 3, 2
+EPS = np.finfo(np.float32).eps
+
+
+def conv_out(size, k, s, d, mode, p0, p1):
+    """format-v0.md §5 Conv2D output size, with the SAME_UPPER pad recompute."""
+    if mode == SAME_UPPER:
+        out = (size + s - 1) // s
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        p0, p1 = total // 2, total - total // 2
+    else:
+        out = (size + p0 + p1 - (k - 1) * d + s - 1) // s
+    return max(out, 1), p0
+
+
+def conv_ref(x, w, b, group, stride, dilation, oh, ow, pt, pl):
+    """Direct convolution: one matrix product per (group, tap) over the zero-padded input."""
+    n, h, wd, c = x.shape
+    oc, kh, kw, cg = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    og = oc // group
+    # Pad far enough for every tap of every output pixel (out <= 0 -> 1 may reach past the pads).
+    ph = pt + max(h, (oh - 1) * sh + (kh - 1) * dh + 1)
+    pw = pl + max(wd, (ow - 1) * sw + (kw - 1) * dw + 1)
+    xp = np.zeros((n, ph, pw, c))
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    y = np.zeros((n, oh, ow, oc))
+    for g in range(group):
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw,
+                           g * cg:(g + 1) * cg]
+                y[..., g * og:(g + 1) * og] += patch @ w[g * og:(g + 1) * og, ky, kx, :].T.astype(np.float64)
+    return y + (0 if b is None else b)
+
+
+def close(got, want, absref, k, scale=4):
+    """float32 sums of k products, in any order and with FMA: each output's error is a few
+    rounding errors of its running sums, which grow like sqrt(k)·eps·sum|x·w| for random data
+    (k·eps is the worst case); 4·sqrt(k) leaves room for unlucky orders without hiding a wrong
+    tap, which would be off by a whole product."""
+    assert got.shape == want.shape
+    tol = 4 * np.sqrt(k) * EPS * absref + 1e-30
+    bad = np.abs(got.astype(np.float64) - want) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} outside tolerance; max err {np.abs(got - want).max()}"
+
+
+def act(y, activation):
+    if activation == RELU:
+        return np.maximum(y, 0)
+    if activation == RELU6:
+        return np.clip(y, 0, 6)
+    return y
+
+
+def check_conv(rng, x_shape, oc, kernel, stride=(1, 1), dilation=(1, 1), group=1, mode=CAFFE, pads=(0, 0, 0, 0),
+               activation=0, bias=True, threads=1):
+    n, h, wd, c = x_shape
+    kh, kw = kernel
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((oc, kh, kw, c // group)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32) if bias else None
+    oh, pt = conv_out(h, kh, stride[0], dilation[0], mode, pads[0], pads[1])
+    ow, pl = conv_out(wd, kw, stride[1], dilation[1], mode, pads[2], pads[3])
+    want = conv_ref(x, w, b, group, stride, dilation, oh, ow, pt, pl)
+    absref = conv_ref(np.abs(x), np.abs(w), None if b is None else np.abs(b), group, stride, dilation, oh, ow, pt, pl)
+    ins = [x, Const(w, format=7)] + ([Const(b)] if bias else [])
+    (got,) = run_op("Conv2D", ins, num_threads=threads, group=group, kernelH=kh, kernelW=kw,
+                    strideH=stride[0], strideW=stride[1], dilateH=dilation[0], dilateW=dilation[1], padMode=mode,
+                    padUp=pads[0], padDown=pads[1], padLeft=pads[2], padRight=pads[3], activationType=activation)
+    close(got, act(want, activation), absref, kh * kw * c // group)
+
+
+CHANNELS = [1, 3, 7, 8, 9, 15, 16, 17, 33]  # 1, lane counts 8/16 and +-1 around them, a prime past 32
+
+
+@pytest.mark.parametrize("c", CHANNELS)
+def test_conv2d_f32_channels(isa, rng, c):
+    oc = CHANNELS[(CHANNELS.index(c) + 4) % len(CHANNELS)]
+    check_conv(rng, (1, 9, 7, c), oc, (3, 3), pads=(1, 1, 1, 1))
+
+
+@pytest.mark.parametrize("c", [1, 8, 17, 33])
+def test_conv2d_f32_1x1_direct(isa, rng, c):
+    # 1x1, stride 1, no pads: the GEMM reads the NHWC rows of x in place.
+    check_conv(rng, (2, 13, 6, c), 40, (1, 1))
+
+
+CASES = {
+    "1x1_s2": dict(kernel=(1, 1), stride=(2, 2)),
+    "3x3_s2_pad": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1)),
+    "5x5_s3_asym": dict(kernel=(5, 5), stride=(3, 3), pads=(2, 0, 1, 2)),
+    "3x1": dict(kernel=(3, 1), pads=(1, 1, 0, 0)),
+    "3x1_s12": dict(kernel=(3, 1), stride=(1, 2)),
+    "dilate2": dict(kernel=(3, 3), dilation=(2, 2), pads=(2, 2, 2, 2)),
+    "dilate21": dict(kernel=(3, 3), dilation=(2, 1), pads=(1, 0, 0, 1)),
+    "stride_gt_kernel": dict(kernel=(2, 2), stride=(3, 3)),
+    "out_le0_is1": dict(kernel=(5, 5), mode=VALID, x=(1, 3, 2, 5)),
+    "valid": dict(kernel=(3, 3), mode=VALID),
+    "notset_asym": dict(kernel=(3, 3), mode=NOTSET, pads=(0, 2, 1, 0)),
+    "same_lower_stored": dict(kernel=(3, 3), mode=SAME_LOWER, pads=(1, 1, 1, 1), stride=(2, 2)),
+    "same_upper": dict(kernel=(3, 3), mode=SAME_UPPER, pads=(5, 5, 5, 5)),
+    "same_upper_s2": dict(kernel=(3, 3), mode=SAME_UPPER, stride=(2, 2)),
+    "same_upper_s3_k4": dict(kernel=(4, 4), mode=SAME_UPPER, stride=(3, 3)),
+    "same_upper_s2_d2": dict(kernel=(3, 3), mode=SAME_UPPER, stride=(2, 2), dilation=(2, 2)),
+    "same_upper_k1_s3": dict(kernel=(1, 1), mode=SAME_UPPER, stride=(3, 3)),
+    "group2": dict(kernel=(3, 3), group=2, pads=(1, 1, 1, 1), c=16, oc=18),
+    "group3_s2": dict(kernel=(3, 3), group=3, stride=(2, 2), pads=(1, 1, 1, 1), c=9, oc=33),
+    "group2_1x1": dict(kernel=(1, 1), group=2, c=34, oc=16),
+    "depthwise": dict(kernel=(3, 3), group=17, pads=(1, 1, 1, 1), c=17, oc=17),
+    "depthwise_s2": dict(kernel=(3, 3), group=33, stride=(2, 2), mode=SAME_UPPER, c=33, oc=33),
+    "depthwise_mult2": dict(kernel=(3, 3), group=8, pads=(1, 1, 1, 1), c=8, oc=16),
+    "relu": dict(kernel=(3, 3), pads=(1, 1, 1, 1), activation=RELU),
+    "relu6": dict(kernel=(3, 3), pads=(1, 1, 1, 1), activation=RELU6),
+    "sigmoid_ignored": dict(kernel=(3, 3), activation=SIGMOID),
+    "no_bias": dict(kernel=(3, 3), pads=(1, 1, 1, 1), bias=False),
+    "threads2": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(2, 13, 6, 15), oc=33),
+    "threads2_1x1": dict(kernel=(1, 1), threads=2, x=(1, 30, 30, 16), oc=24),
+    "big_k": dict(kernel=(5, 5), pads=(2, 2, 2, 2), c=40, oc=20),
+    "group2_threads2": dict(kernel=(3, 3), group=2, stride=(2, 1), pads=(1, 1, 1, 1), threads=2, c=18, oc=34),
+    "depthwise_dilate2_threads2": dict(kernel=(3, 3), group=16, dilation=(2, 2), pads=(2, 2, 2, 2), threads=2,
+                                       c=16, oc=16),
+    "dilate2_s2_same_upper": dict(kernel=(3, 3), stride=(2, 2), dilation=(2, 2), mode=SAME_UPPER, c=16, oc=17),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_f32_cases(isa, rng, case):
+    kw = dict(CASES[case])
+    c, oc = kw.pop("c", 7), kw.pop("oc", 9)
+    x = kw.pop("x", (1, 13, 6, c))
+    check_conv(rng, x, oc, **kw)
+
+
+# (x shape, oc, padMode, pads, activation, bias, threads): 3x3 stride 1 shapes that take
+# Winograd F(4x4, 3x3): >= 16 channels each side, >= 32 output tiles, partial edge tiles.
+WINOGRAD = {
+    "pad1_odd": ((1, 23, 29, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
+    "batch2_relu6": ((2, 13, 17, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, True, 1),
+    "asym_no_bias": ((1, 30, 31, 33), 20, NOTSET, (0, 2, 1, 0), RELU, False, 1),
+    "same_upper_threads2": ((1, 25, 27, 16), 17, SAME_UPPER, (0, 0, 0, 0), 0, True, 2),
+    "valid_threads2": ((1, 26, 35, 24), 48, VALID, (0, 0, 0, 0), 0, True, 2),
+}
+
+
+@pytest.mark.parametrize("case", WINOGRAD)
+def test_conv2d_f32_winograd(isa, rng, case):
+    x_shape, oc, mode, pads, activation, bias, threads = WINOGRAD[case]
+    n, h, wd, c = x_shape
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((oc, 3, 3, c)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32) if bias else None
+    oh, pt = conv_out(h, 3, 1, 1, mode, pads[0], pads[1])
+    ow, pl = conv_out(wd, 3, 1, 1, mode, pads[2], pads[3])
+    assert _core.Conv2dF32(w, b, 1, 1, 1, 1, 1, pt, pl, n * -(-oh // 4) * -(-ow // 4)).winograd
+    want = conv_ref(x, w, b, 1, (1, 1), (1, 1), oh, ow, pt, pl)
+    absref = conv_ref(np.abs(x), np.abs(w), None if b is None else np.abs(b), 1, (1, 1), (1, 1), oh, ow, pt, pl)
+    ins = [x, Const(w, format=7)] + ([Const(b)] if bias else [])
+    (got,) = run_op("Conv2D", ins, num_threads=threads, group=1, kernelH=3, kernelW=3, strideH=1, strideW=1,
+                    dilateH=1, dilateW=1, padMode=mode, padUp=pads[0], padDown=pads[1], padLeft=pads[2],
+                    padRight=pads[3], activationType=activation)
+    # The F(4,3) transforms scale values by up to 5 (input) and 8 (output) before and after the
+    # float32 GEMM, so rounding errors grow by a constant factor over direct summation; measured
+    # worst is ~2x the direct bound on these shapes, 16x leaves margin while a wrong tap (an error
+    # of ~absref/k) still fails by orders of magnitude.
+    close(got, act(want, activation), absref, 9 * c, scale=16)
+
+
+def test_conv2d_f32_weight_quant_per_channel(isa, rng):
+    x = rng.standard_normal((1, 9, 7, 5)).astype(np.float32)
+    q = rng.integers(-128, 128, (6, 3, 3, 5)).astype(np.int8)
+    scale = rng.uniform(0.01, 0.1, 6).astype(np.float32)
+    zp = rng.integers(-3, 4, 6)
+    quant = [dict(scale=float(s), zeroPoint=int(z), numBits=8, inited=True) for s, z in zip(scale, zp)]
+    w = (q.astype(np.float32) - zp[:, None, None, None]) * scale[:, None, None, None]
+    b = rng.standard_normal(6).astype(np.float32)
+    (got,) = run_op("Conv2D", [x, Const(q, format=7, quant=quant), Const(b)], group=1, kernelH=3, kernelW=3,
+                    strideH=1, strideW=1, dilateH=1, dilateW=1, padMode=CAFFE, padUp=1, padDown=1, padLeft=1,
+                    padRight=1)
+    want = conv_ref(x, w, b, 1, (1, 1), (1, 1), 9, 7, 1, 1)
+    absref = conv_ref(np.abs(x), np.abs(w), np.abs(b), 1, (1, 1), (1, 1), 9, 7, 1, 1)
+    close(got, want, absref, 45)
+
+
+@pytest.mark.parametrize("attrs, message", [
+    (dict(group=2), "group"),
+    (dict(group=0), "group"),
+    (dict(strideH=0), "strideH"),
+    (dict(kernelH=5), "kernelH"),
+])
+def test_conv2d_bad_attrs(isa, rng, attrs, message):
+    x = rng.standard_normal((1, 5, 5, 3)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    base = dict(group=1, kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1, padMode=CAFFE)
+    with pytest.raises(msv0.ModelError, match=message):
+        run_op("Conv2D", [x, Const(w, format=7)], **{**base, **attrs})
+
+
+def deconv_out(size, k, s, d, mode, p0, p1):
+    """format-v0.md §5 DeConv2D output size and crop offset."""
+    if mode in (NOTSET, CAFFE):
+        return (size - 1) * s + (k - 1) * d + 1 - p0 - p1, p0
+    if mode == SAME_UPPER:
+        out = size * s
+        v = (size - 1) * s + (k - 1) * d + 1 - out
+        return out, int(v / 2)  # C division truncates toward zero
+    assert mode == VALID
+    return (size - 1) * s + k, 0
+
+
+def deconv_ref(x, w, b, stride, dilation, oh, ow, pt, pl):
+    """Scatter every input pixel through every tap into the full output, then crop at (pt, pl)."""
+    n, h, wd, c = x.shape
+    _, kh, kw, oc = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    fh, fw = (h - 1) * sh + (kh - 1) * dh + 1, (wd - 1) * sw + (kw - 1) * dw + 1
+    # Margins so that a crop window with negative offset or past the end reads zeros.
+    m = abs(pt) + abs(pl) + oh + ow
+    full = np.zeros((n, fh + 2 * m, fw + 2 * m, oc))
+    for iy in range(h):
+        for ix in range(wd):
+            for ky in range(kh):
+                for kx in range(kw):
+                    full[:, m + iy * sh + ky * dh, m + ix * sw + kx * dw] += x[:, iy, ix] @ w[:, ky, kx].astype(np.float64)
+    y = full[:, m + pt: m + pt + oh, m + pl: m + pl + ow]
+    return y + (0 if b is None else b)
+
+
+DECONV_CASES = {
+    "caffe_k3_s2_p1": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1)),
+    "notset_asym": dict(kernel=(4, 3), stride=(2, 1), pads=(1, 2, 0, 1)),
+    "caffe_k2_s2": dict(kernel=(2, 2), stride=(2, 2), c=17, oc=33),
+    "caffe_dilate2": dict(kernel=(3, 3), dilation=(2, 2), pads=(1, 0, 2, 1)),
+    "same_upper_s2": dict(kernel=(3, 3), stride=(2, 2), mode=SAME_UPPER),
+    "same_upper_s3_k4": dict(kernel=(4, 4), stride=(3, 3), mode=SAME_UPPER, c=16, oc=8),
+    "same_upper_neg_pad": dict(kernel=(1, 1), stride=(3, 3), mode=SAME_UPPER),
+    "valid": dict(kernel=(3, 3), stride=(2, 2), mode=VALID, c=1, oc=15),
+    "valid_dilate2": dict(kernel=(3, 3), stride=(1, 1), dilation=(2, 2), mode=VALID),
+    "relu6": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), activation=RELU6),
+    "relu_no_bias": dict(kernel=(3, 3), stride=(1, 1), activation=RELU, bias=False, c=9, oc=16),
+    "threads2": dict(kernel=(3, 3), stride=(2, 2), pads=(0, 1, 0, 1), threads=2, c=33, oc=17),
+}
+
+
+@pytest.mark.parametrize("case", DECONV_CASES)
+def test_deconv2d_f32(isa, rng, case):
+    kw_ = dict(DECONV_CASES[case])
+    c, oc = kw_.pop("c", 7), kw_.pop("oc", 9)
+    kh, kw = kw_["kernel"]
+    stride, dilation = kw_.get("stride", (1, 1)), kw_.get("dilation", (1, 1))
+    mode, pads = kw_.get("mode", CAFFE), kw_.get("pads", (0, 0, 0, 0))
+    activation, bias = kw_.get("activation", 0), kw_.get("bias", True)
+    x = rng.standard_normal((2, 6, 5, c)).astype(np.float32)
+    w = rng.standard_normal((c, kh, kw, oc)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32) if bias else None
+    oh, pt = deconv_out(6, kh, stride[0], dilation[0], mode, pads[0], pads[1])
+    ow, pl = deconv_out(5, kw, stride[1], dilation[1], mode, pads[2], pads[3])
+    want = deconv_ref(x, w, b, stride, dilation, oh, ow, pt, pl)
+    absref = deconv_ref(np.abs(x), np.abs(w), None if b is None else np.abs(b), stride, dilation, oh, ow, pt, pl)
+    ins = [x, Const(w, format=7)] + ([Const(b)] if bias else [])
+    (got,) = run_op("DeConv2D", ins, num_threads=kw_.get("threads", 1), group=1, kernelH=kh, kernelW=kw,
+                    strideH=stride[0], strideW=stride[1], dilateH=dilation[0], dilateW=dilation[1], padMode=mode,
+                    padUp=pads[0], padDown=pads[1], padLeft=pads[2], padRight=pads[3], activationType=activation)
+    # Each output sums at most c·kh·kw products (c per tap, taps summed in float32 after the GEMM).
+    close(got, act(want, activation), absref, c * kh * kw)
+
+
+@pytest.mark.parametrize("attrs, message", [
+    (dict(padMode=SAME_LOWER), "pad mode"),
+    (dict(group=2), "group"),
+    (dict(padUp=9, padDown=9), "output size"),
+])
+def test_deconv2d_rejects(isa, rng, attrs, message):
+    x = rng.standard_normal((1, 4, 4, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 5)).astype(np.float32)
+    base = dict(group=1, kernelH=3, kernelW=3, strideH=2, strideW=2, dilateH=1, dilateW=1, padMode=CAFFE)
+    with pytest.raises(msv0.ModelError, match=message):
+        run_op("DeConv2D", [x, Const(w, format=7)], **{**base, **attrs})
