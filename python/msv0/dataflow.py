@@ -8,7 +8,8 @@ runs a subgraph in place of the node. While (no r1.1 kernel) and Loop run their 
 the semantics their schema tables define; TensorList* values are Python lists of arrays.
 
 Ordinary nodes are planned here at run time, once per input-shape signature, through the same
-op registry the static executor uses.
+op registry the static executor uses; ops whose output shape depends on input values are
+planned on every run with those values known. Graphs with such ops run here too.
 """
 from __future__ import annotations
 
@@ -292,13 +293,15 @@ class Interpreter:
             if isinstance(a, TensorList):
                 raise fail(node, "a TensorList reached an op that takes tensors")
         arrays = [np.asarray(a) for a in args]
+        dynamic = OPS[node.op].data_dependent
         key = (node.index,) + tuple((a.shape, a.dtype.str) for a in arrays)
-        plan = self.plans.get(key)
+        plan = None if dynamic else self.plans.get(key)
         if plan is None:
             ins = []
             for k, a in zip(node.inputs, arrays):
                 t = self.model.tensors[k]
-                ins.append(Value(a.shape, a.dtype, t, t.data if t.is_const else None))
+                known = a if dynamic else t.data if t.is_const else None
+                ins.append(Value(a.shape, a.dtype, t, known))
             try:
                 plan = OPS[node.op].build(node, ins)
             except ModelError:
@@ -307,7 +310,8 @@ class Interpreter:
                 raise ModelError(f"{node.label}: {type(e).__name__}: {e}") from e
             if len(plan.outputs) != len(node.outputs):
                 raise fail(node, f"has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
-            self.plans[key] = plan
+            if not dynamic:
+                self.plans[key] = plan
         outs = [np.empty(s, d) for s, d in plan.outputs]
         plan.run(arrays, outs)
         return dict(enumerate(outs))

@@ -55,6 +55,9 @@ class Plan:
 class OpDef:
     name: str
     build: Callable[[Node, list[Value]], Plan]
+    # The output shape depends on input VALUES (NonMaxSuppression, Unique): the op is planned
+    # anew on every run with every input's value known, by the data-flow executor.
+    data_dependent: bool = False
 
 
 OPS: dict[str, OpDef] = {}
@@ -63,14 +66,14 @@ OPS: dict[str, OpDef] = {}
 REJECTED: dict[str, str] = {}
 
 
-def op(*names: str):
+def op(*names: str, data_dependent: bool = False):
     """Register a build function for the schema primitives `names`."""
 
     def register(fn):
         for name in names:
             if name in OPS:
                 raise RuntimeError(f"op {name} registered twice")
-            OPS[name] = OpDef(name, fn)
+            OPS[name] = OpDef(name, fn, data_dependent)
         return fn
 
     return register

@@ -76,10 +76,12 @@ class Session:
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
         self._plans: dict[Signature, CompiledPlan] = {}
-        # Graphs with control flow run as data flow (format-v0.md §8), planned node by node.
+        # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
+        # planned node by node.
         nodes = self.model.nodes
         self._interpreter = (Interpreter(self.model)
-                             if any(nodes[i].op in CONTROL for i in self.model.main_nodes) else None)
+                             if any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent
+                                    for i in self.model.main_nodes) else None)
         if self._interpreter is None:
             default = tuple(t.shape for t in self._input_tensors)
             self._plans[default] = self._compile(default)
