@@ -165,6 +165,8 @@ MSV0_EXPORT(dwconv2d_f32)
 
 #include <pybind11/stl.h>
 
+#include "runtime/native.h"
+
 namespace msv0 {
 
 // A depthwise convolution with its weights packed once (at Session build).
@@ -199,12 +201,24 @@ class PackedDwConv {
     if (x.ndim() != 4 || x.shape(3) != c_) throw ArgError("x: expected shape (n, h, w, " + std::to_string(c_) + ")");
     if (y.ndim() != 4) throw ArgError("y: expected a 4-D array");
     expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), c_}, "y");
-    DwArgs a{in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), weight_.data(), bias_.data(), nullptr,
-             x.shape(0), x.shape(1), x.shape(2), c_, y.shape(1), y.shape(2), cp_,
-             kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo_, hi_};
-    py::gil_scoped_release unlocked;
+    const DwArgs a = args(x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2));
     const std::vector<float> zeros(static_cast<size_t>(a.w * a.c), 0.f);
-    a.zeros = zeros.data();
+    const float* px = in_ptr<float>(x, "x");
+    float* py = out_ptr<float>(y, "y");
+    py::gil_scoped_release unlocked;
+    exec(a, px, py, zeros.data());
+  }
+
+  DwArgs args(int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) const {
+    return DwArgs{nullptr, nullptr, weight_.data(), bias_.data(), nullptr, n, h, w, c_, oh, ow, cp_,
+                  kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo_, hi_};
+  }
+
+  // `zeros` holds w * c zeros, the row the kernel reads for taps above or below the image.
+  static void exec(DwArgs a, const float* x, float* y, const float* zeros) {
+    a.x = x;
+    a.y = y;
+    a.zeros = zeros;
     const auto fn = MSV0_DISPATCH(dwconv2d_f32);
     parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
   }
@@ -216,14 +230,36 @@ class PackedDwConv {
   std::vector<float> weight_, bias_;
 };
 
+// A PackedDwConv on fixed shapes, for a Program.
+class DwConvOp : public NativeOp {
+ public:
+  DwConvOp(std::shared_ptr<const PackedDwConv> conv, const DwArgs& a)
+      : conv_(std::move(conv)), a_(a), zeros_(static_cast<size_t>(a.w * a.c), 0.f) {}
+  void run(const void* const* in, void* const* out) const override {
+    PackedDwConv::exec(a_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), zeros_.data());
+  }
+
+ private:
+  std::shared_ptr<const PackedDwConv> conv_;  // owns the packed weights a_ points into
+  DwArgs a_;
+  std::vector<float> zeros_;
+};
+
 MSV0_BIND(m) {
-  py::class_<PackedDwConv>(m, "PackedDwConv",
+  py::class_<DwConvOp, NativeOp, std::shared_ptr<DwConvOp>>(m, "DwConvOp");
+  py::class_<PackedDwConv, std::shared_ptr<PackedDwConv>>(m, "PackedDwConv",
                            "Depthwise conv2d (NHWC float32) with its [c, kh, kw] weight packed once.")
       .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
                     int64_t, float, float>(),
            py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
            py::arg("pt"), py::arg("pl"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
-      .def("run", &PackedDwConv::run, py::arg("x"), py::arg("y"));
+      .def("run", &PackedDwConv::run, py::arg("x"), py::arg("y"))
+      .def("native", [](std::shared_ptr<PackedDwConv> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+             if (n < 0 || h < 0 || w < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
+             const DwArgs a = conv->args(n, h, w, oh, ow);
+             return std::shared_ptr<NativeOp>(std::make_shared<DwConvOp>(std::move(conv), a));
+           }, py::arg("n"), py::arg("h"), py::arg("w"), py::arg("oh"), py::arg("ow"),
+           "A NativeOp running this conv on [n, h, w, c] -> [n, oh, ow, c].");
 }
 
 }  // namespace msv0

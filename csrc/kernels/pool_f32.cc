@@ -93,41 +93,81 @@ MSV0_EXPORT(avgpool2d_f32)
 }  // namespace msv0
 
 #else  // binding pass
+#include "runtime/native.h"
+
 namespace msv0 {
 namespace {
 
-// Checks the arrays and geometry, then runs fn over output rows, or over channel blocks
-// too when there are few rows (a global pool has one row per image).
-void pool_run(PoolFn fn, const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+PoolArgs pool_args(int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                   int64_t sh, int64_t sw, int64_t pt, int64_t pl, float lo, float hi) {
+  if (kh < 1 || kw < 1 || sh < 1 || sw < 1) throw ArgError("window and strides must be >= 1");
+  if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+  if (n < 0 || h < 0 || w < 0 || c < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
+  PoolArgs a{nullptr, nullptr, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, c, lo, hi};
+  if (n * oh < 8 && c > 64) a.cblock = 64;  // few rows (a global pool): split channels too
+  return a;
+}
+
+// Runs fn over output rows and channel blocks.
+void pool_exec(PoolFn fn, PoolArgs a, const float* x, float* y) {
+  a.x = x;
+  a.y = y;
+  const int64_t items = a.n * a.oh * ((a.c + a.cblock - 1) / a.cblock);
+  parallel_for(items, 1, [&](int64_t i0, int64_t i1) { fn(a, i0, i1); });
+}
+
+void pool_run(bool max, const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
               int64_t pt, int64_t pl, float lo, float hi) {
   if (x.ndim() != 4) throw ArgError("x: expected a 4-D NHWC array");
   if (y.ndim() != 4) throw ArgError("y: expected a 4-D NHWC array");
   expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), x.shape(3)}, "y");
-  if (kh < 1 || kw < 1 || sh < 1 || sw < 1) throw ArgError("window and strides must be >= 1");
-  if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
-  PoolArgs a{in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), x.shape(0), x.shape(1), x.shape(2), x.shape(3),
-             y.shape(1), y.shape(2), kh, kw, sh, sw, pt, pl, x.shape(3), lo, hi};
-  const int64_t rows = a.n * a.oh;
-  if (rows < 8 && a.c > 64) a.cblock = 64;
-  const int64_t items = rows * ((a.c + a.cblock - 1) / a.cblock);
+  const PoolArgs a = pool_args(x.shape(0), x.shape(1), x.shape(2), x.shape(3), y.shape(1), y.shape(2), kh, kw,
+                               sh, sw, pt, pl, lo, hi);
+  const float* px = in_ptr<float>(x, "x");
+  float* py = out_ptr<float>(y, "y");
   py::gil_scoped_release unlocked;
-  parallel_for(items, 1, [&](int64_t i0, int64_t i1) { fn(a, i0, i1); });
+  pool_exec(max ? MSV0_DISPATCH(maxpool2d_f32) : MSV0_DISPATCH(avgpool2d_f32), a, px, py);
 }
+
+// Pooling on fixed shapes, for a Program.
+class PoolOp : public NativeOp {
+ public:
+  PoolOp(bool max, const PoolArgs& a) : max_(max), a_(a) {}
+  void run(const void* const* in, void* const* out) const override {
+    pool_exec(max_ ? MSV0_DISPATCH(maxpool2d_f32) : MSV0_DISPATCH(avgpool2d_f32), a_,
+              static_cast<const float*>(in[0]), static_cast<float*>(out[0]));
+  }
+
+ private:
+  bool max_;
+  PoolArgs a_;
+};
 
 }  // namespace
 
 MSV0_BIND(m) {
+  py::class_<PoolOp, NativeOp, std::shared_ptr<PoolOp>>(m, "PoolOp");
+  m.def(
+      "pool2d_native",
+      [](bool max, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+         int64_t sh, int64_t sw, int64_t pt, int64_t pl, float lo, float hi) {
+        return std::shared_ptr<NativeOp>(
+            std::make_shared<PoolOp>(max, pool_args(n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi)));
+      },
+      "A NativeOp pooling [n, h, w, c] -> [n, oh, ow, c] (max, or mean when max is false).", py::arg("max"),
+      py::arg("n"), py::arg("h"), py::arg("w"), py::arg("c"), py::arg("oh"), py::arg("ow"), py::arg("kh"),
+      py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"), py::arg("pl"), py::arg("lo"), py::arg("hi"));
   m.def(
       "maxpool2d_f32",
       [](const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
-         float lo, float hi) { pool_run(MSV0_DISPATCH(maxpool2d_f32), x, y, kh, kw, sh, sw, pt, pl, lo, hi); },
+         float lo, float hi) { pool_run(true, x, y, kh, kw, sh, sw, pt, pl, lo, hi); },
       "Max pooling, NHWC float32; windows clipped to the image; result clamped to [lo, hi].", py::arg("x"),
       py::arg("y"), py::arg("kh"), py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"), py::arg("pl"),
       py::arg("lo"), py::arg("hi"));
   m.def(
       "avgpool2d_f32",
       [](const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
-         float lo, float hi) { pool_run(MSV0_DISPATCH(avgpool2d_f32), x, y, kh, kw, sh, sw, pt, pl, lo, hi); },
+         float lo, float hi) { pool_run(false, x, y, kh, kw, sh, sw, pt, pl, lo, hi); },
       "Mean pooling over the cells inside the image, NHWC float32; result clamped to [lo, hi].",
       py::arg("x"), py::arg("y"), py::arg("kh"), py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"),
       py::arg("pl"), py::arg("lo"), py::arg("hi"));

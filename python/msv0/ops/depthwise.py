@@ -84,6 +84,8 @@ def depthwise_conv2d(node, ins):
     if mult == 1:
         def run(inputs, outputs):
             conv.run(inputs[0], outputs[0])
+
+        return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run, native=conv.native(n, h, w, oh, ow))
     else:
         # Multiplier m: output channel o reads input channel o // m (TF order c*m + j), i.e. a
         # grouped conv with one input channel per group. Repeating each input channel m times
