@@ -71,6 +71,9 @@ EOF
   "$PYTHON" -m pip install -q --disable-pip-version-check --target "$SITE" \
     --platform manylinux2014_aarch64 --python-version 3.11 --implementation cp --abi cp311 \
     --only-binary=:all: $TARGET_REQS
+  # Debian ships the stdlib without .pyc (postinst compiles it); without them every qemu'd
+  # start recompiles what it imports (import msv0: 3.0 s -> 1.4 s). Same 3.11 bytecode on the host.
+  "$PYTHON" -m compileall -q -j0 -x '/(test|tests|idlelib)/' "$SYSROOT/usr/lib/python3.11" >/dev/null
   # Host-side view of the target's sysconfig (EXT_SUFFIX, SOABI) for the cross build.
   mkdir -p "$SYSROOT/xsysconfig"
   cp "$SYSROOT"/usr/lib/python3.11/_sysconfigdata__aarch64-linux-gnu.py "$SYSROOT/xsysconfig/"
