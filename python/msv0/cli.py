@@ -1,0 +1,358 @@
+"""The `msv0` command line: info, run, demo, bench, ops (convert and quantize are reserved).
+
+Every msv0.Error (and an unreadable file) ends the command with a one-line message on stderr
+and exit status 2, without a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+import msv0
+
+EXIT_ERROR = 2
+README_BEGIN, README_END = "<!-- ops:begin -->", "<!-- ops:end -->"
+QUANT_TYPES = {0: "QUANT_NONE", 1: "AwareTraining", 2: "WeightQuant", 3: "PostTraining"}
+FORMATS = {0: "NCHW", 1: "NHWC", 2: "NHWC4", 3: "HWKC", 4: "HWCK", 5: "KCHW", 6: "CKHW", 7: "KHWC", 8: "CHWK",
+           9: "HW", 10: "HW4", 11: "NC", 12: "NC4", 100: "NC4HW4"}
+
+
+class CliError(msv0.Error):
+    """A usage problem found after argument parsing (bad --input spec, missing feeds)."""
+
+
+# ---- output helpers --------------------------------------------------------------------------
+def table(headers: Sequence[str], rows: Sequence[Sequence], out=None) -> None:
+    """Print rows as a plain aligned table."""
+    out = out or sys.stdout
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    line = "  ".join("-" * w for w in widths)
+    for k, r in enumerate(cells):
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+        if k == 0:
+            print(line, file=out)
+
+
+class Progress:
+    """A one-line progress bar on stderr (drawn only when stderr is a terminal)."""
+
+    def __init__(self, total: int, label: str, width: int = 30):
+        self.total, self.label, self.width = max(total, 1), label, width
+        self.enabled = sys.stderr.isatty()
+
+    def update(self, done: int) -> None:
+        if self.enabled:
+            filled = self.width * done // self.total
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def _shape(s) -> str:
+    return "[" + ", ".join(str(d) for d in s) + "]"
+
+
+def _fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+# ---- feeds -----------------------------------------------------------------------------------
+def random_feed(shape, dtype, rng: np.random.Generator) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -128), min(info.max, 127) + 1, shape).astype(dtype)
+
+
+def collect_feeds(model: msv0.Model, inputs: Sequence[str], npz: str | None, random: bool,
+                  seed: int = 0) -> dict[str, np.ndarray]:
+    feeds: dict[str, np.ndarray] = {}
+    if npz:
+        with np.load(npz) as f:
+            feeds.update({k: f[k] for k in f.files})
+    for spec in inputs or ():
+        name, sep, path = spec.partition("=")
+        if not sep:
+            raise CliError(f"--input expects name=file.npy, got {spec!r}")
+        feeds[name] = np.load(path)
+    rng = np.random.default_rng(seed)
+    missing = [t for t in model.inputs if t.name not in feeds]
+    if missing and not random:
+        raise CliError(f"no feed for input(s) {[t.name for t in missing]}: use --input, --inputs or --random")
+    for t in missing:
+        feeds[t.name] = random_feed(t.shape, t.dtype, rng)
+    return feeds
+
+
+# ---- subcommands -----------------------------------------------------------------------------
+def cmd_info(args) -> None:
+    m = msv0.load(args.model)
+    print(f"model: {args.model}  name: {m.name!r}  version: {m.version!r}")
+    print(f"{len(m.nodes)} nodes, {len(m.tensors)} tensors, {len(m.subgraphs)} subgraph(s)\n")
+    for title, infos in (("inputs", m.inputs), ("outputs", m.outputs)):
+        print(f"{title}:")
+        table(["name", "shape", "dtype", "format"],
+              [(t.name, _shape(t.shape), t.dtype, FORMATS.get(t.format, t.format)) for t in infos])
+        print()
+    hist = collections.Counter(n.op for n in m.nodes)
+    supported = set(msv0.supported_ops())
+    print("ops:")
+    table(["op", "count", "supported"], [(op, c, "yes" if op in supported else "NO") for op, c in hist.most_common()])
+    consts = [t for t in m.tensors if t.is_const]
+    params = sum(int(np.prod(t.shape, dtype=np.int64)) for t in consts)
+    nbytes = sum(t.raw.size for t in consts)
+    print(f"\nparameters: {params:,} in {len(consts)} constant tensors ({nbytes / 2**20:.2f} MiB)")
+    qt = collections.Counter(QUANT_TYPES.get(n.quant_type, str(n.quant_type)) for n in m.nodes)
+    quantized = [t for t in m.tensors if t.quant]
+    per_channel = sum(1 for t in quantized if len(t.quant) > 1)
+    dtypes = collections.Counter(str(t.dtype) for t in consts)
+    print("\nquantization:")
+    table(["what", "value"], [
+        ("node quantType", ", ".join(f"{k} x{v}" for k, v in qt.most_common()) or "-"),
+        ("tensors with quant params", f"{len(quantized)} ({per_channel} per-channel)"),
+        ("constant dtypes", ", ".join(f"{k} x{v}" for k, v in dtypes.most_common()) or "-"),
+    ])
+
+
+def cmd_run(args) -> None:
+    m = msv0.load(args.model)
+    feeds = collect_feeds(m, args.input, args.inputs, args.random, args.seed)
+    session = msv0.Session(m, num_threads=args.threads)
+    start = time.perf_counter()
+    outs = session.run(feeds)
+    elapsed = time.perf_counter() - start
+    rows = []
+    for name, a in outs.items():
+        stats = (f"{a.min():.6g}", f"{a.max():.6g}", f"{a.mean():.6g}") if a.size and a.dtype.kind in "fiub" else ("-",) * 3
+        rows.append((name, _shape(a.shape), a.dtype, *stats))
+    table(["output", "shape", "dtype", "min", "max", "mean"], rows)
+    print(f"\nrun: {_fmt_ms(elapsed)} ms ({args.threads} thread(s))")
+    if args.output:
+        np.savez(args.output, **outs)
+        print(f"outputs written to {args.output}")
+
+
+def cmd_demo(args) -> None:
+    from msv0 import zoo
+
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="msv0-demo-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "mobilenet_tiny.ms"
+    t0 = time.perf_counter()
+    path.write_bytes(zoo.mobilenet_tiny())
+    t1 = time.perf_counter()
+    model = msv0.load(path)
+    t2 = time.perf_counter()
+    session = msv0.Session(model, num_threads=args.threads)
+    t3 = time.perf_counter()
+    info = model.inputs[0]
+    x = np.random.default_rng(0).standard_normal(info.shape).astype(np.float32)
+    (name, y), = session.run({info.name: x}).items()
+    runs = []
+    for _ in range(args.runs):
+        s = time.perf_counter()
+        session.run({info.name: x})
+        runs.append(time.perf_counter() - s)
+    print(f"msv0 {msv0.__version__}, ISA {msv0.isa()}, {args.threads} thread(s)")
+    print(f"built {path} ({path.stat().st_size:,} bytes, {len(model.nodes)} nodes) in {_fmt_ms(t1 - t0)} ms")
+    print(f"input  {info.name} {_shape(info.shape)} {info.dtype}")
+    print(f"output {name} {_shape(y.shape)} {y.dtype}")
+    flat = y.reshape(-1)
+    top = np.argsort(-flat)[:5]
+    print("top-5: " + ", ".join(f"#{i}={flat[i]:.4f}" for i in top))
+    table(["step", "ms"], [("load", _fmt_ms(t2 - t1)), ("session (plan + pack)", _fmt_ms(t3 - t2)),
+                           (f"run (median of {len(runs)})", _fmt_ms(float(np.median(runs))))])
+
+
+def _timings(fn, warmup: int, runs: int, label: str) -> np.ndarray:
+    bar = Progress(warmup + runs, label)
+    times = []
+    for i in range(warmup + runs):
+        s = time.perf_counter()
+        fn()
+        if i >= warmup:
+            times.append(time.perf_counter() - s)
+        bar.update(i + 1)
+    bar.close()
+    return np.array(times)
+
+
+def _onnx_feeds(sess, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Match the ONNX model's inputs to the msv0 feeds by position, NHWC -> NCHW where needed."""
+    ort_inputs = sess.get_inputs()
+    if len(ort_inputs) != len(ms_inputs):
+        raise CliError(f"the ONNX model has {len(ort_inputs)} inputs, the .ms model {len(ms_inputs)}")
+    out = {}
+    for oi, mi in zip(ort_inputs, ms_inputs):
+        a = feeds[mi.name]
+        want = tuple(oi.shape)
+        if a.ndim == 4 and tuple(a.shape) != want and all(isinstance(d, int) for d in want) \
+                and a.transpose(0, 3, 1, 2).shape == want:
+            a = np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+        out[oi.name] = a
+    return out
+
+
+def cmd_bench(args) -> None:
+    m = msv0.load(args.model)
+    feeds = collect_feeds(m, args.input, args.inputs, True, args.seed)
+    session = msv0.Session(m, num_threads=args.threads)
+    results = [("msv0", _timings(lambda: session.run(feeds), args.warmup, args.runs, "msv0"))]
+    if args.compare_onnx:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise CliError("--compare-onnx needs onnxruntime: pip install onnxruntime") from None
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = args.threads
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        sess = ort.InferenceSession(args.compare_onnx, opts, providers=["CPUExecutionProvider"])
+        ort_feeds = _onnx_feeds(sess, m.inputs, feeds)
+        results.append(("onnxruntime", _timings(lambda: sess.run(None, ort_feeds), args.warmup, args.runs,
+                                                "onnxruntime")))
+    print(f"{args.model}: {args.threads} thread(s), {args.warmup} warm-up, {args.runs} runs, ISA {msv0.isa()}")
+    rows = []
+    for name, t in results:
+        p50, p90, p99 = np.percentile(t, [50, 90, 99])
+        rows.append((name, _fmt_ms(p50), _fmt_ms(p90), _fmt_ms(p99), _fmt_ms(t.mean())))
+    table(["engine", "p50 ms", "p90 ms", "p99 ms", "mean ms"], rows)
+    if len(results) == 2:
+        ratio = np.median(results[0][1]) / np.median(results[1][1])
+        print(f"\nmsv0 / onnxruntime (p50): {ratio:.3f}x")
+
+
+def ops_markdown(columns: int = 6) -> str:
+    """The supported-ops table of README.md, generated from msv0.supported_ops()."""
+    ops = msv0.supported_ops()
+    rows = [ops[i : i + columns] for i in range(0, len(ops), columns)]
+    lines = [f"| {len(ops)} ops |" + " |" * (columns - 1), "|" + "---|" * columns]
+    for r in rows:
+        lines.append("| " + " | ".join(f"`{o}`" for o in r) + " |" * (columns - len(r)) + " |")
+    return "\n".join(lines)
+
+
+def update_readme(path: Path) -> bool:
+    """Rewrite the table between the ops markers of README.md; True if it changed."""
+    text = path.read_text()
+    head, sep, rest = text.partition(README_BEGIN)
+    _, sep2, tail = rest.partition(README_END)
+    if not sep or not sep2:
+        raise CliError(f"{path} has no {README_BEGIN} ... {README_END} block")
+    new = f"{head}{README_BEGIN}\n{ops_markdown()}\n{README_END}{tail}"
+    path.write_text(new)
+    return new != text
+
+
+def cmd_ops(args) -> None:
+    if args.update_readme:
+        changed = update_readme(Path(args.update_readme))
+        print(f"{args.update_readme}: {'updated' if changed else 'already current'}")
+    elif args.markdown:
+        print(ops_markdown())
+    else:
+        for name in msv0.supported_ops():
+            print(name)
+
+
+def cmd_reserved(args) -> None:
+    raise CliError(f"'{args.command}' is not available in this build of msv0")
+
+
+# ---- parser ----------------------------------------------------------------------------------
+def _feed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="feed one input from a .npy file")
+    p.add_argument("--inputs", metavar="FEEDS.npz", help="feed inputs from an .npz file (keys = input names)")
+    p.add_argument("--seed", type=int, default=0, help="seed for random feeds")
+
+
+def _threads(p: argparse.ArgumentParser, default: int | None = 1) -> None:
+    p.add_argument("--threads", "-t", type=int, default=default, required=default is None,
+                   help="number of threads")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="msv0", description="Run MindSpore Lite v0 (.ms) models on the CPU.")
+    parser.add_argument("--version", action="version", version=f"msv0 {msv0.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("info", help="inputs, outputs, op histogram, parameters, quantization")
+    p.add_argument("model")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("run", help="run a model on feeds from .npy/.npz files or random data")
+    p.add_argument("model")
+    _feed_args(p)
+    p.add_argument("--random", action="store_true", help="random data for inputs without a feed")
+    p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz file")
+    _threads(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="build a small MobileNet, save, load and run it")
+    _threads(p)
+    p.add_argument("--out", metavar="DIR", help="where to write the model (default: a temporary folder)")
+    p.add_argument("--runs", type=int, default=20, help="timed runs")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="latency percentiles, optionally next to ONNX Runtime")
+    p.add_argument("model")
+    _threads(p, default=None)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--runs", type=int, default=50)
+    p.add_argument("--compare-onnx", metavar="MODEL.onnx", help="also time this ONNX model with onnxruntime")
+    _feed_args(p)
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("ops", help="list the supported ops")
+    p.add_argument("--markdown", action="store_true", help="as the README's markdown table")
+    p.add_argument("--update-readme", metavar="README.md", help="rewrite the table in this README")
+    p.set_defaults(func=cmd_ops)
+
+    # `convert` comes from msv0.convert when that package exports add_cli(subparsers).
+    add_cli = None
+    if importlib.util.find_spec("msv0.convert") is not None:
+        add_cli = getattr(importlib.import_module("msv0.convert"), "add_cli", None)
+    if add_cli is not None:
+        add_cli(sub)
+    else:
+        sub.add_parser("convert", help="(not available)").set_defaults(func=cmd_reserved)
+    sub.add_parser("quantize", help="(not available yet)").set_defaults(func=cmd_reserved)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "threads", None) is not None and args.threads < 1:
+        print("msv0: error: --threads must be at least 1", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        args.func(args)
+    except msv0.Error as e:
+        print(f"msv0: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:
+        print(f"msv0: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
