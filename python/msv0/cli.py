@@ -238,13 +238,27 @@ def cmd_bench(args) -> None:
         print(f"\nmsv0 / onnxruntime (p50): {ratio:.3f}x")
 
 
-def ops_markdown(columns: int = 6) -> str:
+def _op_note(name: str) -> str:
+    """The first sentence of the op's build-function docstring, as a table cell."""
+    from msv0.registry import OPS
+
+    doc = " ".join((OPS[name].build.__doc__ or "").split())
+    note = doc.split(". ")[0].rstrip(".")
+    return note.replace("|", "\\|")
+
+
+# int8 data: QuantDTypeCast converts it; no int8 arithmetic kernel exists yet.
+INT8 = {"QuantDTypeCast": "f32↔i8/u8, i8↔u8"}
+
+
+def ops_markdown() -> str:
     """The supported-ops table of README.md, generated from msv0.supported_ops()."""
-    ops = msv0.supported_ops()
-    rows = [ops[i : i + columns] for i in range(0, len(ops), columns)]
-    lines = [f"| {len(ops)} ops |" + " |" * (columns - 1), "|" + "---|" * columns]
-    for r in rows:
-        lines.append("| " + " | ".join(f"`{o}`" for o in r) + " |" * (columns - len(r)) + " |")
+    from msv0.dataflow import CONTROL
+
+    lines = ["| op | fp32 | int8 | notes |", "|---|---|---|---|"]
+    for name in msv0.supported_ops():
+        fp32 = "yes (data flow)" if name in CONTROL else "yes"
+        lines.append(f"| `{name}` | {fp32} | {INT8.get(name, '–')} | {_op_note(name)} |")
     return "\n".join(lines)
 
 
