@@ -1,4 +1,4 @@
-"""msv0.convert: ONNX models -> MindSpore Lite v0 .ms files, written the way r1.1's converter did.
+"""msv0.convert: ONNX and TFLite models -> MindSpore Lite v0 .ms files, written the way r1.1's converter did.
 
     from msv0.convert import convert
     data = convert("model.onnx", "model.ms", batch=1)
@@ -6,7 +6,8 @@
 4-D inputs and outputs are NHWC (dims rewritten; keep_nchw_input keeps the inputs NCHW), weights
 KHWC, BatchNormalization folded into convolutions, Relu/Clip(0,6) fused, constants folded.
 Every node that cannot be expressed is listed in one UnsupportedOpError before anything is
-written. Needs the optional `onnx` package.
+written. Needs the optional `onnx` package (ONNX) or `tflite` package (TFLite: float32 graphs,
+fp16 weights folded; see tflite_frontend.py for the operator list).
 """
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ import os
 
 def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
     """Convert `src` (a .onnx path or bytes) to v0; write it to `dst` when given; return the bytes."""
-    path = os.fspath(src) if not isinstance(src, (bytes, bytearray)) else ""
-    if path.endswith(".tflite"):
-        raise NotImplementedError("TFLite conversion is not implemented yet")
-    from msv0.convert.onnx_frontend import convert_onnx
-    data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch)
+    is_bytes = isinstance(src, (bytes, bytearray))
+    path = "" if is_bytes else os.fspath(src)
+    if path.endswith(".tflite") or is_bytes and bytes(src[4:8]) == b"TFL3":
+        from msv0.convert.tflite_frontend import convert_tflite
+        data = convert_tflite(src)  # already NHWC: keep_nchw_input and batch do not apply
+    else:
+        from msv0.convert.onnx_frontend import convert_onnx
+        data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch)
     if dst is not None:
         with open(dst, "wb") as f:
             f.write(data)
@@ -28,8 +32,8 @@ def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
 
 def add_cli(subparsers) -> None:
     """Register `msv0 convert in.onnx -o out.ms [--batch N] [--keep-nchw]`."""
-    p = subparsers.add_parser("convert", help="convert an ONNX model to a v0 .ms file")
-    p.add_argument("src", help="input model (.onnx)")
+    p = subparsers.add_parser("convert", help="convert an ONNX or TFLite model to a v0 .ms file")
+    p.add_argument("src", help="input model (.onnx or .tflite)")
     p.add_argument("-o", "--output", help="output .ms path (default: input name with .ms)")
     p.add_argument("--batch", type=int, default=None, help="value for a dynamic batch dimension")
     p.add_argument("--keep-nchw", action="store_true", help="keep 4-D inputs NCHW (a Transpose is inserted)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from msv0 import dtypes
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.errors import ModelError, UnsupportedOpError
 
@@ -68,6 +69,9 @@ def _fix_inputs(model, batch):
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
+            if d.HasField("dim_value"):
+                raise UnsupportedOpError(f"ONNX input '{vi.name}' has an empty (size 0) dimension {k}",
+                                         [(vi.name, "graph input", "empty tensor")])
             if k == 0 and batch is not None:
                 d.Clear()
                 d.dim_value = int(batch)
@@ -98,7 +102,7 @@ def _shapes(model) -> dict:
 
 
 def _evaluate(node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
-    onnx = _onnx()
+    _onnx()
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
     ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
@@ -260,8 +264,15 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
     vals: dict[str, Val] = {}
     for name, v in graph.consts.items():
         vals[name] = Val(tuple(v.shape), v.dtype, const=v)
+    bad: list[tuple[str, str, str]] = []
     for name in graph.inputs:
+        if name not in graph.shapes:
+            bad.append((name, "graph input", "not a tensor with a static shape (sequence/optional inputs have no v0 form)"))
+            continue
         shape, dtype = graph.shapes[name]
+        if not _dtype_ok(dtype):
+            bad.append((name, "graph input", f"dtype {dtype} has no v0 TypeId"))
+            continue
         if len(shape) == 4 and not keep_nchw_input:
             v = Val(shape, dtype, nhwc=True)
             v.index = e.b.input(name, v.stored_shape, dtype)
@@ -269,15 +280,19 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
             v = Val(shape, dtype)
             v.index = e.b.input(name, shape, dtype, format=0 if len(shape) == 4 else 1)
         vals[name] = v
-    bad: list[tuple[str, str, str]] = []
+    poisoned = {name for name, _, _ in bad}  # already reported: do not report their consumers again
     for i, n in enumerate(graph.nodes):
         _progress(i + 1, len(graph.nodes))
+        if any(name in poisoned for name in n.inputs if name):
+            poisoned.update(o for o in n.outputs if o)
+            continue
         try:
             handler = onnx_ops.HANDLERS.get(n.op)
             if handler is None:
                 raise Unsupported("no v0 equivalent")
             if any(i and i not in vals for i in n.inputs):
                 raise Unsupported("an input has no static shape")
+            _check_dtypes(n, graph, vals)
             ctx = onnx_ops.Ctx(e, graph, vals, n)
             handler(ctx)
         except Unsupported as err:
@@ -291,6 +306,21 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
         raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)
     _outputs(e, graph, vals)
     return e.b.finish()
+
+
+def _dtype_ok(dtype) -> bool:
+    try:
+        return np.dtype(dtype) in dtypes.FROM_NUMPY
+    except TypeError:
+        return False
+
+
+def _check_dtypes(n: ONode, graph: OGraph, vals: dict[str, Val]) -> None:
+    """Refuse a node touching a dtype v0 has no TypeId for (bfloat16, float8, int4, string, ...)."""
+    seen = [vals[i].dtype for i in n.inputs if i] + [graph.shapes[o][1] for o in n.outputs if o in graph.shapes]
+    for dt in seen:
+        if not _dtype_ok(dt):
+            raise Unsupported(f"dtype {dt} has no v0 TypeId")
 
 
 def _outputs(e: Emitter, graph: OGraph, vals: dict[str, Val]) -> None:

@@ -175,8 +175,7 @@ def gemm(c: Ctx):
         if alpha != 1.0:
             y = _binary(c, "Mul", y, c.scalar(alpha, dtype), shape, dtype)
         if cv is not None:
-            cc = cv if beta == 1.0 or cv.const is None else Val(cv.shape, cv.dtype, const=cv.const * beta)
-            y = _binary(c, "Add", y, cc, shape, dtype, c.node.fused_act)
+            y = _binary(c, "Add", y, _scaled(c, cv, beta), shape, dtype, c.node.fused_act)
         elif c.node.fused_act:
             raise Unsupported("fused activation on a MatMul-form Gemm")
         c.set(0, y)
@@ -193,8 +192,17 @@ def gemm(c: Ctx):
         c.set(0, _dense(c, a, w, bias, shape, dtype, c.node.fused_act))
         return
     y = _dense(c, a, w, None, shape, dtype)
-    cc = late if beta == 1.0 or late.const is None else Val(late.shape, late.dtype, const=late.const * beta)
-    c.set(0, _binary(c, "Add", y, cc, shape, dtype, c.node.fused_act))
+    c.set(0, _binary(c, "Add", y, _scaled(c, late, beta), shape, dtype, c.node.fused_act))
+
+
+def _scaled(c: Ctx, v: Val, beta: float) -> Val:
+    """beta·v: folded for a constant, a Mul node for a runtime value."""
+    if beta == 1.0:
+        return v
+    if v.const is not None:
+        a = (v.const * beta).astype(v.dtype)
+        return Val(a.shape, a.dtype, const=a)
+    return _binary(c, "Mul", v, c.scalar(beta, v.dtype), v.shape, v.dtype)
 
 
 @handles("MatMul")
@@ -248,8 +256,6 @@ def instance_norm(c: Ctx):
 
 @handles("LayerNormalization")
 def layer_norm(c: Ctx):
-    if c.used(1) or c.used(2):
-        raise Unsupported("LayerNormalization Mean/InvStdDev outputs")
     x = c.e.plain(c.inp(0), c.name)
     shape, dtype = c.out()
     axis = int(c.attr("axis", -1))
@@ -258,8 +264,19 @@ def layer_norm(c: Ctx):
     gamma = np.ascontiguousarray(np.broadcast_to(c.const(1, "scale"), norm), np.float32)
     b = c.const(2, "bias")
     beta = np.zeros(norm, np.float32) if b is None else np.ascontiguousarray(np.broadcast_to(b, norm), np.float32)
+    eps = float(c.attr("epsilon", 1e-5))
     c.set(0, c.op("LayerNorm", [x, Val(norm, gamma.dtype, const=gamma), Val(norm, beta.dtype, const=beta)], shape,
-                  dtype, normalizedShape=list(norm), epsilon=float(c.attr("epsilon", 1e-5)), elementwiseAffine=True))
+                  dtype, normalizedShape=list(norm), epsilon=eps, elementwiseAffine=True))
+    if c.used(1) or c.used(2):  # training-style statistics outputs: mean and 1/sqrt(var + eps), two-pass
+        axes = list(range(axis, len(shape)))
+        stat = tuple(shape[:axis]) + (1,) * len(norm)
+        mean = c.op("Reduce", [x], stat, dtype, axes=axes, keepDims=1, mode=0)
+        d = _binary(c, "Sub", x, mean, shape, dtype)
+        var = c.op("Reduce", [_binary(c, "Mul", d, d, shape, dtype)], stat, dtype, axes=axes, keepDims=1, mode=0)
+        std = c.op("Sqrt", [_binary(c, "Add", var, c.scalar(eps, dtype), stat, dtype)], stat, dtype)
+        c.set(1, mean)
+        if len(c.node.outputs) > 2:
+            c.set(2, c.op("Reciprocal", [std], stat, dtype))
 
 
 def _softmax(c: Ctx, x: Val, shape, dtype) -> Val:
@@ -288,11 +305,15 @@ def log_softmax(c: Ctx):
     c.set(0, c.op("Log", [y], shape, dtype, y.nhwc))
 
 
-def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str):
+def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
     x = c.inp(0)
     shape, dtype = c.out()
     if len(shape) != 4 or tuple(shape[:2]) != tuple(x.shape[:2]):
         raise Unsupported("only spatial (H, W) resizing of a 4-D tensor")
+    if scales is not None and len(scales) == 4 and any(
+            float(s) * n != o for s, n, o in zip(scales[2:], x.shape[2:], shape[2:])):
+        # ONNX maps coordinates with the given scale; r1.1 only knows the size ratio in/out
+        raise Unsupported(f"scales {list(map(float, scales))} give a fractional output size (r1.1 resizes by in/out)")
     if tuple(shape) == tuple(x.shape):
         c.set(0, x)
         return
@@ -318,12 +339,17 @@ def resize(c: Ctx):
     if c.attr("antialias", 0) or c.attr("axes") is not None or c.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
         raise Unsupported("antialias / axes / keep_aspect_ratio_policy")
     coord = c.attr("coordinate_transformation_mode", "half_pixel") if c.graph.opset >= 11 else "asymmetric"
-    _resize(c, c.attr("mode", "nearest"), coord, c.attr("nearest_mode", "round_prefer_floor"))
+    scales = c.inp(2 if c.graph.opset >= 11 else 1)
+    if scales is not None and scales.const is None and int(np.prod(scales.shape)) != 0:
+        raise Unsupported("runtime scales (ONNX maps coordinates by the scale values, unknown when converting)")
+    scales = None if scales is None or scales.const.size == 0 else scales.const
+    _resize(c, c.attr("mode", "nearest"), coord, c.attr("nearest_mode", "round_prefer_floor"), scales)
 
 
 @handles("Upsample")
 def upsample(c: Ctx):
-    _resize(c, c.attr("mode", "nearest"), "asymmetric", "floor")
+    scales = c.attr("scales") if c.graph.opset < 9 else c.const(1, "scales")
+    _resize(c, c.attr("mode", "nearest"), "asymmetric", "floor", scales)
 
 
 @handles("LRN")
@@ -333,15 +359,15 @@ def lrn(c: Ctx):
         raise Unsupported("even LRN size (r1.1's window is symmetric)")
     x = c.e.to_nhwc(c.inp(0), c.name)
     shape, dtype = c.out()
-    c.set(0, c.op("LocalResponseNormalization", [x], shape, dtype, True, depth_radius=(size - 1) // 2,
+    c.set(0, c.op("LocalResponseNormalization", [x], shape, dtype, True, depthRadius=(size - 1) // 2,
                   bias=float(c.attr("bias", 1.0)), alpha=float(c.attr("alpha", 1e-4)) / size,
                   beta=float(c.attr("beta", 0.75))))
 
 
 @handles("DepthToSpace", "SpaceToDepth")
 def depth_space(c: Ctx):
-    if c.node.op == "DepthToSpace" and c.attr("mode", "DCR") != "DCR":
-        raise Unsupported("DepthToSpace CRD mode")
+    if c.attr("mode", "DCR") != "DCR":
+        raise Unsupported(f"{c.node.op} mode {c.attr('mode')} (r1.1 uses the DCR order only)")
     x = c.e.to_nhwc(c.inp(0), c.name)
     shape, dtype = c.out()
     c.set(0, c.op(c.node.op, [x], shape, dtype, True, blockSize=int(c.attr("blocksize")), format=1))

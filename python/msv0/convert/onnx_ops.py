@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert.emit import FORMAT_KHWC, NHWC_AXIS, TO_NHWC, Unsupported, Val, dense_order_matches
+from msv0.convert.emit import Unsupported, Val
 
 FLT_MAX = 3.4028234663852886e38
 RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HSIGMOID, HARD_TANH = 1, 2, 3, 5, 10, 12, 13, 16
@@ -135,8 +135,16 @@ def binary(c: Ctx):
 @handles("Mod")
 def mod(c: Ctx):
     shape, dtype = c.out()
-    op = "Mod" if c.attr("fmod", 0) else "FloorMod"
-    c.set(0, _binary(c, op, c.inp(0), c.inp(1), shape, dtype))
+    a, b = c.inp(0), c.inp(1)
+    if c.attr("fmod", 0) or np.dtype(dtype).kind == "f":
+        c.set(0, _binary(c, "Mod" if c.attr("fmod", 0) else "FloorMod", a, b, shape, dtype))
+        return
+    # r1.1 integer FloorMod truncates (= fmod). Floor mod from two truncating ones:
+    # t = fmod(a, b) has |t| < |b|, so fmod(t + b, b) is t when t and b agree in sign, else t + b.
+    t = _binary(c, "FloorMod", a, b, shape, dtype)
+    if np.dtype(dtype).kind == "i":
+        t = _binary(c, "FloorMod", _binary(c, "Add", t, b, shape, dtype), b, shape, dtype)
+    c.set(0, t)
 
 
 @handles("Pow")
@@ -186,7 +194,7 @@ def hard_sigmoid(c: Ctx):
         return
     y = _binary(c, "Mul", x, c.scalar(alpha, x.dtype), x.shape, x.dtype)
     y = _binary(c, "Add", y, c.scalar(beta, x.dtype), x.shape, x.dtype)
-    c.set(0, _act(c, y, HARD_TANH, min_val=0.0, max_val=1.0))
+    c.set(0, _act(c, y, HARD_TANH, minVal=0.0, maxVal=1.0))
 
 
 @handles("Clip")
@@ -198,15 +206,21 @@ def clip(c: Ctx):
         lo_v, hi_v = c.const(1, "min"), c.const(2, "max")
         lo = -FLT_MAX if lo_v is None else lo_v.reshape(-1)[0]
         hi = FLT_MAX if hi_v is None else hi_v.reshape(-1)[0]
+    lo = min(lo, hi)  # ONNX: min > max gives max everywhere, which clamp(x, max, max) is
     if x.dtype != np.float32:
-        y = _binary(c, "Maximum", x, c.scalar(lo, x.dtype), x.shape, x.dtype)
-        c.set(0, _binary(c, "Minimum", y, c.scalar(hi, x.dtype), x.shape, x.dtype))
+        info = np.iinfo(x.dtype) if x.dtype.kind in "iu" else np.finfo(x.dtype)
+        y = x
+        if lo > info.min:
+            y = _binary(c, "Maximum", y, c.scalar(lo, x.dtype), x.shape, x.dtype)
+        if hi < info.max:
+            y = _binary(c, "Minimum", y, c.scalar(hi, x.dtype), x.shape, x.dtype)
+        c.set(0, y)
     elif lo == 0 and hi == 6:
         c.set(0, _act(c, x, RELU6))
     elif lo == 0 and hi >= FLT_MAX:
         c.set(0, _act(c, x, RELU))
     else:
-        c.set(0, _act(c, x, HARD_TANH, min_val=float(max(lo, -FLT_MAX)), max_val=float(min(hi, FLT_MAX))))
+        c.set(0, _act(c, x, HARD_TANH, minVal=float(max(lo, -FLT_MAX)), maxVal=float(min(hi, FLT_MAX))))
 
 
 @handles("Elu")
@@ -300,6 +314,9 @@ def softsign(c: Ctx):
 def identity(c: Ctx):
     if c.used(1):
         raise Unsupported("the Dropout mask output is used")
+    training = c.inp(2)
+    if training is not None and (training.const is None or training.const.any()):
+        raise Unsupported("training-mode Dropout (v0 has no inference kernel for random masks)")
     c.set(0, c.inp(0))
 
 
@@ -315,4 +332,4 @@ def cast(c: Ctx):
     c.set(0, c.op("Cast", [x], shape, dtype, x.nhwc, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype)))
 
 
-from msv0.convert import onnx_nn, onnx_shape  # noqa: E402,F401  (register their handlers)
+from msv0.convert import onnx_nn, onnx_shape  # noqa: E402, F401 (register their handlers)

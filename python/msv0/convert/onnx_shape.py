@@ -129,6 +129,10 @@ def gather(c: Ctx):
         ind = Val(k.shape, k.dtype, const=k)
     else:
         ind = c.e.plain(ind, c.name)
+        if ind.dtype.kind == "i":  # ONNX wraps negative indices, r1.1 rejects them: wrap first
+            neg = _binary(c, "Less", ind, c.scalar(0, ind.dtype), ind.shape, np.bool_)
+            up = _binary(c, "Add", ind, c.scalar(v.shape[axis], ind.dtype), ind.shape, ind.dtype)
+            ind = c.op("Where", [neg, up, ind], ind.shape, ind.dtype)
     if not (v.nhwc and len(ind.shape) == 1):
         v = c.e.plain(v, c.name)
     c.set(0, c.op("Gather", [v, ind], shape, dtype, v.nhwc, axis=v.axis(axis)))
@@ -212,7 +216,7 @@ def _full(c: Ctx, v: Val, shape) -> Val:
         a = np.ascontiguousarray(np.broadcast_to(v.const, shape))
         return Val(a.shape, a.dtype, const=a)
     v = c.e.plain(v, c.name)
-    return c.op("BroadcastTo", [v], shape, v.dtype, dst_shape=list(shape))
+    return c.op("BroadcastTo", [v], shape, v.dtype, dstShape=list(shape))
 
 
 @handles("Where")
@@ -234,7 +238,7 @@ def expand(c: Ctx):
     if not nhwc:
         v = c.e.plain(v, c.name)
     out = Val(shape, dtype, nhwc=nhwc)
-    c.set(0, c.op("BroadcastTo", [v], shape, dtype, nhwc, dst_shape=list(out.stored_shape)))
+    c.set(0, c.op("BroadcastTo", [v], shape, dtype, nhwc, dstShape=list(out.stored_shape)))
 
 
 @handles("Tile")
@@ -245,5 +249,3 @@ def tile(c: Ctx):
     order = TO_NHWC if v.nhwc else range(len(reps))
     c.set(0, c.op("Tile", [v], shape, dtype, v.nhwc, multiples=[reps[p] for p in order], dims=list(range(len(reps)))))
 
-
-del _binary

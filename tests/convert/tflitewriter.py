@@ -1,0 +1,151 @@
+"""Writes small .tflite files with the `tflite` package's generated FlatBuffers builder functions.
+
+    w = TFLiteWriter()
+    x = w.input("x", [1, 8, 8, 3])
+    y = w.op("CONV_2D", [x, w.const(weight), w.const(bias)], [1, 8, 8, 4],
+             "Conv2DOptions", padding=0, stride_h=1, stride_w=1, fused_activation_function=1)
+    w.output(y)
+    data = w.finish()
+Options are given by their schema field names (snake_case); list values become int vectors.
+"""
+from __future__ import annotations
+
+import importlib
+
+import flatbuffers
+import numpy as np
+
+TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4}
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+
+
+def _mod(name):
+    return importlib.import_module(f"tflite.{name}")
+
+
+class TFLiteWriter:
+    def __init__(self):
+        self.tensors = []  # (name, shape, type, buffer index)
+        self.buffers = [b""]  # buffer 0: the empty sentinel
+        self.ops = []  # (opcode index, inputs, outputs, options name, options dict)
+        self.codes: list[int] = []
+        self.inputs, self.outputs = [], []
+
+    def _tensor(self, name, shape, dtype, data=b"") -> int:
+        buf = 0
+        if data:
+            self.buffers.append(data)
+            buf = len(self.buffers) - 1
+        self.tensors.append((name, list(shape), TYPES[np.dtype(dtype)], buf))
+        return len(self.tensors) - 1
+
+    def input(self, name, shape, dtype=np.float32) -> int:
+        i = self._tensor(name, shape, dtype)
+        self.inputs.append(i)
+        return i
+
+    def const(self, value, name=None) -> int:
+        a = np.ascontiguousarray(value)
+        return self._tensor(name or f"const_{len(self.tensors)}", a.shape, a.dtype, a.tobytes())
+
+    def op(self, code: str, inputs, out_shape, options: str | None = None, out_dtype=np.float32, **opts) -> int:
+        from tflite.BuiltinOperator import BuiltinOperator
+        c = getattr(BuiltinOperator, code)
+        if c not in self.codes:
+            self.codes.append(c)
+        out = self._tensor(f"{code.lower()}_{len(self.tensors)}", out_shape, out_dtype)
+        self.ops.append((self.codes.index(c), list(inputs), [out], options, opts))
+        return out
+
+    def output(self, i: int) -> None:
+        self.outputs.append(i)
+
+    # ---- serialisation ---------------------------------------------------------------------
+    def _ivec(self, b, start, values):
+        start(b, len(values))
+        for v in reversed(values):
+            b.PrependInt32(int(v))
+        return b.EndVector()
+
+    def _options(self, b, name, opts):
+        m = _mod(name)
+        vecs = {k: self._ivec(b, getattr(m, f"{name}Start{_camel(k)}Vector"), v) for k, v in opts.items()
+                if isinstance(v, (list, tuple))}
+        getattr(m, f"{name}Start")(b)
+        for k, v in opts.items():
+            getattr(m, f"{name}Add{_camel(k)}")(b, vecs.get(k, v))
+        return getattr(m, f"{name}End")(b)
+
+    def finish(self) -> bytes:
+        from tflite.BuiltinOptions import BuiltinOptions
+        T, O, OC, SG, BF, M = (_mod(n) for n in ("Tensor", "Operator", "OperatorCode", "SubGraph", "Buffer", "Model"))
+        b = flatbuffers.Builder(1024)
+        bufs = []
+        for data in self.buffers:
+            vec = b.CreateByteVector(data) if data else None
+            BF.BufferStart(b)
+            if vec is not None:
+                BF.BufferAddData(b, vec)
+            bufs.append(BF.BufferEnd(b))
+        tens = []
+        for name, shape, typ, buf in self.tensors:
+            nm = b.CreateString(name)
+            sh = self._ivec(b, T.TensorStartShapeVector, shape)
+            T.TensorStart(b)
+            T.TensorAddShape(b, sh)
+            T.TensorAddType(b, typ)
+            T.TensorAddBuffer(b, buf)
+            T.TensorAddName(b, nm)
+            tens.append(T.TensorEnd(b))
+        ops = []
+        for idx, ins, outs, oname, opts in self.ops:
+            opt = self._options(b, oname, opts) if oname else None
+            iv = self._ivec(b, O.OperatorStartInputsVector, ins)
+            ov = self._ivec(b, O.OperatorStartOutputsVector, outs)
+            O.OperatorStart(b)
+            O.OperatorAddOpcodeIndex(b, idx)
+            O.OperatorAddInputs(b, iv)
+            O.OperatorAddOutputs(b, ov)
+            if opt is not None:
+                O.OperatorAddBuiltinOptionsType(b, getattr(BuiltinOptions, oname))
+                O.OperatorAddBuiltinOptions(b, opt)
+            ops.append(O.OperatorEnd(b))
+        codes = []
+        for c in self.codes:
+            OC.OperatorCodeStart(b)
+            OC.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
+            OC.OperatorCodeAddBuiltinCode(b, c)
+            OC.OperatorCodeAddVersion(b, 1)
+            codes.append(OC.OperatorCodeEnd(b))
+
+        def table_vec(start, items):
+            start(b, len(items))
+            for it in reversed(items):
+                b.PrependUOffsetTRelative(it)
+            return b.EndVector()
+
+        tv = table_vec(SG.SubGraphStartTensorsVector, tens)
+        opv = table_vec(SG.SubGraphStartOperatorsVector, ops)
+        inv = self._ivec(b, SG.SubGraphStartInputsVector, self.inputs)
+        outv = self._ivec(b, SG.SubGraphStartOutputsVector, self.outputs)
+        SG.SubGraphStart(b)
+        SG.SubGraphAddTensors(b, tv)
+        SG.SubGraphAddInputs(b, inv)
+        SG.SubGraphAddOutputs(b, outv)
+        SG.SubGraphAddOperators(b, opv)
+        sg = SG.SubGraphEnd(b)
+        sgv = table_vec(M.ModelStartSubgraphsVector, [sg])
+        cv = table_vec(M.ModelStartOperatorCodesVector, codes)
+        bv = table_vec(M.ModelStartBuffersVector, bufs)
+        desc = b.CreateString("msv0 test")
+        M.ModelStart(b)
+        M.ModelAddVersion(b, 3)
+        M.ModelAddOperatorCodes(b, cv)
+        M.ModelAddSubgraphs(b, sgv)
+        M.ModelAddBuffers(b, bv)
+        M.ModelAddDescription(b, desc)
+        b.Finish(M.ModelEnd(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
