@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib.util
-import os
 import sys
 import tempfile
 import time
