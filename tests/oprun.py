@@ -1,4 +1,5 @@
-"""Run one op through the whole path: builder -> bytes -> load -> Session -> run."""
+"""Run one op through the whole path: builder -> bytes -> load -> Session -> run; and the same
+op on onnxruntime, for ops with an ONNX counterpart."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,3 +39,22 @@ def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_
     session = msv0.Session(b.finish(), num_threads=num_threads)
     result = session.run(feeds)
     return [result[f"out{k}"] for k in range(outputs)]
+
+
+def ort_run(op: str, inputs: Sequence[np.ndarray], n_out: int = 1, opset: int = 13, **attrs) -> list[np.ndarray]:
+    """Run a one-node ONNX graph of `op` on onnxruntime (skips the test where it is missing)."""
+    import pytest
+
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    helper = onnx.helper
+    names = [f"i{k}" for k in range(len(inputs))]
+    outs = [f"o{k}" for k in range(n_out)]
+    node = helper.make_node(op, names, outs, **attrs)
+    vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype), np.shape(x))
+          for n, x in zip(names, inputs)]
+    vo = [onnx.ValueInfoProto(name=n) for n in outs]
+    model = helper.make_model(helper.make_graph([node], "g", vi, vo), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {n: np.asarray(x) for n, x in zip(names, inputs)})

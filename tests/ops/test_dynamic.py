@@ -1,28 +1,11 @@
 """NonMaxSuppression, Unique and one-input Where: data-dependent output shapes."""
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
-from onnx import helper
 
 import msv0
-from oprun import Const, run_op
+from oprun import Const, ort_run, run_op
 
 I32 = np.int32
-
-
-def ort_run(op, inputs, n_out=1, **attrs):
-    """Run a one-node ONNX graph of `op` on onnxruntime."""
-    names = [f"i{k}" for k in range(len(inputs))]
-    outs = [f"o{k}" for k in range(n_out)]
-    node = helper.make_node(op, names, outs, **attrs)
-    vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype), np.shape(x))
-          for n, x in zip(names, inputs)]
-    vo = [onnx.ValueInfoProto(name=n) for n in outs]
-    model = helper.make_model(helper.make_graph([node], "g", vi, vo), opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, {n: np.asarray(x) for n, x in zip(names, inputs)})
 
 
 def random_boxes(rng, n):

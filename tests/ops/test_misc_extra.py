@@ -5,8 +5,7 @@ import pytest
 
 import msv0
 from msv0.builder import Builder
-from oprun import Const, run_op
-from test_dynamic import ort_run
+from oprun import Const, ort_run, run_op
 
 F32 = np.float32
 
