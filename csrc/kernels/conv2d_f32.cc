@@ -190,6 +190,8 @@ MSV0_EXPORT(conv2d_f32_winograd)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "runtime/native.h"
+
 namespace msv0 {
 
 // A Conv2D whose weight [oc, kh, kw, c/group] ("KHWC") is packed once per Session: group g's
@@ -228,7 +230,29 @@ class Conv2dF32 {
 
   // x: n x h x w x (group*cg); y: n x oh x ow x oc, written fully.
   void run(const py::array& x, py::array& y, float lo, float hi) const {
-    const ConvArgs a = args(x, y, lo, hi);
+    if (x.ndim() != 4 || x.shape(3) != cg_ * group_)
+      throw ArgError("x: expected NHWC with " + std::to_string(cg_ * group_) + " channels");
+    if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
+      throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
+                     std::to_string(oc_) + " channels");
+    const ConvArgs a = args(in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), x.shape(0), x.shape(1), x.shape(2),
+                            y.shape(1), y.shape(2), lo, hi);
+    py::gil_scoped_release unlocked;
+    execute(a);
+  }
+
+  // The arguments of one run on raw NHWC buffers of the given sizes.
+  ConvArgs args(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
+                float hi) const {
+    return ConvArgs{x, y, packed_.data(), group_stride_, bias_.empty() ? nullptr : bias_.data(),
+                    n, h, w, cg_ * group_, oh, ow, oc_, group_, kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
+  }
+
+  int64_t channels() const { return cg_ * group_; }
+  int64_t out_channels() const { return oc_; }
+
+  // Runs over the bound pool; the GIL must be released.
+  void execute(const ConvArgs& a) const {
     if (winograd_) return run_winograd(a);
     const int64_t pixels = a.n * a.oh * a.ow, k = kh_ * kw_ * cg_;
     // A tile of ~64 KiB of gathered rows stays in L2 while every panel of B passes over it;
@@ -236,7 +260,6 @@ class Conv2dF32 {
     const int64_t rows = std::min<int64_t>(std::max<int64_t>((16384 / std::max<int64_t>(k, 1)) / 12 * 12, 12), 240);
     const int64_t tiles = (pixels + rows - 1) / rows;
     const Conv2dFn fn = MSV0_DISPATCH(conv2d_f32);
-    py::gil_scoped_release unlocked;
     parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
       std::vector<float> buf(static_cast<size_t>(rows * k));
       for (int64_t t = t0; t < t1; ++t) fn(a, t * rows, std::min(pixels, t * rows + rows), buf.data());
@@ -296,22 +319,10 @@ class Conv2dF32 {
     const int64_t blocks = ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
     const int64_t rows = (tiles + blocks - 1) / blocks;
     const Conv2dWinoFn fn = MSV0_DISPATCH(conv2d_f32_winograd);
-    py::gil_scoped_release unlocked;
     parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
       std::vector<float> v(static_cast<size_t>(36 * rows * a.c)), m(static_cast<size_t>(36 * rows * a.oc));
       for (int64_t b = b0; b < b1; ++b) fn(a, b * rows, std::min(tiles, b * rows + rows), v.data(), m.data());
     });
-  }
-
-  ConvArgs args(const py::array& x, py::array& y, float lo, float hi) const {
-    if (x.ndim() != 4 || x.shape(3) != cg_ * group_)
-      throw ArgError("x: expected NHWC with " + std::to_string(cg_ * group_) + " channels");
-    if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
-      throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
-                     std::to_string(oc_) + " channels");
-    return ConvArgs{in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), packed_.data(), group_stride_,
-                    bias_.empty() ? nullptr : bias_.data(), x.shape(0), x.shape(1), x.shape(2), x.shape(3),
-                    y.shape(1), y.shape(2), oc_, group_, kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
   }
 
   int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
@@ -320,8 +331,26 @@ class Conv2dF32 {
   std::vector<float> packed_, bias_;
 };
 
+// A Conv2D on raw buffers with its input and output sizes fixed at plan time, for a Program.
+class Conv2dOp : public NativeOp {
+ public:
+  Conv2dOp(std::shared_ptr<const Conv2dF32> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
+           float hi)
+      : conv_(std::move(conv)), n_(n), h_(h), w_(w), oh_(oh), ow_(ow), lo_(lo), hi_(hi) {}
+  void run(const void* const* in, void* const* out) const override {
+    conv_->execute(conv_->args(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, h_, w_, oh_, ow_,
+                               lo_, hi_));
+  }
+
+ private:
+  std::shared_ptr<const Conv2dF32> conv_;
+  int64_t n_, h_, w_, oh_, ow_;
+  float lo_, hi_;
+};
+
 MSV0_BIND(m) {
-  py::class_<Conv2dF32>(m, "Conv2dF32",
+  py::class_<Conv2dOp, NativeOp, std::shared_ptr<Conv2dOp>>(m, "Conv2dOp");
+  py::class_<Conv2dF32, std::shared_ptr<Conv2dF32>>(m, "Conv2dF32",
                         "NHWC float32 Conv2D with its KHWC weight packed once; run(x, y, lo, hi).")
       .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
                     int64_t, int64_t, int64_t>(),
@@ -329,7 +358,18 @@ MSV0_BIND(m) {
            py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("out_tiles") = 0)
       .def_property_readonly("winograd", &Conv2dF32::winograd)
       .def("run", &Conv2dF32::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
-           py::arg("hi") = INFINITY);
+           py::arg("hi") = INFINITY)
+      .def("native", [](std::shared_ptr<Conv2dF32> c, const std::vector<int64_t>& x_shape,
+                        const std::vector<int64_t>& y_shape, float lo, float hi) {
+             if (x_shape.size() != 4 || y_shape.size() != 4 || x_shape[3] != c->channels() ||
+                 y_shape[0] != x_shape[0] || y_shape[3] != c->out_channels())
+               throw ArgError("native: x/y shapes do not fit this Conv2D");
+             for (int64_t d : x_shape) if (d < 0) throw ArgError("native: negative dim");
+             for (int64_t d : y_shape) if (d < 0) throw ArgError("native: negative dim");
+             return std::shared_ptr<NativeOp>(std::make_shared<Conv2dOp>(
+                 std::move(c), x_shape[0], x_shape[1], x_shape[2], y_shape[1], y_shape[2], lo, hi));
+           }, py::arg("x_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
+           "A NativeOp running this conv from an NHWC x_shape into y_shape.");
 }
 
 }  // namespace msv0
