@@ -192,6 +192,13 @@ void check_model(const fb::MetaGraph* g) {
   }
 }
 
+// Names are labels: bytes that are not UTF-8 must not stop a model from loading.
+py::str text(const std::string& s) {
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
+
+py::str text(const flatbuffers::String* s) { return text(s ? s->str() : std::string()); }
+
 py::list uint_list(const flatbuffers::Vector<uint32_t>* v) {
   py::list out;
   if (v)
@@ -228,7 +235,7 @@ class Model {
     if (!g_->allTensors()) return out;
     for (const fb::Tensor* t : *g_->allTensors()) {
       py::dict d;
-      d["name"] = t->name() ? t->name()->str() : std::string();
+      d["name"] = text(t->name());
       d["nodeType"] = static_cast<int>(t->nodeType());
       d["dataType"] = t->dataType();
       py::list dims;
@@ -270,7 +277,7 @@ class Model {
     if (!g_->nodes()) return out;
     for (const fb::CNode* n : *g_->nodes()) {
       py::dict d;
-      d["name"] = n->name()->str();
+      d["name"] = text(n->name());
       const fb::Primitive* p = n->primitive();
       d["type"] = static_cast<int>(p->value_type());
       d["op"] = std::string(fb::EnumNamePrimitiveType(p->value_type()));
@@ -289,7 +296,7 @@ class Model {
     if (!g_->subGraph()) return out;
     for (const fb::SubGraph* s : *g_->subGraph()) {
       py::dict d;
-      d["name"] = s->name() ? s->name()->str() : std::string();
+      d["name"] = text(s->name());
       d["inputIndices"] = uint_list(s->inputIndices());
       d["outputIndices"] = uint_list(s->outputIndices());
       d["nodeIndices"] = uint_list(s->nodeIndices());
@@ -312,11 +319,10 @@ MSV0_BIND(m) {
       if (p) std::rethrow_exception(p);
     } catch (const ModelError& e) {
       py::object cls = py::module_::import("msv0.errors").attr("ModelError");
-      PyErr_SetString(cls.ptr(), e.what());
+      PyErr_SetObject(cls.ptr(), text(e.what()).ptr());
     }
   });
 
-  auto str_or_empty = [](const flatbuffers::String* s) { return s ? s->str() : std::string(); };
   py::class_<Model>(m, "Model", "A verified v0 model; every index in it is known to be in range.")
       .def(py::init([](const py::object& src) {
              if (py::isinstance<py::str>(src) || py::hasattr(src, "__fspath__")) {
@@ -327,8 +333,8 @@ MSV0_BIND(m) {
                throw py::type_error("msv0.load expects a path, bytes or a buffer");
              return new Model(borrow_or_copy(src));
            }), py::arg("source"))
-      .def_property_readonly("name", [=](const Model& s) { return str_or_empty(s.graph()->name()); })
-      .def_property_readonly("version", [=](const Model& s) { return str_or_empty(s.graph()->version()); })
+      .def_property_readonly("name", [](const Model& s) { return text(s.graph()->name()); })
+      .def_property_readonly("version", [](const Model& s) { return text(s.graph()->version()); })
       .def_property_readonly("inputIndex", [](const Model& s) { return uint_list(s.graph()->inputIndex()); })
       .def_property_readonly("outputIndex", [](const Model& s) { return uint_list(s.graph()->outputIndex()); })
       .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only).")

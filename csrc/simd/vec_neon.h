@@ -32,8 +32,10 @@ inline VecF operator-(VecF a, VecF b) { return {vsubq_f32(a.v, b.v)}; }
 inline VecF operator*(VecF a, VecF b) { return {vmulq_f32(a.v, b.v)}; }
 inline VecF operator/(VecF a, VecF b) { return {vdivq_f32(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {vfmaq_f32(c.v, a.v, b.v)}; }
-inline VecF max(VecF a, VecF b) { return {vmaxq_f32(a.v, b.v)}; }
-inline VecF min(VecF a, VecF b) { return {vminq_f32(a.v, b.v)}; }
+// Compare + select, not vmaxq/vminq (which return NaN when either lane is NaN): every tier
+// must agree with the scalar reference, where the second operand wins when unordered.
+inline VecF max(VecF a, VecF b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
+inline VecF min(VecF a, VecF b) { return {vbslq_f32(vcltq_f32(a.v, b.v), a.v, b.v)}; }
 inline float reduce_add(VecF a) { return vaddvq_f32(a.v); }
 inline float reduce_max(VecF a) { return vmaxvq_f32(a.v); }
 

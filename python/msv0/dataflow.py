@@ -293,7 +293,7 @@ class Interpreter:
             if isinstance(a, TensorList):
                 raise fail(node, "a TensorList reached an op that takes tensors")
         arrays = [np.asarray(a) for a in args]
-        dynamic = OPS[node.op].data_dependent
+        dynamic = OPS[node.op].data_dependent(node)
         key = (node.index,) + tuple((a.shape, a.dtype.str) for a in arrays)
         plan = None if dynamic else self.plans.get(key)
         if plan is None:

@@ -7,7 +7,7 @@ other per-model preparation happen in the build function, once per Session.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -55,9 +55,10 @@ class Plan:
 class OpDef:
     name: str
     build: Callable[[Node, list[Value]], Plan]
-    # The output shape depends on input VALUES (NonMaxSuppression, Unique): the op is planned
-    # anew on every run with every input's value known, by the data-flow executor.
-    data_dependent: bool = False
+    # Whether a node's output shape depends on input VALUES (NonMaxSuppression, Unique,
+    # one-input Where): such a node is planned anew on every run with every input's value
+    # known, by the data-flow executor.
+    data_dependent: Callable[[Node], bool] = lambda node: False
 
 
 OPS: dict[str, OpDef] = {}
@@ -66,8 +67,11 @@ OPS: dict[str, OpDef] = {}
 REJECTED: dict[str, str] = {}
 
 
-def op(*names: str, data_dependent: bool = False):
-    """Register a build function for the schema primitives `names`."""
+def op(*names: str, data_dependent: bool | Callable[[Node], bool] = False):
+    """Register a build function for the schema primitives `names`. `data_dependent` is True,
+    or a predicate on the node, when the output shape depends on input values."""
+    if not callable(data_dependent):
+        data_dependent = (lambda node: True) if data_dependent else (lambda node: False)
 
     def register(fn):
         for name in names:

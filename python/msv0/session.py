@@ -80,7 +80,7 @@ class Session:
         # planned node by node.
         nodes = self.model.nodes
         self._interpreter = (Interpreter(self.model)
-                             if any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent
+                             if any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent(nodes[i])
                                     for i in self.model.main_nodes) else None)
         if self._interpreter is None:
             default = tuple(t.shape for t in self._input_tensors)

@@ -230,12 +230,13 @@ def one_hot(node, ins):
     return Plan([(out_shape, np.dtype(np.float32))], run)
 
 
-@op("Where")
+@op("Where", data_dependent=lambda node: len(node.inputs) == 1)
 def where(node, ins):
     """(cond, x, y) -> cond ? x : y; each input has the output's element count or exactly one
     element (r1.1 does no general broadcasting). Output: the shape of the first largest input,
-    dtype of x. With one input (indices of true elements, TF-style int32 [n, rank]) the output
-    size depends on the data, so the condition must be constant."""
+    dtype of x. With one input: the coordinates of the true elements, TF-style int32 [n, rank]
+    (r1.1's kernel has only the select form); its size depends on the data, so such a node is
+    planned on every run with the condition's value known."""
     if len(ins) == 1:
         cond = _data_shaped(node, ins[0], "condition")
         coords = np.argwhere(cond).astype(np.int32)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0.registry import Plan, expect_inputs, fail, op, same_dtype
+from msv0 import _core
+from msv0.registry import Plan, activation_range, expect_inputs, fail, op, same_dtype
 
 MAX_RANK = 10  # r1.1 ArithmeticParameter holds 10 dims
 NUMERIC = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64))
@@ -94,6 +95,40 @@ INT_KERNELS = {
 DIVIDES = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Mod"}
 
 
+# float32 ops with a C++ kernel (csrc/kernels/binary_f32.cc) for full / row / scalar operands.
+NATIVE_OPS = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "RealDiv": 3}
+FULL, ROW, SCALAR = 0, 1, 2
+
+
+def operand_kind(shape: tuple, out: tuple) -> tuple[int, int] | None:
+    """(kind, row length) of an operand of `shape` broadcast to `out`, or None if it is
+    neither full, one value, nor a trailing block of `out` repeated along the leading dims."""
+    size = int(np.prod(shape, dtype=np.int64))
+    shape = (1,) * (len(out) - len(shape)) + tuple(shape)
+    if shape == tuple(out):
+        return FULL, 1
+    if size == 1:
+        return SCALAR, 1
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    if shape[k:] == tuple(out[k:]):
+        return ROW, size
+    return None
+
+
+def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: int):
+    """A _core.BinaryOp for this float32 op and these shapes, or None to use NumPy."""
+    ka, kb = operand_kind(a, out), operand_kind(b, out)
+    if name not in NATIVE_OPS or ka is None or kb is None:
+        return None
+    inner = max(ka[1], kb[1])
+    if ka[0] == kb[0] == ROW and ka[1] != kb[1]:
+        return None
+    lo, hi = activation_range(activation_type)
+    return _core.BinaryOp(NATIVE_OPS[name], ka[0], kb[0], int(np.prod(out, dtype=np.int64)), inner, lo, hi)
+
+
 def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:
     expect_inputs(node, ins, 2)
     dtype = same_dtype(node, ins)
@@ -104,6 +139,13 @@ def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:
     kernel = (INT_KERNELS if is_int else FLOAT_KERNELS)[name]
     check_divisor = is_int and name in DIVIDES
     act = fused_activation(activation_type)
+    if dtype == np.float32:
+        native = native_binary(name, ins[0].shape, ins[1].shape, shape, activation_type)
+        if native is not None:
+            def run_native(inputs, outputs):
+                native(inputs[0], inputs[1], outputs[0])
+
+            return Plan([(shape, dtype)], run_native, native=native)
 
     def run(inputs, outputs):
         a, b = inputs

@@ -1,0 +1,157 @@
+// Element-wise Add/Sub/Mul/Div on float32 with a fused clamp (RELU/RELU6), for the shapes the
+// hot paths use: both operands full, one a single value, or one a row repeated along the
+// leading dims (a per-channel operand on NHWC). The output is flat; elements [e0, e1) split
+// over threads, and each run of a row is one vector loop.
+#include "kernels/kernel.h"
+
+namespace msv0 {
+
+enum BinaryOpKind : int32_t { kBinAdd = 0, kBinSub = 1, kBinMul = 2, kBinDiv = 3 };
+// How an operand maps onto the flat output: every element, one row of `inner`, or one value.
+enum BinaryOperand : int32_t { kOperandFull = 0, kOperandRow = 1, kOperandOne = 2 };
+
+struct BinaryArgs {
+  const float* a;
+  const float* b;
+  float* y;
+  int64_t size, inner;  // output elements; row length for kOperandRow operands
+  int32_t op, a_kind, b_kind;
+  bool clamp;  // a fused activation: without one NaN must pass through untouched
+  float lo, hi;
+};
+
+using BinaryFn = void (*)(const BinaryArgs&, int64_t e0, int64_t e1);
+MSV0_DECLARE(binary_f32, BinaryFn)
+
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+template <int Op>
+VecF apply(VecF a, VecF b) {
+  if constexpr (Op == kBinAdd) return a + b;
+  if constexpr (Op == kBinSub) return a - b;
+  if constexpr (Op == kBinMul) return a * b;
+  return a / b;
+}
+
+const float* operand(const float* p, int32_t kind, int64_t e, int64_t col) {
+  return kind == kOperandFull ? p + e : kind == kOperandRow ? p + col : p;
+}
+
+template <int Op>
+void segment(const BinaryArgs& g, int64_t e, int64_t len, int64_t col) {
+  const float* a = operand(g.a, g.a_kind, e, col);
+  const float* b = operand(g.b, g.b_kind, e, col);
+  float* y = g.y + e;
+  const bool a_one = g.a_kind == kOperandOne, b_one = g.b_kind == kOperandOne;
+  const VecF as = VecF::splat(*a), bs = VecF::splat(*b), lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
+  int64_t i = 0;
+  for (; i + VecF::kLanes <= len; i += VecF::kLanes) {
+    const VecF x = apply<Op>(a_one ? as : VecF::load(a + i), b_one ? bs : VecF::load(b + i));
+    (g.clamp ? min(max(x, lo), hi) : x).store(y + i);
+  }
+  if (i < len) {
+    const int64_t n = len - i;
+    const VecF x = apply<Op>(a_one ? as : VecF::load_tail(a + i, n), b_one ? bs : VecF::load_tail(b + i, n));
+    (g.clamp ? min(max(x, lo), hi) : x).store_tail(y + i, n);
+  }
+}
+
+template <int Op>
+void run_range(const BinaryArgs& g, int64_t e0, int64_t e1) {
+  const bool rows = g.a_kind == kOperandRow || g.b_kind == kOperandRow;
+  while (e0 < e1) {
+    const int64_t col = rows ? e0 % g.inner : 0;
+    const int64_t len = rows ? min_i(e1 - e0, g.inner - col) : e1 - e0;
+    segment<Op>(g, e0, len, col);
+    e0 += len;
+  }
+}
+
+}  // namespace
+
+void binary_f32(const BinaryArgs& g, int64_t e0, int64_t e1) {
+  switch (g.op) {
+    case kBinAdd: return run_range<kBinAdd>(g, e0, e1);
+    case kBinSub: return run_range<kBinSub>(g, e0, e1);
+    case kBinMul: return run_range<kBinMul>(g, e0, e1);
+    default: return run_range<kBinDiv>(g, e0, e1);
+  }
+}
+
+MSV0_EXPORT(binary_f32)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <string>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+namespace {
+
+void binary_exec(BinaryArgs g, const float* a, const float* b, float* y) {
+  g.a = a;
+  g.b = b;
+  g.y = y;
+  const BinaryFn fn = MSV0_DISPATCH(binary_f32);
+  // 16K elements per chunk: large enough that a chunk outweighs a thread hand-off.
+  parallel_for(g.size, 16384, [&](int64_t e0, int64_t e1) { fn(g, e0, e1); });
+}
+
+int64_t operand_size(int32_t kind, int64_t size, int64_t inner) {
+  return kind == kOperandFull ? size : kind == kOperandRow ? inner : 1;
+}
+
+BinaryArgs binary_args(int32_t op, int32_t a_kind, int32_t b_kind, int64_t size, int64_t inner, float lo, float hi) {
+  if (op < kBinAdd || op > kBinDiv) throw ArgError("unknown binary op " + std::to_string(op));
+  for (int32_t k : {a_kind, b_kind})
+    if (k < kOperandFull || k > kOperandOne) throw ArgError("unknown operand kind " + std::to_string(k));
+  if (size < 0 || inner < 1 || ((a_kind == kOperandRow || b_kind == kOperandRow) && size % inner))
+    throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
+  const bool clamp = lo > -INFINITY || hi < INFINITY;
+  return BinaryArgs{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind, clamp, lo, hi};
+}
+
+class BinaryOp : public NativeOp {
+ public:
+  explicit BinaryOp(const BinaryArgs& g) : g_(g) {}
+  void run(const void* const* in, void* const* out) const override {
+    binary_exec(g_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out[0]));
+  }
+  const BinaryArgs& args() const { return g_; }
+
+ private:
+  BinaryArgs g_;
+};
+
+}  // namespace
+
+MSV0_BIND(m) {
+  py::class_<BinaryOp, NativeOp, std::shared_ptr<BinaryOp>>(m, "BinaryOp",
+      "y = clamp(a op b, lo, hi) on float32; op 0..3 = add, sub, mul, div; operand kinds 0 = full, "
+      "1 = a row of `inner` repeated, 2 = one value.")
+      .def(py::init([](int32_t op, int32_t a_kind, int32_t b_kind, int64_t size, int64_t inner, float lo, float hi) {
+             return std::make_shared<BinaryOp>(binary_args(op, a_kind, b_kind, size, inner, lo, hi));
+           }), py::arg("op"), py::arg("a_kind"), py::arg("b_kind"), py::arg("size"), py::arg("inner"),
+           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
+      .def("__call__", [](const BinaryOp& self, const py::array& a, const py::array& b, py::array& y) {
+        const BinaryArgs& g = self.args();
+        if (a.size() != operand_size(g.a_kind, g.size, g.inner)) throw ArgError("a: wrong number of elements");
+        if (b.size() != operand_size(g.b_kind, g.size, g.inner)) throw ArgError("b: wrong number of elements");
+        if (y.size() != g.size) throw ArgError("y: wrong number of elements");
+        const float* pa = in_ptr<float>(a, "a");
+        const float* pb = in_ptr<float>(b, "b");
+        float* py_ = out_ptr<float>(y, "y");
+        py::gil_scoped_release unlocked;
+        binary_exec(g, pa, pb, py_);
+      }, py::arg("a"), py::arg("b"), py::arg("y"));
+}
+
+}  // namespace msv0
+#endif

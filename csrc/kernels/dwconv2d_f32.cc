@@ -1,0 +1,266 @@
+// Depthwise 2-D convolution, NHWC float32, vectorised along C (contiguous in NHWC):
+//   y[b,oy,ox,c] = clamp(bias[c] + sum_{ky,kx} x[b, oy*sh-pt+ky*dh, ox*sw-pl+kx*dw, c] * w[ky,kx,c])
+// Taps outside the image contribute nothing. Weights are packed once per Session as
+// [kh*kw][cp], cp = C rounded up to 16 and zero-padded, so every weight/bias load is a whole
+// vector; x and y use masked tails and are never over-read or over-written.
+#include "kernels/kernel.h"
+
+namespace msv0 {
+
+constexpr int64_t kDwPad = 16;  // the widest VecF
+
+struct DwArgs {
+  const float* x;       // n x h x w x c
+  float* y;             // n x oh x ow x c
+  const float* weight;  // kh*kw x cp
+  const float* bias;    // cp (zeros when the node has none)
+  const float* zeros;   // at least w*c zeros: stands in for input rows outside the image
+  int64_t n, h, w, c, oh, ow, cp;
+  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+  float lo, hi;
+};
+
+// Output rows [r0, r1) of the flattened (b, oy) range.
+MSV0_DECLARE(dwconv2d_f32, void (*)(const DwArgs&, int64_t r0, int64_t r1))
+
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+template <bool Tail>
+VecF ld(const float* p, int64_t lanes) {
+  return Tail ? VecF::load_tail(p, lanes) : VecF::load(p);
+}
+
+template <bool Tail>
+void st(VecF v, float* p, int64_t lanes) {
+  if (Tail)
+    v.store_tail(p, lanes);
+  else
+    v.store(p);
+}
+
+// Taps [first, last) of a window starting at `start` with step d that land inside [0, size).
+int64_t first_tap(int64_t start, int64_t d) { return start >= 0 ? 0 : (-start + d - 1) / d; }
+int64_t last_tap(int64_t start, int64_t d, int64_t size, int64_t k) {
+  return start >= size ? 0 : min_i(k, (size - 1 - start) / d + 1);
+}
+
+// Fast path: K x K window, stride S, no dilation. Rows outside the image point at a zero row,
+// so every row of the window is read unconditionally and the loops unroll completely; only
+// the few border columns test their taps. The K*K weight vectors of one channel block stay
+// in registers across the whole output row, and P pixels are computed together so P
+// independent FMA chains hide the FMA latency.
+template <int K, int S, bool Tail>
+void row_block(const DwArgs& a, const float* const* rows, float* yrow, int64_t c, int64_t lanes,
+               int64_t ox_lo, int64_t ox_hi) {
+  constexpr int P = K == 3 ? 4 : 3;
+  const int64_t ch = a.c;
+  VecF wv[K * K];
+  for (int i = 0; i < K * K; ++i) wv[i] = VecF::load(a.weight + i * a.cp + c);
+  const VecF bias = VecF::load(a.bias + c);
+  const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+
+  auto border = [&](int64_t ox) {
+    VecF acc = bias;
+    const int64_t ix0 = ox * S - a.pl;
+    for (int ky = 0; ky < K; ++ky)
+      for (int kx = 0; kx < K; ++kx) {
+        const int64_t ix = ix0 + kx;
+        if (ix >= 0 && ix < a.w) acc = fmadd(ld<Tail>(rows[ky] + ix * ch + c, lanes), wv[ky * K + kx], acc);
+      }
+    st<Tail>(min(max(acc, lo), hi), yrow + ox * ch + c, lanes);
+  };
+
+  int64_t ox = 0;
+  for (; ox < ox_lo; ++ox) border(ox);
+  for (; ox + P <= ox_hi; ox += P) {
+    VecF acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = bias;
+    const int64_t off = (ox * S - a.pl) * ch + c;
+    for (int ky = 0; ky < K; ++ky) {
+      const float* r = rows[ky] + off;
+      for (int kx = 0; kx < K; ++kx)
+        for (int p = 0; p < P; ++p) acc[p] = fmadd(ld<Tail>(r + (p * S + kx) * ch, lanes), wv[ky * K + kx], acc[p]);
+    }
+    for (int p = 0; p < P; ++p) st<Tail>(min(max(acc[p], lo), hi), yrow + (ox + p) * ch + c, lanes);
+  }
+  for (; ox < a.ow; ++ox) border(ox);
+}
+
+template <int K, int S>
+void rows_fast(const DwArgs& a, int64_t r0, int64_t r1) {
+  // Columns whose whole window lies inside the image: ox*S - pl >= 0 and ox*S - pl + K - 1 < w.
+  int64_t ox_lo = min_i((a.pl + S - 1) / S, a.ow);
+  int64_t ox_hi = a.w - K + a.pl >= 0 ? (a.w - K + a.pl) / S + 1 : 0;
+  ox_hi = max_i(ox_lo, min_i(ox_hi, a.ow));
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / a.oh, oy = r % a.oh;
+    const float* rows[K];
+    for (int ky = 0; ky < K; ++ky) {
+      const int64_t iy = oy * S - a.pt + ky;
+      rows[ky] = iy >= 0 && iy < a.h ? a.x + (b * a.h + iy) * a.w * a.c : a.zeros;
+    }
+    float* yrow = a.y + r * a.ow * a.c;
+    int64_t c = 0;
+    for (; c + VecF::kLanes <= a.c; c += VecF::kLanes)
+      row_block<K, S, false>(a, rows, yrow, c, VecF::kLanes, ox_lo, ox_hi);
+    if (c < a.c) row_block<K, S, true>(a, rows, yrow, c, a.c - c, ox_lo, ox_hi);
+  }
+}
+
+// Any window, stride and dilation: taps clipped to the image per pixel.
+template <bool Tail>
+void pixel_general(const DwArgs& a, int64_t b, int64_t iy0, int64_t ky0, int64_t ky1, int64_t ix0,
+                   int64_t kx0, int64_t kx1, float* out, int64_t c, int64_t lanes) {
+  VecF acc = VecF::load(a.bias + c);
+  for (int64_t ky = ky0; ky < ky1; ++ky) {
+    const float* xr = a.x + ((b * a.h + iy0 + ky * a.dh) * a.w + ix0) * a.c + c;
+    const float* wr = a.weight + ky * a.kw * a.cp + c;
+    for (int64_t kx = kx0; kx < kx1; ++kx)
+      acc = fmadd(ld<Tail>(xr + kx * a.dw * a.c, lanes), VecF::load(wr + kx * a.cp), acc);
+  }
+  st<Tail>(min(max(acc, VecF::splat(a.lo)), VecF::splat(a.hi)), out + c, lanes);
+}
+
+void rows_general(const DwArgs& a, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / a.oh, oy = r % a.oh;
+    const int64_t iy0 = oy * a.sh - a.pt;
+    const int64_t ky0 = first_tap(iy0, a.dh), ky1 = last_tap(iy0, a.dh, a.h, a.kh);
+    for (int64_t ox = 0; ox < a.ow; ++ox) {
+      const int64_t ix0 = ox * a.sw - a.pl;
+      const int64_t kx0 = first_tap(ix0, a.dw), kx1 = last_tap(ix0, a.dw, a.w, a.kw);
+      float* out = a.y + (r * a.ow + ox) * a.c;
+      int64_t c = 0;
+      for (; c + VecF::kLanes <= a.c; c += VecF::kLanes)
+        pixel_general<false>(a, b, iy0, ky0, ky1, ix0, kx0, kx1, out, c, VecF::kLanes);
+      if (c < a.c) pixel_general<true>(a, b, iy0, ky0, ky1, ix0, kx0, kx1, out, c, a.c - c);
+    }
+  }
+}
+
+}  // namespace
+
+void dwconv2d_f32(const DwArgs& a, int64_t r0, int64_t r1) {
+  const bool square = a.kh == a.kw && a.sh == a.sw && a.dh == 1 && a.dw == 1;
+  if (square && a.kh == 3 && a.sh == 1) return rows_fast<3, 1>(a, r0, r1);
+  if (square && a.kh == 3 && a.sh == 2) return rows_fast<3, 2>(a, r0, r1);
+  if (square && a.kh == 5 && a.sh == 1) return rows_fast<5, 1>(a, r0, r1);
+  if (square && a.kh == 5 && a.sh == 2) return rows_fast<5, 2>(a, r0, r1);
+  rows_general(a, r0, r1);
+}
+
+MSV0_EXPORT(dwconv2d_f32)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+
+// A depthwise convolution with its weights packed once (at Session build).
+class PackedDwConv {
+ public:
+  // weight: [c, kh, kw] float32 (the KHWC weight without its last dim of 1); bias: [c].
+  PackedDwConv(const py::array& weight, std::optional<py::array> bias, int64_t sh, int64_t sw, int64_t dh,
+               int64_t dw, int64_t pt, int64_t pl, float lo, float hi)
+      : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl), lo_(lo), hi_(hi) {
+    if (weight.ndim() != 3) throw ArgError("weight: expected a 3-D array [c, kh, kw]");
+    if (sh < 1 || sw < 1 || dh < 1 || dw < 1) throw ArgError("strides and dilations must be >= 1");
+    if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+    const float* pw = in_ptr<float>(weight, "weight");
+    c_ = weight.shape(0);
+    kh_ = weight.shape(1);
+    kw_ = weight.shape(2);
+    cp_ = (c_ + kDwPad - 1) / kDwPad * kDwPad;
+    weight_.assign(static_cast<size_t>(kh_ * kw_ * cp_), 0.f);
+    for (int64_t ch = 0; ch < c_; ++ch)
+      for (int64_t t = 0; t < kh_ * kw_; ++t) weight_[t * cp_ + ch] = pw[ch * kh_ * kw_ + t];
+    bias_.assign(static_cast<size_t>(cp_), 0.f);
+    if (bias) {
+      expect_shape(*bias, {c_}, "bias");
+      const float* pb = in_ptr<float>(*bias, "bias");
+      for (int64_t ch = 0; ch < c_; ++ch) bias_[ch] = pb[ch];
+    }
+  }
+
+  // x: [n, h, w, c]; y: [n, oh, ow, c], the output size chosen by the caller (taps that fall
+  // outside x are skipped, so any oh/ow is memory-safe).
+  void run(const py::array& x, py::array& y) const {
+    if (x.ndim() != 4 || x.shape(3) != c_) throw ArgError("x: expected shape (n, h, w, " + std::to_string(c_) + ")");
+    if (y.ndim() != 4) throw ArgError("y: expected a 4-D array");
+    expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), c_}, "y");
+    const DwArgs a = args(x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2));
+    const std::vector<float> zeros(static_cast<size_t>(a.w * a.c), 0.f);
+    const float* px = in_ptr<float>(x, "x");
+    float* py = out_ptr<float>(y, "y");
+    py::gil_scoped_release unlocked;
+    exec(a, px, py, zeros.data());
+  }
+
+  DwArgs args(int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) const {
+    return DwArgs{nullptr, nullptr, weight_.data(), bias_.data(), nullptr, n, h, w, c_, oh, ow, cp_,
+                  kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo_, hi_};
+  }
+
+  // `zeros` holds w * c zeros, the row the kernel reads for taps above or below the image.
+  static void exec(DwArgs a, const float* x, float* y, const float* zeros) {
+    a.x = x;
+    a.y = y;
+    a.zeros = zeros;
+    const auto fn = MSV0_DISPATCH(dwconv2d_f32);
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
+  }
+
+ private:
+  int64_t c_ = 0, kh_ = 0, kw_ = 0, cp_ = 0;
+  int64_t sh_, sw_, dh_, dw_, pt_, pl_;
+  float lo_, hi_;
+  std::vector<float> weight_, bias_;
+};
+
+// A PackedDwConv on fixed shapes, for a Program.
+class DwConvOp : public NativeOp {
+ public:
+  DwConvOp(std::shared_ptr<const PackedDwConv> conv, const DwArgs& a)
+      : conv_(std::move(conv)), a_(a), zeros_(static_cast<size_t>(a.w * a.c), 0.f) {}
+  void run(const void* const* in, void* const* out) const override {
+    PackedDwConv::exec(a_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), zeros_.data());
+  }
+
+ private:
+  std::shared_ptr<const PackedDwConv> conv_;  // owns the packed weights a_ points into
+  DwArgs a_;
+  std::vector<float> zeros_;
+};
+
+MSV0_BIND(m) {
+  py::class_<DwConvOp, NativeOp, std::shared_ptr<DwConvOp>>(m, "DwConvOp");
+  py::class_<PackedDwConv, std::shared_ptr<PackedDwConv>>(m, "PackedDwConv",
+                           "Depthwise conv2d (NHWC float32) with its [c, kh, kw] weight packed once.")
+      .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
+                    int64_t, float, float>(),
+           py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
+           py::arg("pt"), py::arg("pl"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
+      .def("run", &PackedDwConv::run, py::arg("x"), py::arg("y"))
+      .def("native", [](std::shared_ptr<PackedDwConv> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+             if (n < 0 || h < 0 || w < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
+             const DwArgs a = conv->args(n, h, w, oh, ow);
+             return std::shared_ptr<NativeOp>(std::make_shared<DwConvOp>(std::move(conv), a));
+           }, py::arg("n"), py::arg("h"), py::arg("w"), py::arg("oh"), py::arg("ow"),
+           "A NativeOp running this conv on [n, h, w, c] -> [n, oh, ow, c].");
+}
+
+}  // namespace msv0
+#endif

@@ -1,0 +1,157 @@
+"""DepthwiseConv2D and DeDepthwiseConv2D (format-v0.md §2 weight layout, §3 dequant, §5), NHWC fp32.
+
+DepthwiseConv2D runs the packed C++ kernel (csrc/kernels/dwconv2d_f32.cc). DeDepthwiseConv2D
+is a cold op (r1.1 converters rarely emit it) and runs in NumPy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0 import _core
+from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
+from msv0.weights import float_weight
+
+NOTSET, SAME_UPPER, VALID, CAFFE = 0, 1, 2, 4
+
+
+def _geometry(node, a, weight_shape):
+    """kh, kw, sh, sw, dh, dw, checked: window from the weight, which must agree with kernelH/W."""
+    _, kh, kw, _ = weight_shape
+    if (a.kernelH and a.kernelH != kh) or (a.kernelW and a.kernelW != kw):
+        raise fail(node, f"kernelH/W {a.kernelH}x{a.kernelW} do not match the weight's {kh}x{kw}")
+    if a.strideH < 1 or a.strideW < 1:
+        raise fail(node, f"strides must be >= 1, got {a.strideH}x{a.strideW}")
+    if a.dilateH < 1 or a.dilateW < 1:
+        raise fail(node, f"dilations must be >= 1, got {a.dilateH}x{a.dilateW}")
+    if kh < 1 or kw < 1:
+        raise fail(node, f"empty kernel {kh}x{kw}")
+    return kh, kw, a.strideH, a.strideW, a.dilateH, a.dilateW
+
+
+def _inputs(node, ins, rule):
+    """x (4-D float32), the weight as float32 [C, kh, kw, 1], and the bias or None."""
+    expect_inputs(node, ins, 2, 3)
+    x, w = ins[0], ins[1]
+    as_float32(node, x, "input")
+    if len(x.shape) != 4:
+        raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
+    weight = float_weight(node, w, rule)
+    if weight.ndim != 4:
+        raise fail(node, f"weight must be 4-D [C, kH, kW, 1], got {weight.shape}")
+    if weight.shape[3] != 1:
+        raise fail(node, f"weight dim 3 must be 1 (KHWC depthwise layout), got {weight.shape}")
+    bias = None
+    if len(ins) == 3:
+        bias = float_weight(node, ins[2], "inited", "bias").reshape(-1)
+        if bias.size != weight.shape[0]:
+            raise fail(node, f"bias has {bias.size} values, the weight has {weight.shape[0]} channels")
+    return x, weight, bias
+
+
+def _conv_size(node, size, k, s, d, p0, p1, pad_mode, axis):
+    """Output size and pads of one axis (§5 Conv2D, with DepthwiseConv2D's differences)."""
+    if pad_mode == SAME_UPPER:
+        out = -(-size // s)
+        total = (out - 1) * s + (k - 1) * d + 1 - size
+        if total > 0:  # otherwise r1.1 keeps the stored pads (unlike Conv2D, which zeroes them)
+            p0 = total // 2
+            p1 = total - p0
+    else:
+        out = -(-(size + p0 + p1 - (k - 1) * d) // s)
+    if p0 < 0 or p1 < 0:
+        raise fail(node, f"negative pads {p0}, {p1} on {axis}")
+    if out <= 0:  # r1.1 does not raise it to 1 for depthwise, so the model cannot run
+        raise fail(node, f"output {axis} would be {out} (input {size}, kernel {k}, dilation {d}, stride {s})")
+    return out, p0, p1
+
+
+@op("DepthwiseConv2D")
+def depthwise_conv2d(node, ins):
+    a = node.attrs
+    x, weight, bias = _inputs(node, ins, "dtype")
+    n, h, w, cin = x.shape
+    cout = weight.shape[0] * weight.shape[3]
+    if a.channelMultiplier * cin != weight.shape[0]:
+        raise fail(node, f"channelMultiplier {a.channelMultiplier} x input channels {cin} "
+                         f"!= weight dim 0 {weight.shape[0]}")
+    mult = a.channelMultiplier
+    kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape)
+    oh, pt, _ = _conv_size(node, h, kh, sh, dh, a.padUp, a.padDown, a.padMode, "height")
+    ow, pl, _ = _conv_size(node, w, kw, sw, dw, a.padLeft, a.padRight, a.padMode, "width")
+    lo, hi = activation_range(a.activationType)
+    conv = _core.PackedDwConv(np.ascontiguousarray(weight.reshape(cout, kh, kw)), bias, sh, sw, dh, dw, pt, pl, lo, hi)
+
+    if mult == 1:
+        def run(inputs, outputs):
+            conv.run(inputs[0], outputs[0])
+
+        return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run, native=conv.native(n, h, w, oh, ow))
+    else:
+        # Multiplier m: output channel o reads input channel o // m (TF order c*m + j), i.e. a
+        # grouped conv with one input channel per group. Repeating each input channel m times
+        # turns it into a plain depthwise conv over cout channels.
+        spread = np.empty((n, h, w, cin, mult), np.float32)
+
+        def run(inputs, outputs):
+            np.copyto(spread, inputs[0][..., None])
+            conv.run(spread.reshape(n, h, w, cout), outputs[0])
+
+    return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run)
+
+
+def _deconv_size(node, size, k, s, d, p0, pad_mode, axis):
+    """Output size and crop offset of one axis (§5 DeConv2D rules)."""
+    if pad_mode == SAME_UPPER:
+        out = size * s
+        full = (size - 1) * s + (k - 1) * d + 1
+        p0 = int((full - out) / 2)  # C truncating division; negative when s > (k-1)*d + 1
+    elif pad_mode == VALID:
+        out, p0 = (size - 1) * s + k, 0  # r1.1 ignores the dilation here
+    elif pad_mode in (NOTSET, CAFFE):
+        out = None  # needs both pads: the caller computes it
+        if p0 < 0:
+            raise fail(node, f"negative pad {p0} on {axis}")
+    else:  # SAME_LOWER included (§5)
+        raise fail(node, f"unsupported pad mode {pad_mode} for a transposed convolution")
+    return out, p0
+
+
+@op("DeDepthwiseConv2D")
+def de_depthwise_conv2d(node, ins):
+    a = node.attrs
+    x, weight, bias = _inputs(node, ins, "inited")
+    n, h, w, c = x.shape
+    if weight.shape[0] != c:
+        raise fail(node, f"weight has {weight.shape[0]} channels, the input {c}")
+    kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape)
+    oh, pt = _deconv_size(node, h, kh, sh, dh, a.padUp, a.padMode, "height")
+    ow, pl = _deconv_size(node, w, kw, sw, dw, a.padLeft, a.padMode, "width")
+    if oh is None:
+        oh = (h - 1) * sh + (kh - 1) * dh + 1 - a.padUp - a.padDown
+        ow = (w - 1) * sw + (kw - 1) * dw + 1 - a.padLeft - a.padRight
+        if a.padDown < 0 or a.padRight < 0:
+            raise fail(node, f"negative pads {a.padDown}, {a.padRight}")
+    if oh <= 0 or ow <= 0:
+        raise fail(node, f"output size {oh}x{ow} is empty")
+    lo, hi = activation_range(a.activationType)
+    wk = weight[..., 0]  # [c, kh, kw]
+    b = np.zeros(c, np.float32) if bias is None else bias
+    # The full transposed conv, placed so that output row oy is full row oy + pt; rows of the
+    # full result outside [pt, pt + oh) are cropped, and output rows it does not reach
+    # (a negative pt) hold only the bias.
+    full_h = (h - 1) * sh + (kh - 1) * dh + 1
+    full_w = (w - 1) * sw + (kw - 1) * dw + 1
+    top, left = max(0, -pt), max(0, -pl)
+    canvas = np.zeros((n, top + max(full_h, pt + oh), left + max(full_w, pl + ow), c), np.float32)
+
+    def run(inputs, outputs):
+        xin = inputs[0]
+        canvas.fill(0)
+        for ky in range(kh):
+            for kx in range(kw):
+                y0, x0 = top + ky * dh, left + kx * dw
+                canvas[:, y0:y0 + (h - 1) * sh + 1:sh, x0:x0 + (w - 1) * sw + 1:sw] += xin * wk[:, ky, kx]
+        crop = canvas[:, top + pt:top + pt + oh, left + pl:left + pl + ow]
+        np.clip(crop + b, lo, hi, out=outputs[0])
+
+    return Plan([((n, oh, ow, c), np.dtype(np.float32))], run)

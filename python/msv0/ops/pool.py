@@ -1,0 +1,72 @@
+"""Pooling (format-v0.md §5): max or mean over NHWC windows, fp32, through csrc/kernels/pool_f32.cc."""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0 import _core
+from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
+
+MAX_POOLING, MEAN_POOLING = 0, 1
+SAME_UPPER = 1
+FLOOR, CEIL = 0, 1
+FLT_MAX = float(np.finfo(np.float32).max)
+
+KERNELS = {MAX_POOLING: _core.maxpool2d_f32, MEAN_POOLING: _core.avgpool2d_f32}
+
+
+def _pool_size(node, size, k, s, p0, p1, pad_mode, round_mode, axis):
+    """Output size and leading pad of one axis."""
+    if pad_mode == SAME_UPPER:  # like Conv2D with dilation 1: the stored pads are replaced
+        out = -(-size // s)
+        p0 = max(0, (out - 1) * s + k - size) // 2
+        return out, p0
+    if p0 < 0 or p1 < 0:
+        raise fail(node, f"negative pads {p0}, {p1} on {axis}")
+    span = size + p0 + p1 - k
+    out = (span // s if round_mode == FLOOR else -(-span // s)) + 1
+    return max(out, 1), p0
+
+
+def _empty_window(size, k, s, p0, out):
+    """Whether some window along this axis holds no cell of the image."""
+    starts = np.arange(out) * s - p0
+    return bool(np.any(np.minimum(starts + k, size) <= np.maximum(starts, 0)))
+
+
+@op("Pooling")
+def pooling(node, ins):
+    a = node.attrs
+    expect_inputs(node, ins, 1)
+    x = ins[0]
+    as_float32(node, x, "input")
+    if len(x.shape) != 4:
+        raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
+    if a.poolingMode not in KERNELS:
+        raise fail(node, f"unsupported poolingMode {a.poolingMode}")
+    if a.roundMode not in (FLOOR, CEIL):
+        raise fail(node, f"unsupported roundMode {a.roundMode}")
+    n, h, w, c = x.shape
+    kh, kw, sh, sw = a.windowH, a.windowW, a.strideH, a.strideW
+    if a.global_:  # flatc spells the schema field `global` as global_
+        kh, kw = h, w
+        # A global window has one position whatever the stride; converters may leave it 0.
+        sh, sw = max(sh, 1), max(sw, 1)
+    if kh < 1 or kw < 1:
+        raise fail(node, f"window must be >= 1, got {kh}x{kw}")
+    if sh < 1 or sw < 1:
+        raise fail(node, f"strides must be >= 1, got {sh}x{sw}")
+    oh, pt = _pool_size(node, h, kh, sh, a.padUp, a.padDown, a.padMode, a.roundMode, "height")
+    ow, pl = _pool_size(node, w, kw, sw, a.padLeft, a.padRight, a.padMode, a.roundMode, "width")
+    if a.poolingMode == MEAN_POOLING and (_empty_window(h, kh, sh, pt, oh) or _empty_window(w, kw, sw, pl, ow)):
+        # r1.1 fails at run time (a zero divisor); the geometry is known now.
+        raise fail(node, f"a mean window lies entirely in padding (input {h}x{w}, window {kh}x{kw}, "
+                         f"stride {sh}x{sw}, pads {pt},{pl})")
+    lo, hi = activation_range(a.activationType)
+    lo, hi = max(lo, -FLT_MAX), min(hi, FLT_MAX)  # the fp32 kernel always clamps to finite values
+    kernel = KERNELS[a.poolingMode]
+
+    def run(inputs, outputs):
+        kernel(inputs[0], outputs[0], kh, kw, sh, sw, pt, pl, lo, hi)
+
+    native = _core.pool2d_native(a.poolingMode == MAX_POOLING, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi)
+    return Plan([((n, oh, ow, c), np.dtype(np.float32))], run, native=native)
