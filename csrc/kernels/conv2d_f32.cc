@@ -20,9 +20,10 @@ struct ConvArgs {
   float lo, hi;
 };
 
-// Output pixels [p0, p1) of the flattened (n, oh, ow); buf holds (p1 - p0) * kh*kw*c/group
-// floats (unused by the 1x1 path). Reads of x are bounds-checked per tap, so any oh/ow is safe.
-using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, float* buf);
+// Output pixels [p0, p1) of the flattened (n, oh, ow), and in every group the output channels of
+// B panels [q0, q1) (16 channels each); buf holds (p1 - p0) * kh*kw*c/group floats (unused by
+// the 1x1 path). Reads of x are bounds-checked per tap, so any oh/ow is safe.
+using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf);
 MSV0_DECLARE(conv2d_f32, Conv2dFn)
 
 // Winograd F(4x4, 3x3) for 3x3 stride-1 undilated group-1 convs: w_packed holds 36 packed B
@@ -82,9 +83,8 @@ void gather_row(const ConvArgs& a, int64_t b, int64_t oy, int64_t ox, int64_t c0
 
 }  // namespace
 
-void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, float* buf) {
+void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf) {
   const int64_t cg = a.c / a.group, og = a.oc / a.group, k = a.kh * a.kw * cg;
-  const int64_t panels = (og + kGemmNr - 1) / kGemmNr;
   const bool direct = a.kh == 1 && a.kw == 1 && a.sh == 1 && a.sw == 1 && a.pt == 0 && a.pl == 0 &&
                       a.oh == a.h && a.ow == a.w;
   const int64_t plane = a.oh * a.ow;
@@ -102,7 +102,7 @@ void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, float* buf) {
     }
     const GemmArgs ga{src,          lda,   a.w_packed + g * a.w_group_stride, a.bias ? a.bias + g * og : nullptr,
                       a.y + p0 * a.oc + g * og, a.oc, p1 - p0, og, k, a.lo, a.hi};
-    sgemm_f32(ga, 0, p1 - p0, 0, panels);
+    sgemm_f32(ga, 0, p1 - p0, q0, q1);
   }
 }
 
@@ -255,14 +255,29 @@ class Conv2dF32 {
   void execute(const ConvArgs& a) const {
     if (winograd_) return run_winograd(a);
     const int64_t pixels = a.n * a.oh * a.ow, k = kh_ * kw_ * cg_;
-    // A tile of ~64 KiB of gathered rows stays in L2 while every panel of B passes over it;
-    // whole 12-row groups keep the micro-kernel on its widest tile on every ISA.
-    const int64_t rows = std::min<int64_t>(std::max<int64_t>((16384 / std::max<int64_t>(k, 1)) / 12 * 12, 12), 240);
+    const int64_t panels = (oc_ / group_ + kGemmNr - 1) / kGemmNr;
+    const ThreadPool* pool = bound_pool();
+    const int64_t threads = pool ? pool->size() : 1;
+    // Each tile of pixels streams all of B once (the SGEMM packs A per k block, so a large
+    // gathered tile costs nothing in L1), so tiles are as large as ~240 rows allow. When there
+    // are too few pixels to give every thread a tile of >= 48 rows, the threads split the output
+    // channels instead, in pairs of panels (the widest micro-kernel tile), and each streams only
+    // its share of B: ResNet-50's 7x7 stage has 49 pixels and 9 MiB of weights.
+    const int64_t pixel_tiles = pixels >= 48 * threads ? std::max<int64_t>((pixels + 239) / 240, threads)
+                                                       : (pixels + 239) / 240;
+    const int64_t rows = (pixels + pixel_tiles - 1) / pixel_tiles;  // equal tiles balance two threads
     const int64_t tiles = (pixels + rows - 1) / rows;
+    const int64_t pairs = (panels + 1) / 2;
+    const int64_t splits = tiles >= threads ? 1 : std::min<int64_t>(pairs, threads);
     const Conv2dFn fn = MSV0_DISPATCH(conv2d_f32);
-    parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
+    parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
       std::vector<float> buf(static_cast<size_t>(rows * k));
-      for (int64_t t = t0; t < t1; ++t) fn(a, t * rows, std::min(pixels, t * rows + rows), buf.data());
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t tile = t / splits, part = t % splits;
+        const int64_t q0 = std::min(panels, pairs * part / splits * 2);
+        const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
+        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf.data());
+      }
     });
   }
 
