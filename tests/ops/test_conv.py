@@ -327,3 +327,12 @@ def test_native_program_matches_python_steps(isa, rng, threads, monkeypatch):
     (got,) = native.run([x]).values()
     (want,) = python.run([x]).values()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", [((1, 5, 6, 20), 70, 1), ((1, 4, 4, 24), 68, 2), ((1, 7, 7, 40), 33, 1),
+                                  ((2, 9, 7, 8), 16, 1)], ids=str)
+def test_conv2d_f32_two_threads_split_channels(isa, rng, case):
+    """Fewer than 48 pixels per thread: the two threads split the output channels (panel pairs)."""
+    x_shape, oc, group = case
+    check_conv(rng, x_shape, oc, (3, 3), group=group, pads=(1, 1, 1, 1), threads=2)
+    check_conv(rng, x_shape, oc, (1, 1), group=group, threads=2)
