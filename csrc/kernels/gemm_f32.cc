@@ -165,8 +165,9 @@ void sgemm_run(const GemmArgs& g) {
   // Split rows when there are enough of them, else panels (a batch-1 FullConnection).
   if (g.m >= 4 * panels || g.m >= 64)
     parallel_for(g.m, 12, [&](int64_t m0, int64_t m1) { fn(g, m0, m1, 0, panels); });
-  else
-    parallel_for(panels, 1, [&](int64_t p0, int64_t p1) { fn(g, 0, g.m, p0, p1); });
+  else  // in pairs of panels, the widest micro-kernel tile (two panels on AVX-512)
+    parallel_for((panels + 1) / 2, 1,
+                 [&](int64_t q0, int64_t q1) { fn(g, 0, g.m, 2 * q0, q1 * 2 < panels ? q1 * 2 : panels); });
 }
 
 // A GEMM with B packed once: the weight of a FullConnection or of a constant MatMul operand.
