@@ -20,9 +20,10 @@ struct ConvArgs {
   float lo, hi;
 };
 
-// Output pixels [p0, p1) of the flattened (n, oh, ow); buf holds (p1 - p0) * kh*kw*c/group
-// floats (unused by the 1x1 path). Reads of x are bounds-checked per tap, so any oh/ow is safe.
-using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, float* buf);
+// Output pixels [p0, p1) of the flattened (n, oh, ow), and in every group the output channels of
+// B panels [q0, q1) (16 channels each); buf holds (p1 - p0) * kh*kw*c/group floats (unused by
+// the 1x1 path). Reads of x are bounds-checked per tap, so any oh/ow is safe.
+using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf);
 MSV0_DECLARE(conv2d_f32, Conv2dFn)
 
 // Winograd F(4x4, 3x3) for 3x3 stride-1 undilated group-1 convs: w_packed holds 36 packed B
@@ -82,9 +83,8 @@ void gather_row(const ConvArgs& a, int64_t b, int64_t oy, int64_t ox, int64_t c0
 
 }  // namespace
 
-void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, float* buf) {
+void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf) {
   const int64_t cg = a.c / a.group, og = a.oc / a.group, k = a.kh * a.kw * cg;
-  const int64_t panels = (og + kGemmNr - 1) / kGemmNr;
   const bool direct = a.kh == 1 && a.kw == 1 && a.sh == 1 && a.sw == 1 && a.pt == 0 && a.pl == 0 &&
                       a.oh == a.h && a.ow == a.w;
   const int64_t plane = a.oh * a.ow;
@@ -102,7 +102,7 @@ void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, float* buf) {
     }
     const GemmArgs ga{src,          lda,   a.w_packed + g * a.w_group_stride, a.bias ? a.bias + g * og : nullptr,
                       a.y + p0 * a.oc + g * og, a.oc, p1 - p0, og, k, a.lo, a.hi};
-    sgemm_f32(ga, 0, p1 - p0, 0, panels);
+    sgemm_f32(ga, 0, p1 - p0, q0, q1);
   }
 }
 
@@ -190,6 +190,8 @@ MSV0_EXPORT(conv2d_f32_winograd)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "runtime/native.h"
+
 namespace msv0 {
 
 // A Conv2D whose weight [oc, kh, kw, c/group] ("KHWC") is packed once per Session: group g's
@@ -228,18 +230,54 @@ class Conv2dF32 {
 
   // x: n x h x w x (group*cg); y: n x oh x ow x oc, written fully.
   void run(const py::array& x, py::array& y, float lo, float hi) const {
-    const ConvArgs a = args(x, y, lo, hi);
+    if (x.ndim() != 4 || x.shape(3) != cg_ * group_)
+      throw ArgError("x: expected NHWC with " + std::to_string(cg_ * group_) + " channels");
+    if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
+      throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
+                     std::to_string(oc_) + " channels");
+    const ConvArgs a = args(in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), x.shape(0), x.shape(1), x.shape(2),
+                            y.shape(1), y.shape(2), lo, hi);
+    py::gil_scoped_release unlocked;
+    execute(a);
+  }
+
+  // The arguments of one run on raw NHWC buffers of the given sizes.
+  ConvArgs args(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
+                float hi) const {
+    return ConvArgs{x, y, packed_.data(), group_stride_, bias_.empty() ? nullptr : bias_.data(),
+                    n, h, w, cg_ * group_, oh, ow, oc_, group_, kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
+  }
+
+  int64_t channels() const { return cg_ * group_; }
+  int64_t out_channels() const { return oc_; }
+
+  // Runs over the bound pool; the GIL must be released.
+  void execute(const ConvArgs& a) const {
     if (winograd_) return run_winograd(a);
     const int64_t pixels = a.n * a.oh * a.ow, k = kh_ * kw_ * cg_;
-    // A tile of ~64 KiB of gathered rows stays in L2 while every panel of B passes over it;
-    // whole 12-row groups keep the micro-kernel on its widest tile on every ISA.
-    const int64_t rows = std::min<int64_t>(std::max<int64_t>((16384 / std::max<int64_t>(k, 1)) / 12 * 12, 12), 240);
+    const int64_t panels = (oc_ / group_ + kGemmNr - 1) / kGemmNr;
+    const ThreadPool* pool = bound_pool();
+    const int64_t threads = pool ? pool->size() : 1;
+    // Each tile of pixels streams all of B once (the SGEMM packs A per k block, so a large
+    // gathered tile costs nothing in L1), so tiles are as large as ~240 rows allow. When there
+    // are too few pixels to give every thread a tile of >= 48 rows, the threads split the output
+    // channels instead, in pairs of panels (the widest micro-kernel tile), and each streams only
+    // its share of B: ResNet-50's 7x7 stage has 49 pixels and 9 MiB of weights.
+    const int64_t pixel_tiles = pixels >= 48 * threads ? std::max<int64_t>((pixels + 239) / 240, threads)
+                                                       : (pixels + 239) / 240;
+    const int64_t rows = (pixels + pixel_tiles - 1) / pixel_tiles;  // equal tiles balance two threads
     const int64_t tiles = (pixels + rows - 1) / rows;
+    const int64_t pairs = (panels + 1) / 2;
+    const int64_t splits = tiles >= threads ? 1 : std::min<int64_t>(pairs, threads);
     const Conv2dFn fn = MSV0_DISPATCH(conv2d_f32);
-    py::gil_scoped_release unlocked;
-    parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
+    parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
       std::vector<float> buf(static_cast<size_t>(rows * k));
-      for (int64_t t = t0; t < t1; ++t) fn(a, t * rows, std::min(pixels, t * rows + rows), buf.data());
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t tile = t / splits, part = t % splits;
+        const int64_t q0 = std::min(panels, pairs * part / splits * 2);
+        const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
+        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf.data());
+      }
     });
   }
 
@@ -296,22 +334,10 @@ class Conv2dF32 {
     const int64_t blocks = ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
     const int64_t rows = (tiles + blocks - 1) / blocks;
     const Conv2dWinoFn fn = MSV0_DISPATCH(conv2d_f32_winograd);
-    py::gil_scoped_release unlocked;
     parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
       std::vector<float> v(static_cast<size_t>(36 * rows * a.c)), m(static_cast<size_t>(36 * rows * a.oc));
       for (int64_t b = b0; b < b1; ++b) fn(a, b * rows, std::min(tiles, b * rows + rows), v.data(), m.data());
     });
-  }
-
-  ConvArgs args(const py::array& x, py::array& y, float lo, float hi) const {
-    if (x.ndim() != 4 || x.shape(3) != cg_ * group_)
-      throw ArgError("x: expected NHWC with " + std::to_string(cg_ * group_) + " channels");
-    if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
-      throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
-                     std::to_string(oc_) + " channels");
-    return ConvArgs{in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), packed_.data(), group_stride_,
-                    bias_.empty() ? nullptr : bias_.data(), x.shape(0), x.shape(1), x.shape(2), x.shape(3),
-                    y.shape(1), y.shape(2), oc_, group_, kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
   }
 
   int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
@@ -320,8 +346,26 @@ class Conv2dF32 {
   std::vector<float> packed_, bias_;
 };
 
+// A Conv2D on raw buffers with its input and output sizes fixed at plan time, for a Program.
+class Conv2dOp : public NativeOp {
+ public:
+  Conv2dOp(std::shared_ptr<const Conv2dF32> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
+           float hi)
+      : conv_(std::move(conv)), n_(n), h_(h), w_(w), oh_(oh), ow_(ow), lo_(lo), hi_(hi) {}
+  void run(const void* const* in, void* const* out) const override {
+    conv_->execute(conv_->args(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, h_, w_, oh_, ow_,
+                               lo_, hi_));
+  }
+
+ private:
+  std::shared_ptr<const Conv2dF32> conv_;
+  int64_t n_, h_, w_, oh_, ow_;
+  float lo_, hi_;
+};
+
 MSV0_BIND(m) {
-  py::class_<Conv2dF32>(m, "Conv2dF32",
+  py::class_<Conv2dOp, NativeOp, std::shared_ptr<Conv2dOp>>(m, "Conv2dOp");
+  py::class_<Conv2dF32, std::shared_ptr<Conv2dF32>>(m, "Conv2dF32",
                         "NHWC float32 Conv2D with its KHWC weight packed once; run(x, y, lo, hi).")
       .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
                     int64_t, int64_t, int64_t>(),
@@ -329,7 +373,18 @@ MSV0_BIND(m) {
            py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("out_tiles") = 0)
       .def_property_readonly("winograd", &Conv2dF32::winograd)
       .def("run", &Conv2dF32::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
-           py::arg("hi") = INFINITY);
+           py::arg("hi") = INFINITY)
+      .def("native", [](std::shared_ptr<Conv2dF32> c, const std::vector<int64_t>& x_shape,
+                        const std::vector<int64_t>& y_shape, float lo, float hi) {
+             if (x_shape.size() != 4 || y_shape.size() != 4 || x_shape[3] != c->channels() ||
+                 y_shape[0] != x_shape[0] || y_shape[3] != c->out_channels())
+               throw ArgError("native: x/y shapes do not fit this Conv2D");
+             for (int64_t d : x_shape) if (d < 0) throw ArgError("native: negative dim");
+             for (int64_t d : y_shape) if (d < 0) throw ArgError("native: negative dim");
+             return std::shared_ptr<NativeOp>(std::make_shared<Conv2dOp>(
+                 std::move(c), x_shape[0], x_shape[1], x_shape[2], y_shape[1], y_shape[2], lo, hi));
+           }, py::arg("x_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
+           "A NativeOp running this conv from an NHWC x_shape into y_shape.");
 }
 
 }  // namespace msv0

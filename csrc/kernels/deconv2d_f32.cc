@@ -75,6 +75,8 @@ MSV0_EXPORT(deconv2d_f32_col2im)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "runtime/native.h"
+
 namespace msv0 {
 
 // A DeConv2D whose weight [c, kh, kw, oc] is packed once as the GEMM's B (c x kh*kw*oc).
@@ -105,17 +107,26 @@ class Deconv2dF32 {
     if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
       throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
                      std::to_string(oc_) + " channels");
-    const int64_t pixels = x.shape(0) * x.shape(1) * x.shape(2), cols = kh_ * kw_ * oc_;
     const float* px = in_ptr<float>(x, "x");
     float* py_ = out_ptr<float>(y, "y");
-    const Deconv2dFn fn = MSV0_DISPATCH(deconv2d_f32_col2im);
     py::gil_scoped_release unlocked;
+    execute(px, py_, x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2), lo, hi);
+  }
+
+  // x: n x h x w x c, y: n x oh x ow x oc. Runs over the bound pool; the GIL must be released.
+  void execute(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
+               float hi) const {
+    const int64_t pixels = n * h * w, cols = kh_ * kw_ * oc_;
+    const Deconv2dFn fn = MSV0_DISPATCH(deconv2d_f32_col2im);
     std::vector<float> col(static_cast<size_t>(pixels * cols));
-    sgemm_run(GemmArgs{px, c_, packed_.data(), nullptr, col.data(), cols, pixels, cols, c_, -INFINITY, INFINITY});
-    const DeconvArgs a{col.data(), bias_.empty() ? nullptr : bias_.data(), py_, x.shape(0), x.shape(1), x.shape(2),
-                       y.shape(1), y.shape(2), oc_, kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
+    sgemm_run(GemmArgs{x, c_, packed_.data(), nullptr, col.data(), cols, pixels, cols, c_, -INFINITY, INFINITY});
+    const DeconvArgs a{col.data(), bias_.empty() ? nullptr : bias_.data(), y, n, h, w, oh, ow, oc_,
+                       kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
     parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
   }
+
+  int64_t channels() const { return c_; }
+  int64_t out_channels() const { return oc_; }
 
  private:
   int64_t sh_, sw_, dh_, dw_, pt_, pl_;
@@ -123,15 +134,43 @@ class Deconv2dF32 {
   std::vector<float> packed_, bias_;
 };
 
+// A DeConv2D on raw buffers with its input and output sizes fixed at plan time, for a Program.
+class Deconv2dOp : public NativeOp {
+ public:
+  Deconv2dOp(std::shared_ptr<const Deconv2dF32> d, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
+             float hi)
+      : d_(std::move(d)), n_(n), h_(h), w_(w), oh_(oh), ow_(ow), lo_(lo), hi_(hi) {}
+  void run(const void* const* in, void* const* out) const override {
+    d_->execute(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, h_, w_, oh_, ow_, lo_, hi_);
+  }
+
+ private:
+  std::shared_ptr<const Deconv2dF32> d_;
+  int64_t n_, h_, w_, oh_, ow_;
+  float lo_, hi_;
+};
+
 MSV0_BIND(m) {
-  py::class_<Deconv2dF32>(m, "Deconv2dF32",
+  py::class_<Deconv2dOp, NativeOp, std::shared_ptr<Deconv2dOp>>(m, "Deconv2dOp");
+  py::class_<Deconv2dF32, std::shared_ptr<Deconv2dF32>>(m, "Deconv2dF32",
                           "NHWC float32 DeConv2D with its [c, kh, kw, oc] weight packed once; run(x, y, lo, hi).")
       .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
                     int64_t>(),
            py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
            py::arg("pt"), py::arg("pl"))
       .def("run", &Deconv2dF32::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
-           py::arg("hi") = INFINITY);
+           py::arg("hi") = INFINITY)
+      .def("native", [](std::shared_ptr<Deconv2dF32> d, const std::vector<int64_t>& x_shape,
+                        const std::vector<int64_t>& y_shape, float lo, float hi) {
+             if (x_shape.size() != 4 || y_shape.size() != 4 || x_shape[3] != d->channels() ||
+                 y_shape[0] != x_shape[0] || y_shape[3] != d->out_channels())
+               throw ArgError("native: x/y shapes do not fit this DeConv2D");
+             for (int64_t v : x_shape) if (v < 0) throw ArgError("native: negative dim");
+             for (int64_t v : y_shape) if (v < 0) throw ArgError("native: negative dim");
+             return std::shared_ptr<NativeOp>(std::make_shared<Deconv2dOp>(
+                 std::move(d), x_shape[0], x_shape[1], x_shape[2], y_shape[1], y_shape[2], lo, hi));
+           }, py::arg("x_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
+           "A NativeOp running this deconv from an NHWC x_shape into y_shape.");
 }
 
 }  // namespace msv0

@@ -1,6 +1,9 @@
-// Packed SGEMM (see gemm_f32.h). The micro-kernel keeps a kMr x 16 tile of C in registers
-// and streams one 16-wide panel row of B per k step, broadcasting A; k is blocked so a B
-// panel slice and a tile of A stay in L1 across the panel loop.
+// Packed SGEMM (see gemm_f32.h). The micro-kernel keeps a kMr x (kPt * 16) tile of C in
+// registers; per k step it loads one row of each of its kPt adjacent B panels and broadcasts
+// kMr values of A. The kMr x kc slice of A is first copied (vector row copies) into a stack
+// buffer whose row stride is not a multiple of 1 KiB, so the broadcasts stream from L1 instead
+// of kMr rows lda apart that alias in L1 when lda is a power of two. k is blocked so that
+// buffer stays in L1 and a block of B panels in L2.
 #include "kernels/gemm_f32.h"
 
 #include "kernels/kernel.h"
@@ -15,40 +18,44 @@ namespace MSV0_ISA {
 namespace {
 
 constexpr int kNv = static_cast<int>(kGemmNr) / VecF::kLanes;  // vectors per panel row
-// Rows per tile: as many accumulators as the register file holds beside B and A operands.
+// Tile shape: as many accumulators as the register file holds beside the B row and one A
+// broadcast. AVX-512 (32 registers): 12 x 32 = 24 accumulators, so each k step does 24 FMAs
+// for 2 loads + 12 broadcasts; a 12 x 16 tile was load-bound. AVX2 (16 registers): 6 x 16 = 12.
+// NEON (32 registers of 4 lanes): 6 x 16 = 24. Scalar: 4 x 16.
+constexpr int kPt = VecF::kLanes >= 16 ? 2 : 1;  // adjacent panels per tile
 constexpr int kMr = VecF::kLanes >= 16 ? 12 : VecF::kLanes == 8 ? 6 : VecF::kLanes == 4 ? 6 : 4;
-constexpr int64_t kKc = 256;     // k block: a panel slice is 16 KiB
-constexpr int64_t kPanels = 16;  // panels per block: 256 KiB of B stays in L2 across row tiles
+constexpr int64_t kKc = kGemmKc;  // k block: packed A is kMr * kc floats (12 KiB on AVX-512)
+constexpr int64_t kLdA = kKc + 16;  // row stride of packed A: 1 KiB + 64 B
+constexpr int64_t kPanels = 32;  // panels per block: kc x 512 columns of B (512 KiB) stay in L2
 
-template <int R>
-void tile(const GemmArgs& g, int64_t i, int64_t p, int64_t k0, int64_t kc) {
+// C tile rows [i, i + R), panels [p, p + P), k block [k0, k0 + kc). a points at A[i, k0], rows
+// kLdA apart when Packed, else g.lda apart.
+template <int R, int P, bool Packed>
+void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, int64_t kc) {
   const bool first = k0 == 0, last = k0 + kc == g.k;
-  const int64_t col = p * kGemmNr, cols = min_i(kGemmNr, g.n - col);
-  VecF acc[R][kNv];
-  for (int r = 0; r < R; ++r) {
-    float* c = g.c + (i + r) * g.ldc + col;
-    for (int v = 0; v < kNv; ++v) {
-      const int64_t left = cols - v * VecF::kLanes;
-      if (first)
-        acc[r][v] = VecF::zero();
-      else
-        acc[r][v] = left >= VecF::kLanes ? VecF::load(c + v * VecF::kLanes)
-                    : left > 0           ? VecF::load_tail(c + v * VecF::kLanes, left)
-                                         : VecF::zero();
-    }
-  }
-  const float* b = g.b_packed + (p * g.k + k0) * kGemmNr;
-  const float* a = g.a + i * g.lda + k0;
+  const int64_t col = p * kGemmNr, cols = min_i(P * kGemmNr, g.n - col);
+  constexpr int kV = P * kNv;
+  // Accumulate from zero and add the partial C of earlier k blocks at the end: its lines were
+  // prefetched here, so their trip from L3 overlaps the k loop instead of stalling it.
+  if (!first)
+    for (int r = 0; r < R; ++r)
+      for (int64_t j = 0; j < cols; j += 16) prefetch(g.c + (i + r) * g.ldc + col + j);
+  VecF acc[R][kV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kV; ++v) acc[r][v] = VecF::zero();
+  const int64_t panel = kc * kGemmNr;  // distance between adjacent panels of this k block
+  const float* b = g.b_packed + k0 * ((g.n + kGemmNr - 1) / kGemmNr) * kGemmNr + p * panel;
   for (int64_t kk = 0; kk < kc; ++kk, b += kGemmNr) {
-    VecF bv[kNv];
-    for (int v = 0; v < kNv; ++v) bv[v] = VecF::load(b + v * VecF::kLanes);
+    VecF bv[kV];
+    for (int q = 0; q < P; ++q)
+      for (int v = 0; v < kNv; ++v) bv[q * kNv + v] = VecF::load(b + q * panel + v * VecF::kLanes);
     for (int r = 0; r < R; ++r) {
-      const VecF av = VecF::splat(a[r * g.lda + kk]);
-      for (int v = 0; v < kNv; ++v) acc[r][v] = fmadd(av, bv[v], acc[r][v]);
+      const VecF av = VecF::splat(a[r * (Packed ? kLdA : g.lda) + kk]);
+      for (int v = 0; v < kV; ++v) acc[r][v] = fmadd(av, bv[v], acc[r][v]);
     }
   }
   const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
-  for (int v = 0; v < kNv; ++v) {
+  for (int v = 0; v < kV; ++v) {
     const int64_t left = cols - v * VecF::kLanes;
     if (left <= 0) break;
     VecF bias = VecF::zero();
@@ -56,19 +63,46 @@ void tile(const GemmArgs& g, int64_t i, int64_t p, int64_t k0, int64_t kc) {
                                                     : VecF::load_tail(g.bias + col + v * VecF::kLanes, left);
     for (int r = 0; r < R; ++r) {
       VecF x = acc[r][v];
-      if (last) x = min(max(x + bias, lo), hi);
       float* c = g.c + (i + r) * g.ldc + col + v * VecF::kLanes;
+      if (!first) x = x + (left >= VecF::kLanes ? VecF::load(c) : VecF::load_tail(c, left));
+      if (last) x = min(max(x + bias, lo), hi);
       left >= VecF::kLanes ? x.store(c) : x.store_tail(c, left);
     }
   }
 }
 
+// Panels [pb, pe) of row tile i (R rows): kPt panels at a time, a lone last panel on its own.
 template <int R>
-void tile_rows(int rows, const GemmArgs& g, int64_t i, int64_t p, int64_t k0, int64_t kc) {
+void row_tile(const GemmArgs& g, const float* a, bool packed, int64_t i, int64_t pb, int64_t pe, int64_t k0,
+              int64_t kc) {
+  if (!packed) {
+    for (int64_t p = pb; p < pe; ++p) tile<R, 1, false>(g, a, i, p, k0, kc);
+    return;
+  }
+  int64_t p = pb;
+  if constexpr (kPt > 1)
+    for (; p + kPt <= pe; p += kPt) tile<R, kPt, true>(g, a, i, p, k0, kc);
+  for (; p < pe; ++p) tile<R, 1, true>(g, a, i, p, k0, kc);
+}
+
+template <int R>
+void row_tile_of(int rows, const GemmArgs& g, const float* a, bool packed, int64_t i, int64_t pb, int64_t pe,
+                 int64_t k0, int64_t kc) {
   if (rows == R)
-    tile<R>(g, i, p, k0, kc);
+    row_tile<R>(g, a, packed, i, pb, pe, k0, kc);
   else if constexpr (R > 1)
-    tile_rows<R - 1>(rows, g, i, p, k0, kc);
+    row_tile_of<R - 1>(rows, g, a, packed, i, pb, pe, k0, kc);
+}
+
+// dst[r * kLdA + kk] = A[i + r, k0 + kk].
+void pack_a(const GemmArgs& g, int64_t i, int rows, int64_t k0, int64_t kc, float* dst) {
+  for (int r = 0; r < rows; ++r) {
+    const float* src = g.a + (i + r) * g.lda + k0;
+    float* d = dst + r * kLdA;
+    int64_t kk = 0;
+    for (; kk + VecF::kLanes <= kc; kk += VecF::kLanes) VecF::load(src + kk).store(d + kk);
+    if (kk < kc) VecF::load_tail(src + kk, kc - kk).store_tail(d + kk, kc - kk);
+  }
 }
 
 }  // namespace
@@ -82,13 +116,18 @@ void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1
       }
     return;
   }
+  alignas(64) float packed_a[kMr * kLdA];
   for (int64_t k0 = 0; k0 < g.k; k0 += kKc) {
     const int64_t kc = min_i(kKc, g.k - k0);
     for (int64_t pb = p0; pb < p1; pb += kPanels) {
       const int64_t pe = min_i(pb + kPanels, p1);
+      // Packing costs about one extra pass over A per block; one panel does not repay it.
+      const bool packed = pe - pb > 1;
       for (int64_t i = m0; i < m1; i += kMr) {
         const int rows = static_cast<int>(min_i(kMr, m1 - i));
-        for (int64_t p = pb; p < pe; ++p) tile_rows<kMr>(rows, g, i, p, k0, kc);
+        if (packed) pack_a(g, i, rows, k0, kc, packed_a);
+        const float* a = packed ? packed_a : g.a + i * g.lda + k0;
+        row_tile_of<kMr>(rows, g, a, packed, i, pb, pe, k0, kc);
       }
     }
   }
@@ -111,12 +150,13 @@ int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGe
 
 void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst) {
   const int64_t panels = (n + kGemmNr - 1) / kGemmNr;
-  for (int64_t p = 0; p < panels; ++p)
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < kGemmNr; ++j) {
-        const int64_t col = p * kGemmNr + j;
-        *dst++ = col >= n ? 0.f : transposed ? b[col * ldb + kk] : b[kk * ldb + col];
-      }
+  for (int64_t k0 = 0; k0 < k; k0 += kGemmKc)
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t kk = k0; kk < k0 + kGemmKc && kk < k; ++kk)
+        for (int64_t j = 0; j < kGemmNr; ++j) {
+          const int64_t col = p * kGemmNr + j;
+          *dst++ = col >= n ? 0.f : transposed ? b[col * ldb + kk] : b[kk * ldb + col];
+        }
 }
 
 void sgemm_run(const GemmArgs& g) {
@@ -125,8 +165,9 @@ void sgemm_run(const GemmArgs& g) {
   // Split rows when there are enough of them, else panels (a batch-1 FullConnection).
   if (g.m >= 4 * panels || g.m >= 64)
     parallel_for(g.m, 12, [&](int64_t m0, int64_t m1) { fn(g, m0, m1, 0, panels); });
-  else
-    parallel_for(panels, 1, [&](int64_t p0, int64_t p1) { fn(g, 0, g.m, p0, p1); });
+  else  // in pairs of panels, the widest micro-kernel tile (two panels on AVX-512)
+    parallel_for((panels + 1) / 2, 1,
+                 [&](int64_t q0, int64_t q1) { fn(g, 0, g.m, 2 * q0, q1 * 2 < panels ? q1 * 2 : panels); });
 }
 
 // A GEMM with B packed once: the weight of a FullConnection or of a constant MatMul operand.

@@ -1,19 +1,23 @@
 // Packed SGEMM shared by FullConnection, MatMul and the convolutions:
 //   C[m, n] = clamp(A[m, k] · B[k, n] + bias[n], lo, hi)
-// B is packed once per Session into panels of kGemmNr columns: panel p holds rows 0..k-1 of
-// columns [16p, 16p + 16), 16 floats per row, zero-padded past n. The layout is the same on
-// every ISA, so a Session may change tiers (tests do) without repacking.
+// B is packed once per Session into panels of kGemmNr columns, k-blocked: for each block of
+// kGemmKc rows of k (the last one shorter), all panels follow each other, panel p holding that
+// block's rows of columns [16p, 16p + 16), 16 floats per row, zero-padded past n. A block of
+// panels is one contiguous run (no cache-set conflicts between panels when k is a power of
+// two), and the layout is the same on every ISA, so a Session may change tiers without
+// repacking; a micro-kernel may consume several adjacent panels.
 #pragma once
 #include <cstdint>
 
 namespace msv0 {
 
 constexpr int64_t kGemmNr = 16;
+constexpr int64_t kGemmKc = 256;
 
 struct GemmArgs {
   const float* a;  // m rows, row stride lda
   int64_t lda;
-  const float* b_packed;  // ceil(n / 16) panels of k x 16
+  const float* b_packed;  // ceil(n / 16) panels of k x 16, k-blocked as above
   const float* bias;      // n floats, or null
   float* c;               // m rows, row stride ldc; may not alias a
   int64_t ldc;

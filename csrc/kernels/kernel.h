@@ -17,6 +17,8 @@ namespace msv0 {
 namespace MSV0_ISA {
 inline int64_t min_i(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max_i(int64_t a, int64_t b) { return a > b ? a : b; }
+// A hint that p's cache line is read soon; a compiler builtin, so every tier has it.
+inline void prefetch(const void* p) { __builtin_prefetch(p); }
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #endif

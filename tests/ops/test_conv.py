@@ -285,3 +285,54 @@ def test_deconv2d_rejects(isa, rng, attrs, message):
     base = dict(group=1, kernelH=3, kernelW=3, strideH=2, strideW=2, dilateH=1, dilateW=1, padMode=CAFFE)
     with pytest.raises(msv0.ModelError, match=message):
         run_op("DeConv2D", [x, Const(w, format=7)], **{**base, **attrs})
+
+
+def conv_chain_model(rng):
+    """Conv (3x3, Winograd-sized) -> 1x1 conv -> grouped stride-2 conv -> deconv -> FullConnection:
+    every step has a native form, so the whole graph is one Program."""
+    from msv0.builder import Builder
+
+    def w(*shape):
+        return rng.standard_normal(shape).astype(np.float32) * 0.3
+
+    b = Builder("chain")
+    x = b.input("x", (1, 29, 31, 16))
+    t = b.node("Conv2D", [x, b.const("w0", w(24, 3, 3, 16), format=7), b.const("b0", w(24))], kernelH=3, kernelW=3,
+               strideH=1, strideW=1, dilateH=1, dilateW=1, group=1, padMode=SAME_UPPER, activationType=RELU)
+    t = b.node("Conv2D", [t, b.const("w1", w(17, 1, 1, 24), format=7)], kernelH=1, kernelW=1, strideH=1, strideW=1,
+               dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+    t = b.node("Conv2D", [t, b.const("w1b", w(32, 1, 1, 17), format=7)], kernelH=1, kernelW=1, strideH=1,
+               strideW=1, dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+    t = b.node("Conv2D", [t, b.const("w2", w(32, 3, 3, 16), format=7), b.const("b2", w(32))], kernelH=3, kernelW=3,
+               strideH=2, strideW=2, dilateH=1, dilateW=1, group=2, padMode=CAFFE, padUp=1, padDown=1, padLeft=1,
+               padRight=1, activationType=RELU6)
+    t = b.node("DeConv2D", [t, b.const("w3", w(32, 2, 2, 8)), b.const("b3", w(8))], kernelH=2, kernelW=2, strideH=2,
+               strideW=2, dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+    t = b.node("FullConnection", [t, b.const("w4", w(10, 30 * 32 * 8)), b.const("b4", w(10))], hasBias=True)
+    b.output(t)
+    return b.finish(), rng.standard_normal((1, 29, 31, 16)).astype(np.float32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_native_program_matches_python_steps(isa, rng, threads, monkeypatch):
+    model, x = conv_chain_model(rng)
+    native = msv0.Session(model, num_threads=threads)
+    (plan,) = native._plans.values()
+    assert [s.label for s in plan.steps] == ["native program"]
+    monkeypatch.setattr(msv0.Session, "native", False)
+    python = msv0.Session(model, num_threads=threads)
+    (plan,) = python._plans.values()
+    assert len(plan.steps) == 6
+    # Same kernels, same split over the same thread count: the results are bitwise equal.
+    (got,) = native.run([x]).values()
+    (want,) = python.run([x]).values()
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", [((1, 5, 6, 20), 70, 1), ((1, 4, 4, 24), 68, 2), ((1, 7, 7, 40), 33, 1),
+                                  ((2, 9, 7, 8), 16, 1)], ids=str)
+def test_conv2d_f32_two_threads_split_channels(isa, rng, case):
+    """Fewer than 48 pixels per thread: the two threads split the output channels (panel pairs)."""
+    x_shape, oc, group = case
+    check_conv(rng, x_shape, oc, (3, 3), group=group, pads=(1, 1, 1, 1), threads=2)
+    check_conv(rng, x_shape, oc, (1, 1), group=group, threads=2)

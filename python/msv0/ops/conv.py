@@ -69,11 +69,12 @@ def conv2d(node, ins):
     tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
     kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
     lo, hi = activation_range(a.activationType)
+    out_shape = (n, oh, ow, oc)
 
     def run(inputs, outputs):
         kernel.run(inputs[0], outputs[0], lo, hi)
 
-    return Plan([((n, oh, ow, oc), np.dtype(np.float32))], run)
+    return Plan([(out_shape, np.dtype(np.float32))], run, native=kernel.native(ins[0].shape, out_shape, lo, hi))
 
 
 def _trunc_half(v):
@@ -116,8 +117,9 @@ def deconv2d(node, ins):
     ow, pl = deconv_out_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     kernel = _core.Deconv2dF32(weight, bias, sh, sw, dh, dw, pt, pl)
     lo, hi = activation_range(a.activationType)
+    out_shape = (n, oh, ow, oc)
 
     def run(inputs, outputs):
         kernel.run(inputs[0], outputs[0], lo, hi)
 
-    return Plan([((n, oh, ow, oc), np.dtype(np.float32))], run)
+    return Plan([(out_shape, np.dtype(np.float32))], run, native=kernel.native(ins[0].shape, out_shape, lo, hi))

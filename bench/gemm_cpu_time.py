@@ -1,0 +1,56 @@
+"""Single-thread SGEMM GFLOP/s per ISA tier, timed in thread CPU time, against the FMA peak.
+
+    python bench/gemm_cpu_time.py [sizes, default 256,512,1024] [runs, default 15]
+
+bench_gemm.py times wall clock, which on a machine shared with other jobs counts the time this
+thread spends descheduled; thread CPU time does not, so one-thread numbers stay comparable.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import msv0
+from msv0 import _core
+
+
+def fma_peak() -> dict[str, float]:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "fma_peak")
+        wide = "avx512" in msv0.available_isas()
+        flags = ["-mavx512f"] if wide else []
+        src = os.path.join(os.path.dirname(__file__), "fma_peak.c")
+        subprocess.run([cc, "-O2", "-mfma", "-mavx2", *flags, src, "-o", exe], check=True)
+        out = subprocess.run([exe] + ([] if wide else ["avx2-only"]), check=True, capture_output=True, text=True).stdout
+    words = out.split()
+    return {name: float(value) for name, value in zip(words[::2], words[1::2])}
+
+
+def main() -> None:
+    sizes = [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "256,512,1024").split(",")]
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    peak = fma_peak()
+    rng = np.random.default_rng(0)
+    for isa in [t for t in ("avx512", "avx2") if t in msv0.available_isas()]:
+        with msv0.isa_cap(isa):
+            for n in sizes:
+                a = rng.standard_normal((n, n), dtype=np.float32)
+                gemm = _core.PackedGemm(rng.standard_normal((n, n), dtype=np.float32), False)
+                y = np.empty((n, n), np.float32)
+                gemm.run(a, y)
+                times = []
+                for _ in range(runs):
+                    t = time.thread_time()
+                    gemm.run(a, y)
+                    times.append(time.thread_time() - t)
+                gflops = 2 * n**3 / np.median(times) / 1e9
+                print(f"sgemm {n}^3 1t [{isa}]: {gflops:.1f} GFLOP/s = {gflops / peak[isa]:.0%} of {peak[isa]:.0f}")
+
+
+if __name__ == "__main__":
+    main()

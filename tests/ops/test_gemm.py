@@ -1,0 +1,78 @@
+"""_core.PackedGemm directly: every m, n, k in 1..17, sizes around each ISA's tile and blocking,
+and model-sized products, with NaN canaries in the output and guard elements around it."""
+import numpy as np
+import pytest
+
+from msv0 import _core
+
+GUARD = 37  # floats of NaN on each side of the output, checked untouched
+
+
+def ref_gemm(a, b, transposed, bias, lo, hi):
+    w = b.T if transposed else b
+    y = a.astype(np.float64) @ w.astype(np.float64)
+    if bias is not None:
+        y += bias
+    return np.clip(y, lo, hi)
+
+
+def check(rng, m, n, k, transposed, with_bias=True, lo=-np.inf, hi=np.inf):
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32) if with_bias else None
+    gemm = _core.PackedGemm(b, transposed, bias)
+    buf = np.full(m * n + 2 * GUARD, np.nan, np.float32)  # canary: a skipped element stays NaN
+    y = buf[GUARD:GUARD + m * n].reshape(m, n)
+    gemm.run(a, y, lo, hi)
+    assert np.isnan(buf[:GUARD]).all() and np.isnan(buf[GUARD + m * n:]).all(), "wrote outside y"
+    # float32 sums of k products, in blocked order: error grows like sqrt(k) * eps * |a||b|.
+    np.testing.assert_allclose(y, ref_gemm(a, b, transposed, bias, lo, hi), rtol=1e-5, atol=2e-6 * k + 1e-6)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gemm_small(isa, rng, transposed):
+    for m in range(1, 18):
+        for n in range(1, 18):
+            for k in range(1, 18):
+                check(rng, m, n, k, transposed, with_bias=(m + n + k) % 2 == 0)
+
+
+# Around the tiles: rows 4 (scalar), 6 (AVX2, NEON), 12 (AVX-512); columns 16 (one panel) and
+# 32 (two panels per AVX-512 tile); k around the 256-row block; n around the 32-panel block.
+TILE_SIZES = [(m, n, 9) for m in (3, 4, 5, 6, 7, 11, 12, 13, 23, 24, 25) for n in (15, 16, 17, 31, 32, 33, 47, 48, 49)]
+BLOCK_SIZES = [(13, 20, 255), (13, 20, 256), (13, 20, 257), (25, 40, 513), (5, 511, 7), (5, 512, 7), (5, 513, 7),
+               (14, 528, 300)]
+
+
+@pytest.mark.parametrize("m,n,k", TILE_SIZES + BLOCK_SIZES, ids=str)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gemm_tiles(isa, rng, m, n, k, transposed):
+    check(rng, m, n, k, transposed)
+
+
+# MobileNetV2 1x1 conv at 14x14 (m=196, k=384, n=64), ResNet-50 stage-3 1x1 (m=196, k=1024,
+# n=256), a batch-1 classifier (m=1, k=1280, n=1000).
+@pytest.mark.parametrize("m,n,k", [(196, 64, 384), (196, 256, 1024), (1, 1000, 1280)], ids=str)
+def test_gemm_model_sizes(isa, rng, m, n, k):
+    check(rng, m, n, k, transposed=True)
+
+
+def test_gemm_clamp_and_k0(isa, rng):
+    check(rng, 13, 33, 40, False, lo=0.0, hi=6.0)
+    # k == 0: the product is empty, so y = clamp(bias).
+    bias = rng.standard_normal(5, dtype=np.float32)
+    gemm = _core.PackedGemm(np.zeros((0, 5), np.float32), False, bias)
+    y = np.full((3, 5), np.nan, np.float32)
+    gemm.run(np.zeros((3, 0), np.float32), y, -0.5, 0.5)
+    np.testing.assert_array_equal(y, np.broadcast_to(np.clip(bias, -0.5, 0.5), (3, 5)))
+
+
+@pytest.mark.parametrize("threads", [2])
+def test_gemm_threads(isa, rng, threads):
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        for m, n, k in [(1, 1000, 64), (3, 100, 50), (197, 70, 33), (30, 512, 20)]:
+            check(rng, m, n, k, transposed=True)
+    finally:
+        _core.ThreadPool.unbind()
