@@ -175,7 +175,7 @@ void conv2d_f32_winograd(const ConvArgs& a, int64_t t0, int64_t t1, float* v, fl
       const VecF bias = a.bias ? VecF::load_tail(a.bias + o, lanes) : VecF::zero();
       for (int64_t i = 0; i < ny; ++i)
         for (int64_t j = 0; j < nx; ++j)
-          min(max(d[i * 4 + j] + bias, lo), hi).store_tail(a.y + ((b * a.oh + oy0 + i) * a.ow + ox0 + j) * a.oc + o, lanes);
+          clamp(d[i * 4 + j] + bias, lo, hi).store_tail(a.y + ((b * a.oh + oy0 + i) * a.ow + ox0 + j) * a.oc + o, lanes);
     }
   }
 }

@@ -60,7 +60,7 @@ void deconv2d_f32_col2im(const DeconvArgs& a, int64_t r0, int64_t r1) {
             acc = acc + VecF::load_tail(src, lanes);
           }
         }
-        min(max(acc, lo), hi).store_tail(out + c, lanes);
+        clamp(acc, lo, hi).store_tail(out + c, lanes);
       }
     }
   }

@@ -72,7 +72,7 @@ void row_block(const DwArgs& a, const float* const* rows, float* yrow, int64_t c
         const int64_t ix = ix0 + kx;
         if (ix >= 0 && ix < a.w) acc = fmadd(ld<Tail>(rows[ky] + ix * ch + c, lanes), wv[ky * K + kx], acc);
       }
-    st<Tail>(min(max(acc, lo), hi), yrow + ox * ch + c, lanes);
+    st<Tail>(clamp(acc, lo, hi), yrow + ox * ch + c, lanes);
   };
 
   int64_t ox = 0;
@@ -86,7 +86,7 @@ void row_block(const DwArgs& a, const float* const* rows, float* yrow, int64_t c
       for (int kx = 0; kx < K; ++kx)
         for (int p = 0; p < P; ++p) acc[p] = fmadd(ld<Tail>(r + (p * S + kx) * ch, lanes), wv[ky * K + kx], acc[p]);
     }
-    for (int p = 0; p < P; ++p) st<Tail>(min(max(acc[p], lo), hi), yrow + (ox + p) * ch + c, lanes);
+    for (int p = 0; p < P; ++p) st<Tail>(clamp(acc[p], lo, hi), yrow + (ox + p) * ch + c, lanes);
   }
   for (; ox < a.ow; ++ox) border(ox);
 }
@@ -123,7 +123,7 @@ void pixel_general(const DwArgs& a, int64_t b, int64_t iy0, int64_t ky0, int64_t
     for (int64_t kx = kx0; kx < kx1; ++kx)
       acc = fmadd(ld<Tail>(xr + kx * a.dw * a.c, lanes), VecF::load(wr + kx * a.cp), acc);
   }
-  st<Tail>(min(max(acc, VecF::splat(a.lo)), VecF::splat(a.hi)), out + c, lanes);
+  st<Tail>(clamp(acc, VecF::splat(a.lo), VecF::splat(a.hi)), out + c, lanes);
 }
 
 void rows_general(const DwArgs& a, int64_t r0, int64_t r1) {

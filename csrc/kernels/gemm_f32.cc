@@ -65,7 +65,7 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
       VecF x = acc[r][v];
       float* c = g.c + (i + r) * g.ldc + col + v * VecF::kLanes;
       if (!first) x = x + (left >= VecF::kLanes ? VecF::load(c) : VecF::load_tail(c, left));
-      if (last) x = min(max(x + bias, lo), hi);
+      if (last) x = clamp(x + bias, lo, hi);
       left >= VecF::kLanes ? x.store(c) : x.store_tail(c, left);
     }
   }

@@ -19,6 +19,9 @@ inline int64_t min_i(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max_i(int64_t a, int64_t b) { return a > b ? a : b; }
 // A hint that p's cache line is read soon; a compiler builtin, so every tier has it.
 inline void prefetch(const void* p) { __builtin_prefetch(p); }
+// A fused activation's clamp. max/min return their second operand when unordered, so NaN
+// passes through as in r1.1's MSMIN(hi, MSMAX(lo, x)), and infinite bounds change nothing.
+inline VecF clamp(VecF x, VecF lo, VecF hi) { return min(hi, max(lo, x)); }
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #endif

@@ -76,3 +76,16 @@ def test_gemm_threads(isa, rng, threads):
             check(rng, m, n, k, transposed=True)
     finally:
         _core.ThreadPool.unbind()
+
+
+@pytest.mark.parametrize("lo,hi", [(-np.inf, np.inf), (0.0, np.inf), (0.0, 6.0)])
+def test_nan_propagates_through_the_epilogue(isa, lo, hi):
+    """NaN in A reaches C unchanged, with or without a fused clamp (r1.1's C epilogue,
+    MSMIN(hi, MSMAX(lo, x)), keeps NaN); it must never become an infinite clamp bound."""
+    a = np.ones((5, 7), np.float32)
+    a[2, 3] = np.nan
+    gemm = _core.PackedGemm(np.ones((7, 19), np.float32), False)
+    y = np.zeros((5, 19), np.float32)
+    gemm.run(a, y, lo, hi)
+    assert np.isnan(y[2]).all()
+    np.testing.assert_array_equal(y[[0, 1, 3, 4]], min(7.0, hi))
