@@ -66,10 +66,18 @@ def conv2d(node, ins):
     bias = _bias(node, ins, oc)
     oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
-    tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
-    kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
     lo, hi = activation_range(a.activationType)
     out_shape = (n, oh, ow, oc)
+    if group == c == oc:  # one channel per group: the depthwise kernel computes the same sums
+        dwconv = _core.PackedDwConv(np.ascontiguousarray(weight.reshape(oc, kh, kw)), bias, sh, sw, dh, dw, pt, pl,
+                                    lo, hi)
+
+        def run_depthwise(inputs, outputs):
+            dwconv.run(inputs[0], outputs[0])
+
+        return Plan([(out_shape, np.dtype(np.float32))], run_depthwise, native=dwconv.native(n, h, w, oh, ow))
+    tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
+    kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
 
     def run(inputs, outputs):
         kernel.run(inputs[0], outputs[0], lo, hi)
