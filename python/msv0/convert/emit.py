@@ -105,3 +105,18 @@ class Emitter:
         attrs = {"shape": list(out.stored_shape)} if op == "Reshape" else {"perm": list(TO_NHWC)}
         out.index = self.node(op, [v.index], [(out.stored_shape, v.dtype)], self._name(name + "/to_nhwc"), **attrs)[0]
         return out
+
+
+def handler_table():
+    """An empty {source op: handler} table and the decorator that fills it."""
+    table = {}
+
+    def handles(*names):
+        def register(fn):
+            for name in names:
+                table[name] = fn
+            return fn
+
+        return register
+
+    return table, handles

@@ -11,19 +11,11 @@ import math
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert.emit import Unsupported, Val
+from msv0.convert.emit import Unsupported, Val, handler_table
 
 FLT_MAX = 3.4028234663852886e38
 RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HSIGMOID, HARD_TANH = 1, 2, 3, 5, 10, 12, 13, 16
-HANDLERS = {}
-
-
-def handles(*names):
-    def register(fn):
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-    return register
+HANDLERS, handles = handler_table()
 
 
 class Ctx:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0.convert.emit import FORMAT_KHWC, Emitter, Unsupported, Val
+from msv0.convert.emit import FORMAT_KHWC, Emitter, Unsupported, Val, handler_table
 from msv0.errors import ModelError, UnsupportedOpError
 
 NOTSET = 0
@@ -19,15 +19,7 @@ RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HARD_TANH = 1, 2, 3, 5, 10, 12, 
 SAME, VALID = 0, 1
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
-HANDLERS = {}
-
-
-def handles(*names):
-    def register(fn):
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-    return register
+HANDLERS, handles = handler_table()
 
 
 def _tflite():
