@@ -25,21 +25,21 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void drain(const std::function<void(int64_t)>& fn, int64_t tasks);
+  void drain();
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  // Guarded by mu_: the job of the current generation, and how many workers hold a snapshot
-  // of it. run() waits for active_ == 0 before it returns and before it posts the next job,
-  // so no worker can touch a finished job's state.
+  std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
+  std::mutex mu_;      // pairs with wake_ for workers that stopped spinning
+  std::condition_variable wake_;
+  bool stop_ = false;  // guarded by mu_
+  // The current job. Written by run() only while no worker holds it (pending_ == 0), then
+  // published by the release increment of generation_; a worker reads it after acquiring
+  // generation_ and gives it back by decrementing pending_.
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t tasks_ = 0;
-  int active_ = 0;
-  bool stop_ = false;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int64_t> next_{0};
-  std::atomic<int64_t> finished_{0};
+  std::atomic<int> pending_{0};  // workers that have not finished the current generation
 };
 
 ThreadPool* bound_pool();
