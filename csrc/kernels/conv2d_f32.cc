@@ -271,12 +271,12 @@ class Conv2dF32 {
     const int64_t splits = tiles >= threads ? 1 : std::min<int64_t>(pairs, threads);
     const Conv2dFn fn = MSV0_DISPATCH(conv2d_f32);
     parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<float> buf(static_cast<size_t>(rows * k));
+      float* buf = thread_scratch(static_cast<size_t>(rows * k));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t tile = t / splits, part = t % splits;
         const int64_t q0 = std::min(panels, pairs * part / splits * 2);
         const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
-        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf.data());
+        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf);
       }
     });
   }
@@ -287,6 +287,9 @@ class Conv2dF32 {
   // 4x those of im2col, streamed from memory once per run. ResNet-50's 14x14 stage (16 tiles)
   // runs 1.5x faster on it; its 7x7 stage (4 tiles, 36 MiB of transformed weights) loses.
   static constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 16;
+  // Transformed weight floats above which threads split output channels rather than tiles
+  // (each then repeats the input transform, which small layers cannot afford).
+  static constexpr int64_t kWinoBigWeights = 1 << 20;
 
   void store_bias(const std::optional<py::array>& bias) {
     if (bias) {
@@ -331,23 +334,23 @@ class Conv2dF32 {
     const int64_t threads = pool ? pool->size() : 1;
     // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/36 of it),
     // at least 12 rows per GEMM. With many tiles, the block count is a multiple of the thread
-    // count so equal blocks finish together. With few (ResNet-50's 14x14 stage: 16 tiles and
-    // 9 MiB of transformed weights), the threads split the output channels instead, in pairs
+    // count so equal blocks finish together. With few tiles and weights too large for L2 to
+    // serve each thread a copy (ResNet-50's 14x14 stage: 16 tiles, 9 MiB), the threads split the output channels instead, in pairs
     // of panels, each transforming the same input but streaming only its share of the weights,
     // and blocks may be twice as large, since re-streaming the weights costs more than L2 misses.
     const int64_t fit = std::max<int64_t>(12, std::min<int64_t>(262144 / (36 * (a.c + a.oc)), 96));
-    const bool few = tiles < 2 * fit * threads;
+    const bool few = tiles < 2 * fit * threads && 36 * a.c * a.oc > kWinoBigWeights;
     const int64_t splits = few ? std::min<int64_t>(pairs, threads) : 1;
     const int64_t blocks = few ? (tiles + 2 * fit - 1) / (2 * fit) : ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
     const int64_t rows = (tiles + blocks - 1) / blocks;
     const Conv2dWinoFn fn = MSV0_DISPATCH(conv2d_f32_winograd);
     parallel_for(blocks * splits, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<float> v(static_cast<size_t>(36 * rows * a.c)), m(static_cast<size_t>(36 * rows * a.oc));
+      float* v = thread_scratch(static_cast<size_t>(36 * rows * (a.c + a.oc)));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / splits, part = t % splits;
         const int64_t q0 = std::min(panels, pairs * part / splits * 2);
         const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
-        fn(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v.data(), m.data());
+        fn(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v, v + 36 * rows * a.c);
       }
     });
   }

@@ -33,8 +33,8 @@ constexpr int kPauses = 4000, kYields = 20000;
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) {
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+ThreadPool::ThreadPool(int num_threads) : blocks_(num_threads < 1 ? 1 : num_threads) {
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -46,12 +46,16 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain() {
+void ThreadPool::drain(int self) {
   const std::function<void(int64_t)>& fn = *job_;
-  for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks_;) fn(t);
+  const int n = static_cast<int>(blocks_.size());
+  for (int i = 0; i < n; ++i) {
+    Block& b = blocks_[(self + i) % n];
+    for (int64_t t; (t = b.next.fetch_add(1, std::memory_order_relaxed)) < b.end;) fn(t);
+  }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   uint64_t seen = 0;
   for (;;) {
     auto posted = [&] { return generation_.load(std::memory_order_acquire) != seen; };
@@ -61,7 +65,7 @@ void ThreadPool::worker_loop() {
       if (stop_) return;
     }
     seen = generation_.load(std::memory_order_acquire);
-    drain();
+    drain(self);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -76,7 +80,11 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   // Every worker gave the previous job back before the previous run returned.
   job_ = &fn;
   tasks_ = tasks;
-  next_.store(0, std::memory_order_relaxed);
+  const int64_t n = static_cast<int64_t>(blocks_.size());
+  for (int64_t i = 0; i < n; ++i) {
+    blocks_[i].next.store(i * tasks / n, std::memory_order_relaxed);
+    blocks_[i].end = (i + 1) * tasks / n;
+  }
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
     // Under mu_ so that a worker about to sleep sees either the new generation or the notify.
@@ -84,7 +92,7 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  drain();
+  drain(0);
   // Every worker takes part in every generation (one that finds no task left returns at
   // once), so job_ can be rewritten safely once they all have checked in.
   auto all_back = [&] { return pending_.load(std::memory_order_acquire) == 0; };
@@ -97,6 +105,12 @@ thread_local ThreadPool* t_pool = nullptr;
 }
 
 ThreadPool* bound_pool() { return t_pool; }
+
+float* thread_scratch(size_t floats) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < floats) scratch.resize(floats);
+  return scratch.data();
+}
 void bind_pool(ThreadPool* pool) { t_pool = pool; }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
