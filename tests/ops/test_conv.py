@@ -143,14 +143,14 @@ def test_conv2d_f32_cases(isa, rng, case):
 
 # (x shape, oc, padMode, pads, activation, bias, threads): 3x3 stride 1 shapes that take
 # Winograd F(4x4, 3x3): >= 16 channels each side, >= 16 output tiles, partial edge tiles; few tiles
-# on two threads split the output channels (an odd panel count leaves one thread a lone panel).
+# with > 2^20 transformed weights on two threads split the output channels (11 panels: a lone one).
 WINOGRAD = {
     "pad1_odd": ((1, 23, 29, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
     "batch2_relu6": ((2, 13, 17, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, True, 1),
     "asym_no_bias": ((1, 30, 31, 33), 20, NOTSET, (0, 2, 1, 0), RELU, False, 1),
     "same_upper_threads2": ((1, 25, 27, 16), 17, SAME_UPPER, (0, 0, 0, 0), 0, True, 2),
     "valid_threads2": ((1, 26, 35, 24), 48, VALID, (0, 0, 0, 0), 0, True, 2),
-    "16_tiles_threads2": ((1, 14, 14, 32), 80, CAFFE, (1, 1, 1, 1), RELU, True, 2),
+    "16_tiles_big_weights_threads2": ((1, 14, 14, 176), 168, CAFFE, (1, 1, 1, 1), RELU, True, 2),
     "16_tiles_edges": ((1, 15, 13, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
     "20_tiles_threads2": ((1, 17, 14, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, False, 2),
 }
