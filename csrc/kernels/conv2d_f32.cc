@@ -194,6 +194,14 @@ MSV0_EXPORT(conv2d_f32_winograd)
 
 namespace msv0 {
 
+// Where part `part` of `splits` equal shares of `panels` B panels starts: on a pair boundary
+// (pairs are the widest micro-kernel tile) when the pairs divide evenly, else on any panel, as
+// a lone panel costs less than one thread doing a whole extra pair (ten panels: 5 + 5, not 4 + 6).
+int64_t panel_bound(int64_t panels, int64_t part, int64_t splits) {
+  const int64_t pairs = (panels + 1) / 2;
+  return pairs % splits == 0 ? std::min(panels, 2 * (pairs * part / splits)) : panels * part / splits;
+}
+
 // A Conv2D whose weight [oc, kh, kw, c/group] ("KHWC") is packed once per Session: group g's
 // rows form B^T (og x kh*kw*cg) of its GEMM.
 class Conv2dF32 {
@@ -274,8 +282,7 @@ class Conv2dF32 {
       float* buf = thread_scratch(static_cast<size_t>(rows * k));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t tile = t / splits, part = t % splits;
-        const int64_t q0 = std::min(panels, pairs * part / splits * 2);
-        const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
+        const int64_t q0 = panel_bound(panels, part, splits), q1 = panel_bound(panels, part + 1, splits);
         fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf);
       }
     });
@@ -348,8 +355,7 @@ class Conv2dF32 {
       float* v = thread_scratch(static_cast<size_t>(36 * rows * (a.c + a.oc)));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / splits, part = t % splits;
-        const int64_t q0 = std::min(panels, pairs * part / splits * 2);
-        const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
+        const int64_t q0 = panel_bound(panels, part, splits), q1 = panel_bound(panels, part + 1, splits);
         fn(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v, v + 36 * rows * a.c);
       }
     });

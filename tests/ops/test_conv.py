@@ -125,6 +125,10 @@ CASES = {
     "no_bias": dict(kernel=(3, 3), pads=(1, 1, 1, 1), bias=False),
     "threads2": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(2, 13, 6, 15), oc=33),
     "threads2_1x1": dict(kernel=(1, 1), threads=2, x=(1, 30, 30, 16), oc=24),
+    # Few pixels on two threads split the output channels: 5 pairs of panels (split 5 + 5 panels)
+    # and 3 pairs (split 2 + 3 panels).
+    "threads2_7x7_10_panels": dict(kernel=(1, 1), threads=2, x=(1, 7, 7, 40), oc=160),
+    "threads2_7x7_5_panels": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(1, 7, 7, 9), oc=72),
     "big_k": dict(kernel=(5, 5), pads=(2, 2, 2, 2), c=40, oc=20),
     "group2_threads2": dict(kernel=(3, 3), group=2, stride=(2, 1), pads=(1, 1, 1, 1), threads=2, c=18, oc=34),
     "depthwise_dilate2_threads2": dict(kernel=(3, 3), group=16, dilation=(2, 2), pads=(2, 2, 2, 2), threads=2,
