@@ -28,10 +28,11 @@ MSV0_DECLARE(conv2d_f32, Conv2dFn)
 
 // Winograd F(4x4, 3x3) for 3x3 stride-1 undilated group-1 convs: w_packed holds 36 packed B
 // blocks (c x oc each, w_group_stride apart), one per point of the 6x6 transformed tile.
-// Tiles [t0, t1) of the flattened (n, ceil(oh/4), ceil(ow/4)); v holds 36*(t1-t0)*c floats and
-// m 36*(t1-t0)*oc. Taps outside x read as zero; outputs past oh/ow are not written.
+// Tiles [t0, t1) of the flattened (n, ceil(oh/4), ceil(ow/4)), output channels of B panels
+// [q0, q1); v holds 36*(t1-t0)*c floats and m 36*(t1-t0)*oc. Taps outside x read as zero;
+// outputs past oh/ow are not written.
 constexpr int64_t kWinoTile = 4;
-using Conv2dWinoFn = void (*)(const ConvArgs&, int64_t t0, int64_t t1, float* v, float* m);
+using Conv2dWinoFn = void (*)(const ConvArgs&, int64_t t0, int64_t t1, int64_t q0, int64_t q1, float* v, float* m);
 MSV0_DECLARE(conv2d_f32_winograd, Conv2dWinoFn)
 
 }  // namespace msv0
@@ -134,7 +135,7 @@ void output_1d(const VecF* m, int64_t step, VecF* r, int64_t rstep) {
 
 }  // namespace
 
-void conv2d_f32_winograd(const ConvArgs& a, int64_t t0, int64_t t1, float* v, float* m) {
+void conv2d_f32_winograd(const ConvArgs& a, int64_t t0, int64_t t1, int64_t q0, int64_t q1, float* v, float* m) {
   const int64_t rows = t1 - t0, th = (a.oh + kWinoTile - 1) / kWinoTile, tw = (a.ow + kWinoTile - 1) / kWinoTile;
   VecF d[36], t[36];
   for (int64_t r = 0; r < rows; ++r) {
@@ -156,19 +157,18 @@ void conv2d_f32_winograd(const ConvArgs& a, int64_t t0, int64_t t1, float* v, fl
       for (int xi = 0; xi < 36; ++xi) d[xi].store_tail(v + (xi * rows + r) * a.c + c, lanes);
     }
   }
-  const int64_t panels = (a.oc + kGemmNr - 1) / kGemmNr;
   for (int xi = 0; xi < 36; ++xi) {
     const GemmArgs ga{v + xi * rows * a.c, a.c, a.w_packed + xi * a.w_group_stride, nullptr, m + xi * rows * a.oc,
                       a.oc, rows, a.oc, a.c, -INFINITY, INFINITY};
-    sgemm_f32(ga, 0, rows, 0, panels);
+    sgemm_f32(ga, 0, rows, q0, q1);
   }
   const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t tile = t0 + r, b = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
     const int64_t oy0 = ty * kWinoTile, ox0 = tx * kWinoTile;
     const int64_t ny = min_i(kWinoTile, a.oh - oy0), nx = min_i(kWinoTile, a.ow - ox0);
-    for (int64_t o = 0; o < a.oc; o += VecF::kLanes) {
-      const int64_t lanes = min_i(VecF::kLanes, a.oc - o);
+    for (int64_t o = q0 * kGemmNr, oe = min_i(q1 * kGemmNr, a.oc); o < oe; o += VecF::kLanes) {
+      const int64_t lanes = min_i(VecF::kLanes, oe - o);
       for (int xi = 0; xi < 36; ++xi) d[xi] = VecF::load_tail(m + (xi * rows + r) * a.oc + o, lanes);
       for (int j = 0; j < 6; ++j) output_1d(d + j, 6, t + j, 6);  // columns: 4 x 6
       for (int i = 0; i < 4; ++i) output_1d(t + i * 6, 1, d + i * 4, 1);  // rows: 4 x 4
@@ -193,6 +193,14 @@ MSV0_EXPORT(conv2d_f32_winograd)
 #include "runtime/native.h"
 
 namespace msv0 {
+
+// Where part `part` of `splits` equal shares of `panels` B panels starts: on a pair boundary
+// (pairs are the widest micro-kernel tile) when the pairs divide evenly, else on any panel, as
+// a lone panel costs less than one thread doing a whole extra pair (ten panels: 5 + 5, not 4 + 6).
+int64_t panel_bound(int64_t panels, int64_t part, int64_t splits) {
+  const int64_t pairs = (panels + 1) / 2;
+  return pairs % splits == 0 ? std::min(panels, 2 * (pairs * part / splits)) : panels * part / splits;
+}
 
 // A Conv2D whose weight [oc, kh, kw, c/group] ("KHWC") is packed once per Session: group g's
 // rows form B^T (og x kh*kw*cg) of its GEMM.
@@ -271,21 +279,24 @@ class Conv2dF32 {
     const int64_t splits = tiles >= threads ? 1 : std::min<int64_t>(pairs, threads);
     const Conv2dFn fn = MSV0_DISPATCH(conv2d_f32);
     parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<float> buf(static_cast<size_t>(rows * k));
+      float* buf = thread_scratch(static_cast<size_t>(rows * k));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t tile = t / splits, part = t % splits;
-        const int64_t q0 = std::min(panels, pairs * part / splits * 2);
-        const int64_t q1 = std::min(panels, pairs * (part + 1) / splits * 2);
-        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf.data());
+        const int64_t q0 = panel_bound(panels, part, splits), q1 = panel_bound(panels, part + 1, splits);
+        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf);
       }
     });
   }
 
  private:
   // Winograd needs enough channels for its transforms to vectorise and enough tiles for each
-  // transformed weight block (c x oc) to be reused across many GEMM rows; below these it loses
-  // to im2col (e.g. ResNet-50's 7x7x512 stage: 4 tiles, 9 MiB of transformed weights).
-  static constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 32;
+  // transformed weight block (c x oc) to be reused across several GEMM rows: its weights are
+  // 4x those of im2col, streamed from memory once per run. ResNet-50's 14x14 stage (16 tiles)
+  // runs 1.5x faster on it; its 7x7 stage (4 tiles, 36 MiB of transformed weights) loses.
+  static constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 16;
+  // Transformed weight floats above which threads split output channels rather than tiles
+  // (each then repeats the input transform, which small layers cannot afford).
+  static constexpr int64_t kWinoBigWeights = 1 << 20;
 
   void store_bias(const std::optional<py::array>& bias) {
     if (bias) {
@@ -325,18 +336,28 @@ class Conv2dF32 {
 
   void run_winograd(const ConvArgs& a) const {
     const int64_t tiles = a.n * ((a.oh + kWinoTile - 1) / kWinoTile) * ((a.ow + kWinoTile - 1) / kWinoTile);
+    const int64_t panels = (oc_ + kGemmNr - 1) / kGemmNr, pairs = (panels + 1) / 2;
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1;
     // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/36 of it),
-    // at least 12 rows per GEMM, and a block count that is a multiple of the thread count so
-    // equal blocks finish together.
+    // at least 12 rows per GEMM. With many tiles, the block count is a multiple of the thread
+    // count so equal blocks finish together. With few tiles and weights too large for L2 to
+    // serve each thread a copy (ResNet-50's 14x14 stage: 16 tiles, 9 MiB), the threads split the output channels instead, in pairs
+    // of panels, each transforming the same input but streaming only its share of the weights,
+    // and blocks may be twice as large, since re-streaming the weights costs more than L2 misses.
     const int64_t fit = std::max<int64_t>(12, std::min<int64_t>(262144 / (36 * (a.c + a.oc)), 96));
-    const int64_t blocks = ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
+    const bool few = tiles < 2 * fit * threads && 36 * a.c * a.oc > kWinoBigWeights;
+    const int64_t splits = few ? std::min<int64_t>(pairs, threads) : 1;
+    const int64_t blocks = few ? (tiles + 2 * fit - 1) / (2 * fit) : ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
     const int64_t rows = (tiles + blocks - 1) / blocks;
     const Conv2dWinoFn fn = MSV0_DISPATCH(conv2d_f32_winograd);
-    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<float> v(static_cast<size_t>(36 * rows * a.c)), m(static_cast<size_t>(36 * rows * a.oc));
-      for (int64_t b = b0; b < b1; ++b) fn(a, b * rows, std::min(tiles, b * rows + rows), v.data(), m.data());
+    parallel_for(blocks * splits, 1, [&](int64_t t0, int64_t t1) {
+      float* v = thread_scratch(static_cast<size_t>(36 * rows * (a.c + a.oc)));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = t / splits, part = t % splits;
+        const int64_t q0 = panel_bound(panels, part, splits), q1 = panel_bound(panels, part + 1, splits);
+        fn(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v, v + 36 * rows * a.c);
+      }
     });
   }
 

@@ -1,9 +1,40 @@
 #include "runtime/parallel.h"
 
 namespace msv0 {
+namespace {
 
-ThreadPool::ThreadPool(int num_threads) {
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+// A spin-wait hint: lets the sibling hyperthread run and saves power while polling.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls done() with pause hints for about kPauses rounds, then with sched_yield (which lets a
+// descheduled peer run when cores are shared) for kYields more; returns whether done() held.
+// Consecutive layers post jobs microseconds apart, and both a futex wake-up and a yield cost
+// more than a small layer's work, so the fast path is a pure spin.
+template <class Done>
+bool spin_until(Done done, int pauses, int yields) {
+  for (int i = 0; i < pauses; ++i) {
+    if (done()) return true;
+    cpu_relax();
+  }
+  for (int i = 0; i < yields; ++i) {
+    if (done()) return true;
+    std::this_thread::yield();
+  }
+  return done();
+}
+
+constexpr int kPauses = 4000, kYields = 20000;
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads) : blocks_(num_threads < 1 ? 1 : num_threads) {
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -15,36 +46,27 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain(const std::function<void(int64_t)>& fn, int64_t tasks) {
-  int64_t done = 0;
-  for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks; ++done) fn(t);
-  if (done) finished_.fetch_add(done, std::memory_order_acq_rel);
+void ThreadPool::drain(int self) {
+  const std::function<void(int64_t)>& fn = *job_;
+  const int n = static_cast<int>(blocks_.size());
+  for (int i = 0; i < n; ++i) {
+    Block& b = blocks_[(self + i) % n];
+    for (int64_t t; (t = b.next.fetch_add(1, std::memory_order_relaxed)) < b.end;) fn(t);
+  }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   uint64_t seen = 0;
   for (;;) {
-    // Spin briefly: consecutive layers post jobs microseconds apart, and a futex wake-up
-    // costs more than a small layer's work.
-    for (int i = 0; i < 20000 && generation_.load(std::memory_order_acquire) == seen; ++i)
-      std::this_thread::yield();
-    const std::function<void(int64_t)>* job;
-    int64_t tasks;
-    {
+    auto posted = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    if (!spin_until(posted, kPauses, kYields)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+      wake_.wait(lock, [&] { return stop_ || posted(); });
       if (stop_) return;
-      seen = generation_.load();
-      job = job_;
-      tasks = tasks_;
-      ++active_;
     }
-    drain(*job, tasks);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --active_;
-    }
-    done_.notify_all();
+    seen = generation_.load(std::memory_order_acquire);
+    drain(self);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -54,22 +76,28 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }
+  std::lock_guard<std::mutex> serial(run_mu_);
+  // Every worker gave the previous job back before the previous run returned.
+  job_ = &fn;
+  tasks_ = tasks;
+  const int64_t n = static_cast<int64_t>(blocks_.size());
+  for (int64_t i = 0; i < n; ++i) {
+    blocks_[i].next.store(i * tasks / n, std::memory_order_relaxed);
+    blocks_[i].end = (i + 1) * tasks / n;
+  }
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [&] { return active_ == 0; });
-    job_ = &fn;
-    tasks_ = tasks;
-    next_.store(0);
-    finished_.store(0);
+    // Under mu_ so that a worker about to sleep sees either the new generation or the notify.
+    std::lock_guard<std::mutex> lock(mu_);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  drain(fn, tasks);
-  // Wait for the other chunks; spinning is cheaper than sleeping for the few microseconds
-  // a balanced split leaves.
-  while (finished_.load(std::memory_order_acquire) < tasks) std::this_thread::yield();
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return active_ == 0; });
+  drain(0);
+  // Every worker takes part in every generation (one that finds no task left returns at
+  // once), so job_ can be rewritten safely once they all have checked in.
+  auto all_back = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  while (!spin_until(all_back, kPauses, 1 << 30)) {
+  }
 }
 
 namespace {
@@ -77,6 +105,12 @@ thread_local ThreadPool* t_pool = nullptr;
 }
 
 ThreadPool* bound_pool() { return t_pool; }
+
+float* thread_scratch(size_t floats) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < floats) scratch.resize(floats);
+  return scratch.data();
+}
 void bind_pool(ThreadPool* pool) { t_pool = pool; }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -21,29 +21,42 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Runs fn(task) for task in [0, tasks) on the workers and the caller; returns when all ran.
+  // Thread i first runs tasks [i * tasks / size(), (i + 1) * tasks / size()).
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
 
  private:
-  void worker_loop();
-  void drain(const std::function<void(int64_t)>& fn, int64_t tasks);
+  void worker_loop(int self);
+  void drain(int self);
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  // Guarded by mu_: the job of the current generation, and how many workers hold a snapshot
-  // of it. run() waits for active_ == 0 before it returns and before it posts the next job,
-  // so no worker can touch a finished job's state.
+  std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
+  std::mutex mu_;      // pairs with wake_ for workers that stopped spinning
+  std::condition_variable wake_;
+  bool stop_ = false;  // guarded by mu_
+  // The current job. Written by run() only while no worker holds it (pending_ == 0), then
+  // published by the release increment of generation_; a worker reads it after acquiring
+  // generation_ and gives it back by decrementing pending_.
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t tasks_ = 0;
-  int active_ = 0;
-  bool stop_ = false;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int64_t> next_{0};
-  std::atomic<int64_t> finished_{0};
+  // Tasks are dealt in contiguous blocks, one per thread (the caller is thread 0), so the same
+  // thread touches the same part of consecutive layers' tensors and finds it in its own L2; a
+  // thread that finishes its block takes tasks from the others'.
+  struct alignas(64) Block {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::vector<Block> blocks_;
+  std::atomic<int> pending_{0};  // workers that have not finished the current generation
 };
 
 ThreadPool* bound_pool();
 void bind_pool(ThreadPool* pool);  // thread-local
+
+// A buffer of at least `floats` floats owned by the calling thread, valid until its next call
+// on this thread: kernels' per-task scratch (im2col rows, Winograd tiles), which as a fresh
+// allocation per task would be mapped and page-faulted anew on every run.
+float* thread_scratch(size_t floats);
 
 // fn(begin, end) over chunks of [0, n); at least `grain` items per chunk.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);

@@ -125,6 +125,10 @@ CASES = {
     "no_bias": dict(kernel=(3, 3), pads=(1, 1, 1, 1), bias=False),
     "threads2": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(2, 13, 6, 15), oc=33),
     "threads2_1x1": dict(kernel=(1, 1), threads=2, x=(1, 30, 30, 16), oc=24),
+    # Few pixels on two threads split the output channels: 5 pairs of panels (split 5 + 5 panels)
+    # and 3 pairs (split 2 + 3 panels).
+    "threads2_7x7_10_panels": dict(kernel=(1, 1), threads=2, x=(1, 7, 7, 40), oc=160),
+    "threads2_7x7_5_panels": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(1, 7, 7, 9), oc=72),
     "big_k": dict(kernel=(5, 5), pads=(2, 2, 2, 2), c=40, oc=20),
     "group2_threads2": dict(kernel=(3, 3), group=2, stride=(2, 1), pads=(1, 1, 1, 1), threads=2, c=18, oc=34),
     "depthwise_dilate2_threads2": dict(kernel=(3, 3), group=16, dilation=(2, 2), pads=(2, 2, 2, 2), threads=2,
@@ -142,13 +146,17 @@ def test_conv2d_f32_cases(isa, rng, case):
 
 
 # (x shape, oc, padMode, pads, activation, bias, threads): 3x3 stride 1 shapes that take
-# Winograd F(4x4, 3x3): >= 16 channels each side, >= 32 output tiles, partial edge tiles.
+# Winograd F(4x4, 3x3): >= 16 channels each side, >= 16 output tiles, partial edge tiles; few tiles
+# with > 2^20 transformed weights on two threads split the output channels (11 panels: a lone one).
 WINOGRAD = {
     "pad1_odd": ((1, 23, 29, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
     "batch2_relu6": ((2, 13, 17, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, True, 1),
     "asym_no_bias": ((1, 30, 31, 33), 20, NOTSET, (0, 2, 1, 0), RELU, False, 1),
     "same_upper_threads2": ((1, 25, 27, 16), 17, SAME_UPPER, (0, 0, 0, 0), 0, True, 2),
     "valid_threads2": ((1, 26, 35, 24), 48, VALID, (0, 0, 0, 0), 0, True, 2),
+    "16_tiles_big_weights_threads2": ((1, 14, 14, 176), 168, CAFFE, (1, 1, 1, 1), RELU, True, 2),
+    "16_tiles_edges": ((1, 15, 13, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
+    "20_tiles_threads2": ((1, 17, 14, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, False, 2),
 }
 
 

@@ -42,9 +42,12 @@ def test_gemm_small(isa, rng, transposed):
 TILE_SIZES = [(m, n, 9) for m in (3, 4, 5, 6, 7, 11, 12, 13, 23, 24, 25) for n in (15, 16, 17, 31, 32, 33, 47, 48, 49)]
 BLOCK_SIZES = [(13, 20, 255), (13, 20, 256), (13, 20, 257), (25, 40, 513), (5, 511, 7), (5, 512, 7), (5, 513, 7),
                (14, 528, 300)]
+# Around the few-rows path (up to 120 rows: all row tiles of a k block packed at once, panel
+# groups outside), with several k blocks and a lone last panel: 49 and 119/120/121 rows.
+FEW_ROWS_SIZES = [(49, 80, 600), (119, 33, 300), (120, 48, 513), (121, 17, 257), (2, 49, 520)]
 
 
-@pytest.mark.parametrize("m,n,k", TILE_SIZES + BLOCK_SIZES, ids=str)
+@pytest.mark.parametrize("m,n,k", TILE_SIZES + BLOCK_SIZES + FEW_ROWS_SIZES, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_gemm_tiles(isa, rng, m, n, k, transposed):
     check(rng, m, n, k, transposed)
