@@ -30,19 +30,6 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-template <bool Tail>
-VecF ld(const float* p, int64_t lanes) {
-  return Tail ? VecF::load_tail(p, lanes) : VecF::load(p);
-}
-
-template <bool Tail>
-void st(VecF v, float* p, int64_t lanes) {
-  if (Tail)
-    v.store_tail(p, lanes);
-  else
-    v.store(p);
-}
-
 // Taps [first, last) of a window starting at `start` with step d that land inside [0, size).
 int64_t first_tap(int64_t start, int64_t d) { return start >= 0 ? 0 : (-start + d - 1) / d; }
 int64_t last_tap(int64_t start, int64_t d, int64_t size, int64_t k) {
@@ -70,9 +57,9 @@ void row_block(const DwArgs& a, const float* const* rows, float* yrow, int64_t c
     for (int ky = 0; ky < K; ++ky)
       for (int kx = 0; kx < K; ++kx) {
         const int64_t ix = ix0 + kx;
-        if (ix >= 0 && ix < a.w) acc = fmadd(ld<Tail>(rows[ky] + ix * ch + c, lanes), wv[ky * K + kx], acc);
+        if (ix >= 0 && ix < a.w) acc = fmadd(load_n<Tail>(rows[ky] + ix * ch + c, lanes), wv[ky * K + kx], acc);
       }
-    st<Tail>(clamp(acc, lo, hi), yrow + ox * ch + c, lanes);
+    store_n<Tail>(clamp(acc, lo, hi), yrow + ox * ch + c, lanes);
   };
 
   int64_t ox = 0;
@@ -84,9 +71,9 @@ void row_block(const DwArgs& a, const float* const* rows, float* yrow, int64_t c
     for (int ky = 0; ky < K; ++ky) {
       const float* r = rows[ky] + off;
       for (int kx = 0; kx < K; ++kx)
-        for (int p = 0; p < P; ++p) acc[p] = fmadd(ld<Tail>(r + (p * S + kx) * ch, lanes), wv[ky * K + kx], acc[p]);
+        for (int p = 0; p < P; ++p) acc[p] = fmadd(load_n<Tail>(r + (p * S + kx) * ch, lanes), wv[ky * K + kx], acc[p]);
     }
-    for (int p = 0; p < P; ++p) st<Tail>(clamp(acc[p], lo, hi), yrow + (ox + p) * ch + c, lanes);
+    for (int p = 0; p < P; ++p) store_n<Tail>(clamp(acc[p], lo, hi), yrow + (ox + p) * ch + c, lanes);
   }
   for (; ox < a.ow; ++ox) border(ox);
 }
@@ -121,9 +108,9 @@ void pixel_general(const DwArgs& a, int64_t b, int64_t iy0, int64_t ky0, int64_t
     const float* xr = a.x + ((b * a.h + iy0 + ky * a.dh) * a.w + ix0) * a.c + c;
     const float* wr = a.weight + ky * a.kw * a.cp + c;
     for (int64_t kx = kx0; kx < kx1; ++kx)
-      acc = fmadd(ld<Tail>(xr + kx * a.dw * a.c, lanes), VecF::load(wr + kx * a.cp), acc);
+      acc = fmadd(load_n<Tail>(xr + kx * a.dw * a.c, lanes), VecF::load(wr + kx * a.cp), acc);
   }
-  st<Tail>(clamp(acc, VecF::splat(a.lo), VecF::splat(a.hi)), out + c, lanes);
+  store_n<Tail>(clamp(acc, VecF::splat(a.lo), VecF::splat(a.hi)), out + c, lanes);
 }
 
 void rows_general(const DwArgs& a, int64_t r0, int64_t r1) {

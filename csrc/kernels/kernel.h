@@ -22,6 +22,19 @@ inline void prefetch(const void* p) { __builtin_prefetch(p); }
 // A fused activation's clamp. max/min return their second operand when unordered, so NaN
 // passes through as in r1.1's MSMIN(hi, MSMAX(lo, x)), and infinite bounds change nothing.
 inline VecF clamp(VecF x, VecF lo, VecF hi) { return min(hi, max(lo, x)); }
+// Whole-vector or tail (first `lanes` lanes) load and store, chosen at compile time so the
+// channel loops of a kernel are written once for full vectors and for the last partial one.
+template <bool Tail>
+VecF load_n(const float* p, int64_t lanes) {
+  return Tail ? VecF::load_tail(p, lanes) : VecF::load(p);
+}
+template <bool Tail>
+void store_n(VecF v, float* p, int64_t lanes) {
+  if (Tail)
+    v.store_tail(p, lanes);
+  else
+    v.store(p);
+}
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #endif

@@ -28,11 +28,6 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-template <bool Tail>
-VecF ld(const float* p, int64_t lanes) {
-  return Tail ? VecF::load_tail(p, lanes) : VecF::load(p);
-}
-
 // U channel vectors of one output pixel over the clipped window [y0,y1) x [x0,x1). U
 // independent chains hide the max/add latency (a 7x7 global window is 49 dependent steps).
 // Sums run ky-major, kx-minor from zero, the order r1.1 uses, so results match it bitwise.
@@ -45,7 +40,7 @@ void window(const PoolArgs& a, const float* xb, int64_t y0, int64_t y1, int64_t 
     for (int64_t ix = x0; ix < x1; ++ix) {
       const float* p = xb + (iy * a.w + ix) * a.c + c;
       for (int u = 0; u < U; ++u) {
-        const VecF v = ld<Tail>(p + u * VecF::kLanes, lanes);
+        const VecF v = load_n<Tail>(p + u * VecF::kLanes, lanes);
         acc[u] = Max ? max(acc[u], v) : acc[u] + v;
       }
     }
