@@ -344,3 +344,90 @@ def test_conv2d_f32_two_threads_split_channels(isa, rng, case):
     x_shape, oc, group = case
     check_conv(rng, x_shape, oc, (3, 3), group=group, pads=(1, 1, 1, 1), threads=2)
     check_conv(rng, x_shape, oc, (1, 1), group=group, threads=2)
+
+
+# Group-1 convs with <= 4 input channels (network stems) take the direct kernel, vectorised over
+# output channels: every Cout tail across lane counts 8/16 and the 4 x 16 block, odd sizes.
+@pytest.mark.parametrize("c", [1, 2, 3, 4])
+@pytest.mark.parametrize("oc", [1, 7, 16, 17, 32, 33, 64])
+def test_conv2d_f32_direct_channels(isa, rng, c, oc):
+    check_conv(rng, (1, 13, 9, c), oc, (3, 3), stride=(2, 2), mode=SAME_UPPER)
+
+
+DIRECT_CASES = {
+    "3x3_s2_asym_pads": dict(kernel=(3, 3), stride=(2, 2), pads=(0, 2, 2, 1), x=(1, 13, 9, 3), oc=32),
+    "7x7_s2_pad3": dict(kernel=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), x=(1, 29, 31, 3), oc=64),
+    "7x7_s2_pad3_batch2": dict(kernel=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), x=(2, 13, 9, 4), oc=33),
+    "5x5_s1_dilate2": dict(kernel=(5, 5), dilation=(2, 2), pads=(4, 4, 4, 4), x=(1, 29, 31, 2), oc=17),
+    "5x5_dilate2_no_pads": dict(kernel=(5, 5), dilation=(2, 2), x=(1, 13, 29, 3), oc=16),
+    "1x3": dict(kernel=(1, 3), pads=(0, 0, 1, 1), x=(1, 13, 9, 1), oc=7),
+    "1x3_s2_valid": dict(kernel=(1, 3), stride=(2, 2), mode=VALID, x=(1, 29, 31, 4), oc=64),
+    "kernel_wider_than_x": dict(kernel=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), x=(1, 4, 3, 3), oc=32),
+    "relu6": dict(kernel=(3, 3), stride=(2, 2), mode=SAME_UPPER, activation=RELU6, x=(1, 29, 31, 3), oc=32),
+    "no_bias": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), bias=False, x=(1, 13, 9, 3), oc=33),
+    "threads2": dict(kernel=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), threads=2, x=(2, 29, 31, 3), oc=64),
+    "threads2_relu": dict(kernel=(3, 3), stride=(2, 2), mode=SAME_UPPER, activation=RELU, threads=2,
+                          x=(1, 29, 31, 3), oc=17),
+}
+
+
+@pytest.mark.parametrize("case", DIRECT_CASES)
+def test_conv2d_f32_direct_cases(isa, rng, case):
+    kw = dict(DIRECT_CASES[case])
+    x, oc = kw.pop("x"), kw.pop("oc")
+    check_conv(rng, x, oc, **kw)
+
+
+@pytest.mark.parametrize("oc", [17, 64])
+def test_conv2d_direct_kernel_canary_and_nan(isa, rng, oc):
+    """Called directly: every output written, nothing past y's end (masked Cout tail), and a NaN
+    in x reaches exactly the outputs whose window holds it, through the RELU6 clamp."""
+    x = rng.standard_normal((1, 29, 31, 3)).astype(np.float32)
+    x[0, 10, 0, 1] = np.nan  # a left-border column: the per-pixel path
+    x[0, 20, 15, 2] = np.nan  # an interior column: the blocked path
+    w = rng.standard_normal((oc, 7, 7, 3)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    oh, ow = 15, 16
+    conv = _core.PackedDirectConv(w, b, 2, 2, 1, 1, 3, 3, 0.0, 6.0)
+    buf = np.full(oh * ow * oc + 16, np.nan, np.float32)
+    y = buf[:oh * ow * oc].reshape(1, oh, ow, oc)
+    conv.run(x, y)
+    assert np.isnan(buf[oh * ow * oc:]).all()
+    want = np.clip(conv_ref(x, w, b, 1, (2, 2), (1, 1), oh, ow, 3, 3), 0, 6)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    assert np.isnan(want).any() and not np.isnan(want).all()
+    finite = ~np.isnan(want)
+    absref = conv_ref(np.abs(np.nan_to_num(x)), np.abs(w), np.abs(b), 1, (2, 2), (1, 1), oh, ow, 3, 3)
+    close(np.where(finite, y, 0), np.where(finite, want, 0), absref, 7 * 7 * 3)
+
+
+def stem_model(rng):
+    """A stem (3x3 stride 2, RGB -> 32, RELU6) then a 1x1 conv: both steps native."""
+    from msv0.builder import Builder
+
+    def w(*shape):
+        return rng.standard_normal(shape).astype(np.float32) * 0.3
+
+    b = Builder("stem")
+    x = b.input("x", (1, 29, 31, 3))
+    t = b.node("Conv2D", [x, b.const("w0", w(32, 3, 3, 3), format=7), b.const("b0", w(32))], kernelH=3, kernelW=3,
+               strideH=2, strideW=2, dilateH=1, dilateW=1, group=1, padMode=SAME_UPPER, activationType=RELU6)
+    t = b.node("Conv2D", [t, b.const("w1", w(17, 1, 1, 32), format=7)], kernelH=1, kernelW=1, strideH=1, strideW=1,
+               dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+    b.output(t)
+    return b.finish(), rng.standard_normal((1, 29, 31, 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_direct_native_matches_python_steps(isa, rng, threads, monkeypatch):
+    model, x = stem_model(rng)
+    native = msv0.Session(model, num_threads=threads)
+    (plan,) = native._plans.values()
+    assert [s.label for s in plan.steps] == ["native program"]
+    monkeypatch.setattr(msv0.Session, "native", False)
+    python = msv0.Session(model, num_threads=threads)
+    (plan,) = python._plans.values()
+    assert len(plan.steps) == 2
+    (got,) = native.run([x]).values()
+    (want,) = python.run([x]).values()
+    np.testing.assert_array_equal(got, want)

@@ -8,6 +8,9 @@ from msv0.registry import Plan, activation_range, as_float32, const_input, expec
 from msv0.weights import float_weight
 
 NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
+# Up to this many input channels (network stems: RGB), a group-1 conv takes the direct kernel:
+# with K = kh*kw*c this small, the im2col copy and the GEMM's panel overhead outweigh the sums.
+DIRECT_MAX_CHANNELS = 4
 
 
 def _geometry(node, a, weight_hw):
@@ -76,6 +79,13 @@ def conv2d(node, ins):
             dwconv.run(inputs[0], outputs[0])
 
         return Plan([(out_shape, np.dtype(np.float32))], run_depthwise, native=dwconv.native(n, h, w, oh, ow))
+    if group == 1 and c <= DIRECT_MAX_CHANNELS:  # a stem: sum straight from x, no im2col
+        direct = _core.PackedDirectConv(weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
+
+        def run_direct(inputs, outputs):
+            direct.run(inputs[0], outputs[0])
+
+        return Plan([(out_shape, np.dtype(np.float32))], run_direct, native=direct.native(n, h, w, oh, ow))
     tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
     kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
 

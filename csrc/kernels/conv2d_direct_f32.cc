@@ -1,0 +1,278 @@
+// Direct Conv2D for few input channels (network stems such as 224x224x3 -> 32/64), NHWC float32:
+//   y[b,oy,ox,o] = clamp(bias[o] + sum_{ky,kx,ci} x[b, oy*sh-pt+ky*dh, ox*sw-pl+kx*dw, ci] * w[o,ky,kx,ci])
+// With 1-4 input channels an im2col row is a short strided gather and the GEMM's K is tiny, so
+// both the copy and the GEMM's per-panel overhead dominate. Here the sums run straight from x,
+// vectorised over OUTPUT channels: the weight is packed once per Session as
+// [kh][kw][c][cp], cp = Cout rounded up to 16 and zero-padded, so each tap's weight is whole
+// vectors. A block of P pixels of one output row keeps P x V accumulators in registers; each
+// tap loads V weight vectors once and broadcasts one x value per pixel. Taps outside the image
+// are skipped (zero padding); y's Cout tail uses masked stores, so nothing past y is written.
+#include "kernels/kernel.h"
+
+namespace msv0 {
+
+constexpr int64_t kDirectPad = 16;  // the widest VecF
+
+struct DirectConvArgs {
+  const float* x;       // n x h x w x c
+  float* y;             // n x oh x ow x oc
+  const float* weight;  // kh x kw x c x cp
+  const float* bias;    // cp (zeros when the node has none)
+  int64_t n, h, w, c, oh, ow, oc, cp;
+  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+  float lo, hi;
+};
+
+// Output rows [r0, r1) of the flattened (b, oy) range.
+MSV0_DECLARE(conv2d_direct_f32, void (*)(const DirectConvArgs&, int64_t r0, int64_t r1))
+
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+// Vector registers of the tier: AVX2 (8 lanes) has 16, AVX-512 (16 lanes) and NEON (4 lanes)
+// have 32; the scalar tier assumes x86's 16. Accumulators, V weight vectors and one broadcast must fit.
+constexpr int kRegs = VecF::kLanes == 16 || VecF::kLanes == 4 ? 32 : 16;
+constexpr int kMaxV = kRegs == 32 ? 4 : 2;
+constexpr int pixels_for(int v) { return (kRegs - 1 - v) / v < 8 ? (kRegs - 1 - v) / v : 8; }
+
+// Taps [first, last) of a window starting at `start` with step d that land inside [0, size).
+int64_t first_tap(int64_t start, int64_t d) { return start >= 0 ? 0 : (-start + d - 1) / d; }
+int64_t last_tap(int64_t start, int64_t d, int64_t size, int64_t k) {
+  return start >= size ? 0 : min_i(k, (size - 1 - start) / d + 1);
+}
+
+// Stores V vectors of output channels [o0, o0 + V*lanes), clipped to oc.
+template <int V>
+void store_out(const VecF* acc, float* out, int64_t o0, int64_t oc, VecF lo, VecF hi) {
+  for (int v = 0; v < V; ++v) {
+    const int64_t o = o0 + v * VecF::kLanes;
+    const VecF r = clamp(acc[v], lo, hi);
+    if (o + VecF::kLanes <= oc)
+      r.store(out + o);
+    else if (o < oc)
+      r.store_tail(out + o, oc - o);
+  }
+}
+
+// P interior columns [ox, ox + P) at once: every kx tap is inside the image, so no per-tap
+// tests; each tap's V weight vectors are loaded once for all P columns.
+template <int V, int P>
+void interior_block(const DirectConvArgs& a, const float* xb, const float* wb, const VecF* bias, int64_t iy0,
+                    int64_t ky0, int64_t ky1, float* yrow, int64_t o0, int64_t ox) {
+  constexpr int L = VecF::kLanes;
+  const int64_t c = a.c, cp = a.cp, xstep = a.sw * c, kxstep = a.dw * c;
+  VecF acc[P][V];
+  for (int p = 0; p < P; ++p)
+    for (int v = 0; v < V; ++v) acc[p][v] = bias[v];
+  for (int64_t ky = ky0; ky < ky1; ++ky) {
+    const float* xr = xb + ((iy0 + ky * a.dh) * a.w + ox * a.sw - a.pl) * c;
+    const float* wp = wb + ky * a.kw * c * cp;
+    for (int64_t kx = 0; kx < a.kw; ++kx, xr += kxstep)
+      for (int64_t ci = 0; ci < c; ++ci, wp += cp) {
+        VecF wv[V];
+        for (int v = 0; v < V; ++v) wv[v] = VecF::load(wp + v * L);
+        for (int p = 0; p < P; ++p) {
+          const VecF xv = VecF::splat(xr[p * xstep + ci]);
+          for (int v = 0; v < V; ++v) acc[p][v] = fmadd(xv, wv[v], acc[p][v]);
+        }
+      }
+  }
+  // The clamp bounds are made here, not passed in: with 4 x 6 accumulators, two more live
+  // registers through the loop make the compiler spill a weight vector.
+  const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+  for (int p = 0; p < P; ++p) store_out<V>(acc[p], yrow + (ox + p) * a.oc, o0, a.oc, lo, hi);
+}
+
+// One row of outputs, channels [o0, o0 + V*lanes). iy0/ky0/ky1: the row's window start and its
+// taps inside the image; [ox_lo, ox_hi): the columns whose every kx tap is inside the image.
+template <int V>
+void row_block(const DirectConvArgs& a, int64_t b, int64_t iy0, int64_t ky0, int64_t ky1, float* yrow,
+               int64_t o0, int64_t ox_lo, int64_t ox_hi) {
+  constexpr int P = pixels_for(V);
+  constexpr int L = VecF::kLanes;
+  const int64_t c = a.c, cp = a.cp;
+  const float* xb = a.x + b * a.h * a.w * c;
+  const float* wb = a.weight + o0;
+  const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+  VecF bias[V];
+  for (int v = 0; v < V; ++v) bias[v] = VecF::load(a.bias + o0 + v * L);
+
+  // Any column: kx taps clipped to the image.
+  auto pixel = [&](int64_t ox) {
+    VecF acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = bias[v];
+    const int64_t ix0 = ox * a.sw - a.pl;
+    const int64_t kx0 = first_tap(ix0, a.dw), kx1 = last_tap(ix0, a.dw, a.w, a.kw);
+    for (int64_t ky = ky0; ky < ky1; ++ky) {
+      const float* xr = xb + ((iy0 + ky * a.dh) * a.w + ix0) * c;
+      for (int64_t kx = kx0; kx < kx1; ++kx) {
+        const float* xp = xr + kx * a.dw * c;
+        const float* wp = wb + (ky * a.kw + kx) * c * cp;
+        for (int64_t ci = 0; ci < c; ++ci, wp += cp) {
+          const VecF xv = VecF::splat(xp[ci]);
+          for (int v = 0; v < V; ++v) acc[v] = fmadd(xv, VecF::load(wp + v * L), acc[v]);
+        }
+      }
+    }
+    store_out<V>(acc, yrow + ox * a.oc, o0, a.oc, lo, hi);
+  };
+
+  int64_t ox = 0;
+  for (; ox < ox_lo; ++ox) pixel(ox);
+  for (; ox + P <= ox_hi; ox += P) interior_block<V, P>(a, xb, wb, bias, iy0, ky0, ky1, yrow, o0, ox);
+  // The interior's last few columns: one more block ending at ox_hi, recomputing (the same
+  // values) some columns already written, beats a slow single-column pass over each.
+  if (ox < ox_hi && ox_hi - ox_lo >= P) {
+    interior_block<V, P>(a, xb, wb, bias, iy0, ky0, ky1, yrow, o0, ox_hi - P);
+    ox = ox_hi;
+  }
+  for (; ox < a.ow; ++ox) pixel(ox);
+}
+
+template <int V>
+void row_chunk(const DirectConvArgs& a, int64_t b, int64_t iy0, int64_t ky0, int64_t ky1, float* yrow,
+               int64_t o0, int64_t nv, int64_t ox_lo, int64_t ox_hi) {
+  if (nv == V) return row_block<V>(a, b, iy0, ky0, ky1, yrow, o0, ox_lo, ox_hi);
+  if constexpr (V > 1) row_chunk<V - 1>(a, b, iy0, ky0, ky1, yrow, o0, nv, ox_lo, ox_hi);
+}
+
+}  // namespace
+
+void conv2d_direct_f32(const DirectConvArgs& a, int64_t r0, int64_t r1) {
+  // Columns whose whole window lies inside the image: ox*sw - pl >= 0 and
+  // ox*sw - pl + (kw-1)*dw < w.
+  const int64_t span = (a.kw - 1) * a.dw;
+  const int64_t ox_lo = min_i((a.pl + a.sw - 1) / a.sw, a.ow);
+  int64_t ox_hi = a.w - 1 - span + a.pl >= 0 ? (a.w - 1 - span + a.pl) / a.sw + 1 : 0;
+  ox_hi = max_i(ox_lo, min_i(ox_hi, a.ow));
+  const int64_t vectors = (a.oc + VecF::kLanes - 1) / VecF::kLanes;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / a.oh, oy = r % a.oh;
+    const int64_t iy0 = oy * a.sh - a.pt;
+    const int64_t ky0 = first_tap(iy0, a.dh), ky1 = last_tap(iy0, a.dh, a.h, a.kh);
+    float* yrow = a.y + r * a.ow * a.oc;
+    // Channel chunks of at most kMaxV vectors, as even as possible (64 channels on AVX2:
+    // 2 + 2 + 2 + 2 vectors, not 2 + 2 + 2 + 1 + 1).
+    const int64_t chunks = (vectors + kMaxV - 1) / kMaxV;
+    for (int64_t k = 0, v0 = 0; k < chunks; ++k) {
+      const int64_t nv = (vectors - v0) / (chunks - k);
+      row_chunk<kMaxV>(a, b, iy0, ky0, ky1, yrow, v0 * VecF::kLanes, nv, ox_lo, ox_hi);
+      v0 += nv;
+    }
+  }
+}
+
+MSV0_EXPORT(conv2d_direct_f32)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+
+// A direct convolution with its weights packed once (at Session build).
+class PackedDirectConv {
+ public:
+  // weight: [oc, kh, kw, c] float32 (KHWC, group 1); bias: [oc].
+  PackedDirectConv(const py::array& weight, std::optional<py::array> bias, int64_t sh, int64_t sw, int64_t dh,
+                   int64_t dw, int64_t pt, int64_t pl, float lo, float hi)
+      : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl), lo_(lo), hi_(hi) {
+    if (weight.ndim() != 4) throw ArgError("weight: expected a 4-D array [oc, kh, kw, c]");
+    if (sh < 1 || sw < 1 || dh < 1 || dw < 1) throw ArgError("strides and dilations must be >= 1");
+    if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+    const float* pw = in_ptr<float>(weight, "weight");
+    oc_ = weight.shape(0);
+    kh_ = weight.shape(1);
+    kw_ = weight.shape(2);
+    c_ = weight.shape(3);
+    cp_ = (oc_ + kDirectPad - 1) / kDirectPad * kDirectPad;
+    const int64_t taps = kh_ * kw_ * c_;  // (ky, kx, ci), the same order in both layouts
+    weight_.assign(static_cast<size_t>(taps * cp_), 0.f);
+    for (int64_t o = 0; o < oc_; ++o)
+      for (int64_t t = 0; t < taps; ++t) weight_[t * cp_ + o] = pw[o * taps + t];
+    bias_.assign(static_cast<size_t>(cp_), 0.f);
+    if (bias) {
+      expect_shape(*bias, {oc_}, "bias");
+      const float* pb = in_ptr<float>(*bias, "bias");
+      for (int64_t o = 0; o < oc_; ++o) bias_[o] = pb[o];
+    }
+  }
+
+  // x: [n, h, w, c]; y: [n, oh, ow, oc], the output size chosen by the caller (taps that fall
+  // outside x are skipped, so any oh/ow is memory-safe).
+  void run(const py::array& x, py::array& y) const {
+    if (x.ndim() != 4 || x.shape(3) != c_) throw ArgError("x: expected shape (n, h, w, " + std::to_string(c_) + ")");
+    if (y.ndim() != 4) throw ArgError("y: expected a 4-D array");
+    expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), oc_}, "y");
+    const DirectConvArgs a = args(x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2));
+    const float* px = in_ptr<float>(x, "x");
+    float* py = out_ptr<float>(y, "y");
+    py::gil_scoped_release unlocked;
+    exec(a, px, py);
+  }
+
+  DirectConvArgs args(int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) const {
+    return DirectConvArgs{nullptr, nullptr, weight_.data(), bias_.data(), n, h, w, c_, oh, ow, oc_, cp_,
+                          kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo_, hi_};
+  }
+
+  static void exec(DirectConvArgs a, const float* x, float* y) {
+    a.x = x;
+    a.y = y;
+    const auto fn = MSV0_DISPATCH(conv2d_direct_f32);
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
+  }
+
+ private:
+  int64_t oc_ = 0, kh_ = 0, kw_ = 0, c_ = 0, cp_ = 0;
+  int64_t sh_, sw_, dh_, dw_, pt_, pl_;
+  float lo_, hi_;
+  std::vector<float> weight_, bias_;
+};
+
+// A PackedDirectConv on fixed shapes, for a Program.
+class DirectConvOp : public NativeOp {
+ public:
+  DirectConvOp(std::shared_ptr<const PackedDirectConv> conv, const DirectConvArgs& a)
+      : conv_(std::move(conv)), a_(a) {}
+  void run(const void* const* in, void* const* out) const override {
+    PackedDirectConv::exec(a_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]));
+  }
+
+ private:
+  std::shared_ptr<const PackedDirectConv> conv_;  // owns the packed weights a_ points into
+  DirectConvArgs a_;
+};
+
+MSV0_BIND(m) {
+  py::class_<DirectConvOp, NativeOp, std::shared_ptr<DirectConvOp>>(m, "DirectConvOp");
+  py::class_<PackedDirectConv, std::shared_ptr<PackedDirectConv>>(
+      m, "PackedDirectConv", "Direct conv2d (NHWC float32, group 1, few input channels), weight packed once.")
+      .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
+                    int64_t, float, float>(),
+           py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
+           py::arg("pt"), py::arg("pl"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
+      .def("run", &PackedDirectConv::run, py::arg("x"), py::arg("y"))
+      .def("native",
+           [](std::shared_ptr<PackedDirectConv> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+             if (n < 0 || h < 0 || w < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
+             const DirectConvArgs a = conv->args(n, h, w, oh, ow);
+             return std::shared_ptr<NativeOp>(std::make_shared<DirectConvOp>(std::move(conv), a));
+           },
+           py::arg("n"), py::arg("h"), py::arg("w"), py::arg("oh"), py::arg("ow"),
+           "A NativeOp running this conv on [n, h, w, c] -> [n, oh, ow, oc].");
+}
+
+}  // namespace msv0
+#endif
