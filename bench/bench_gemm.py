@@ -5,35 +5,25 @@
 Each case reports GFLOP/s and its share of the peak of the ISA tier it runs on in
 benchmark.extra_info, printed at the end of the session.
 """
-import os
 import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
 
+import gemm_cpu_time
 import msv0
 from msv0 import _core
 
 SIZES = [64, 128, 256, 384, 512, 768, 1024]
-HERE = os.path.dirname(__file__)
 RESULTS = []
 
 
 @pytest.fixture(scope="session")
 def fma_peak():
     """GFLOP/s of one core per vector width, measured by bench/fma_peak.c."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or not msv0.isa().startswith("avx"):
+    if shutil.which("cc") is None and shutil.which("gcc") is None or not msv0.isa().startswith("avx"):
         pytest.skip("the peak program is x86-only and needs a C compiler")
-    with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "fma_peak")
-        flags = ["-mavx512f"] if "avx512" in msv0.available_isas() else []
-        subprocess.run([cc, "-O2", "-mfma", "-mavx2", *flags, os.path.join(HERE, "fma_peak.c"), "-o", exe], check=True)
-        out = subprocess.run([exe] + ([] if flags else ["avx2-only"]), check=True, capture_output=True, text=True).stdout
-    words = out.split()
-    return {name: float(value) for name, value in zip(words[::2], words[1::2])}
+    return gemm_cpu_time.fma_peak()
 
 
 @pytest.mark.parametrize("n", SIZES)
