@@ -3,26 +3,12 @@
 // Taps outside the image contribute nothing. Weights are packed once per Session as
 // [kh*kw][cp], cp = C rounded up to 16 and zero-padded, so every weight/bias load is a whole
 // vector; x and y use masked tails and are never over-read or over-written.
+#include "kernels/dwconv2d_f32.h"
+
 #include "kernels/kernel.h"
 
 namespace msv0 {
-
-constexpr int64_t kDwPad = 16;  // the widest VecF
-
-struct DwArgs {
-  const float* x;       // n x h x w x c
-  float* y;             // n x oh x ow x c
-  const float* weight;  // kh*kw x cp
-  const float* bias;    // cp (zeros when the node has none)
-  const float* zeros;   // at least w*c zeros: stands in for input rows outside the image
-  int64_t n, h, w, c, oh, ow, cp;
-  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
-  float lo, hi;
-};
-
-// Output rows [r0, r1) of the flattened (b, oy) range.
-MSV0_DECLARE(dwconv2d_f32, void (*)(const DwArgs&, int64_t r0, int64_t r1))
-
+MSV0_DECLARE(dwconv2d_f32, DwConvFn)
 }  // namespace msv0
 
 #if !MSV0_ONCE
@@ -156,6 +142,14 @@ MSV0_EXPORT(dwconv2d_f32)
 
 namespace msv0 {
 
+void dw_pack(const float* weight, const float* bias, int64_t c, int64_t taps, float* w_out, float* b_out) {
+  const int64_t cp = (c + kDwPad - 1) / kDwPad * kDwPad;
+  for (int64_t i = 0; i < taps * cp; ++i) w_out[i] = 0.f;
+  for (int64_t i = 0; i < cp; ++i) b_out[i] = i < c && bias ? bias[i] : 0.f;
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t t = 0; t < taps; ++t) w_out[t * cp + ch] = weight[ch * taps + t];
+}
+
 // A depthwise convolution with its weights packed once (at Session build).
 class PackedDwConv {
  public:
@@ -171,15 +165,10 @@ class PackedDwConv {
     kh_ = weight.shape(1);
     kw_ = weight.shape(2);
     cp_ = (c_ + kDwPad - 1) / kDwPad * kDwPad;
-    weight_.assign(static_cast<size_t>(kh_ * kw_ * cp_), 0.f);
-    for (int64_t ch = 0; ch < c_; ++ch)
-      for (int64_t t = 0; t < kh_ * kw_; ++t) weight_[t * cp_ + ch] = pw[ch * kh_ * kw_ + t];
-    bias_.assign(static_cast<size_t>(cp_), 0.f);
-    if (bias) {
-      expect_shape(*bias, {c_}, "bias");
-      const float* pb = in_ptr<float>(*bias, "bias");
-      for (int64_t ch = 0; ch < c_; ++ch) bias_[ch] = pb[ch];
-    }
+    weight_.resize(static_cast<size_t>(kh_ * kw_ * cp_));
+    bias_.resize(static_cast<size_t>(cp_));
+    if (bias) expect_shape(*bias, {c_}, "bias");
+    dw_pack(pw, bias ? in_ptr<float>(*bias, "bias") : nullptr, c_, kh_ * kw_, weight_.data(), bias_.data());
   }
 
   // x: [n, h, w, c]; y: [n, oh, ow, c], the output size chosen by the caller (taps that fall

@@ -49,6 +49,9 @@ class Plan:
     # Output values already known at plan time although some input is not (Shape of a
     # runtime input): the outputs become constants and the node never runs.
     known: list[np.ndarray] | None = None
+    # What msv0.fusion needs to merge this step with its neighbours (a fusion.Conv1x1 or
+    # fusion.Depthwise), or None.
+    parts: Any = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 from msv0 import _core
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
 from msv0.dataflow import CONTROL, Interpreter
+from msv0.fusion import fuse_blocks
 from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
 from msv0.planner import Interval, plan_arena
@@ -207,6 +208,12 @@ class Session:
         for k in model.graph_outputs:
             if k not in values:
                 raise ModelError(f"graph output {model.tensors[k].label} is never produced")
+
+        if self.native:
+            uses: dict[int, int] = {}
+            for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
+                uses[k] = uses.get(k, 0) + 1
+            planned = fuse_blocks(planned, uses, self.num_threads)
 
         # Live ranges: graph inputs from step -1, graph outputs to the end.
         end = len(planned)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
+from msv0.fusion import Conv1x1, Depthwise
 from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
 from msv0.weights import float_weight
 
@@ -72,27 +73,32 @@ def conv2d(node, ins):
     lo, hi = activation_range(a.activationType)
     out_shape = (n, oh, ow, oc)
     if group == c == oc:  # one channel per group: the depthwise kernel computes the same sums
-        dwconv = _core.PackedDwConv(np.ascontiguousarray(weight.reshape(oc, kh, kw)), bias, sh, sw, dh, dw, pt, pl,
-                                    lo, hi)
+        dw_weight = np.ascontiguousarray(weight.reshape(oc, kh, kw))
+        dwconv = _core.PackedDwConv(dw_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
 
         def run_depthwise(inputs, outputs):
             dwconv.run(inputs[0], outputs[0])
 
-        return Plan([(out_shape, np.dtype(np.float32))], run_depthwise, native=dwconv.native(n, h, w, oh, ow))
+        return Plan([(out_shape, np.dtype(np.float32))], run_depthwise, native=dwconv.native(n, h, w, oh, ow),
+                    parts=Depthwise(dw_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi))
+    pointwise = group == 1 and kh == kw == sh == sw == 1 and pt == pl == 0 and (oh, ow) == (h, w)
+    parts = Conv1x1(np.ascontiguousarray(weight.reshape(oc, c)), bias, lo, hi) if pointwise else None
     if group == 1 and c <= DIRECT_MAX_CHANNELS:  # a stem: sum straight from x, no im2col
         direct = _core.PackedDirectConv(weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
 
         def run_direct(inputs, outputs):
             direct.run(inputs[0], outputs[0])
 
-        return Plan([(out_shape, np.dtype(np.float32))], run_direct, native=direct.native(n, h, w, oh, ow))
+        return Plan([(out_shape, np.dtype(np.float32))], run_direct, native=direct.native(n, h, w, oh, ow),
+                    parts=parts)
     tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
     kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
 
     def run(inputs, outputs):
         kernel.run(inputs[0], outputs[0], lo, hi)
 
-    return Plan([(out_shape, np.dtype(np.float32))], run, native=kernel.native(ins[0].shape, out_shape, lo, hi))
+    return Plan([(out_shape, np.dtype(np.float32))], run, native=kernel.native(ins[0].shape, out_shape, lo, hi),
+                parts=parts)
 
 
 def _trunc_half(v):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
+from msv0.fusion import Depthwise
 from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 from msv0.weights import float_weight
 
@@ -79,13 +80,15 @@ def depthwise_conv2d(node, ins):
     oh, pt, _ = _conv_size(node, h, kh, sh, dh, a.padUp, a.padDown, a.padMode, "height")
     ow, pl, _ = _conv_size(node, w, kw, sw, dw, a.padLeft, a.padRight, a.padMode, "width")
     lo, hi = activation_range(a.activationType)
-    conv = _core.PackedDwConv(np.ascontiguousarray(weight.reshape(cout, kh, kw)), bias, sh, sw, dh, dw, pt, pl, lo, hi)
+    packed_weight = np.ascontiguousarray(weight.reshape(cout, kh, kw))
+    conv = _core.PackedDwConv(packed_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
 
     if mult == 1:
         def run(inputs, outputs):
             conv.run(inputs[0], outputs[0])
 
-        return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run, native=conv.native(n, h, w, oh, ow))
+        return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run, native=conv.native(n, h, w, oh, ow),
+                    parts=Depthwise(packed_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi))
     else:
         # Multiplier m: output channel o reads input channel o // m (TF order c*m + j), i.e. a
         # grouped conv with one input channel per group. Repeating each input channel m times

@@ -1,0 +1,127 @@
+"""Fused inverted-residual blocks (msv0.fusion) compute what the unfused per-node path does."""
+import numpy as np
+import pytest
+
+import msv0
+from msv0 import fusion, session
+from msv0.builder import FORMAT_KHWC, Builder
+
+RELU, RELU6 = 1, 3
+
+
+def conv(b, x, rng, cin, cout, act, bias=True, **geometry):
+    w = b.const(f"w{x}", rng.standard_normal((cout, 1, 1, cin)).astype(np.float32) / np.sqrt(cin),
+                format=FORMAT_KHWC)
+    ins = [x, w] + ([b.const(f"b{x}", rng.standard_normal(cout).astype(np.float32))] if bias else [])
+    return b.node("Conv2D", ins, kernelH=1, kernelW=1, strideH=1, strideW=1, dilateH=1, dilateW=1, group=1,
+                  activationType=act, **geometry)
+
+
+def block(rng, shape, mid, stride, project=True, residual=False, as_conv=False, dilation=1, pads=(1, 1, 1, 1),
+          pad_mode=0, dw_bias=True, k=3) -> bytes:
+    """x -> 1x1 expand (RELU6) -> kxk depthwise (RELU6) [-> 1x1 project [-> Add x]]."""
+    n, h, w, cin = shape
+    b = Builder("block")
+    x = b.input("x", shape)
+    y = conv(b, x, rng, cin, mid, RELU6)
+    dww = b.const("dw", rng.standard_normal((mid, k, k, 1)).astype(np.float32) / 3, format=FORMAT_KHWC)
+    ins = [y, dww] + ([b.const("dwb", rng.standard_normal(mid).astype(np.float32))] if dw_bias else [])
+    up, down, left, right = pads
+    geometry = dict(kernelH=k, kernelW=k, strideH=stride, strideW=stride, dilateH=dilation, dilateW=dilation,
+                    padMode=pad_mode, padUp=up, padDown=down, padLeft=left, padRight=right, activationType=RELU6)
+    if as_conv:  # a Conv2D with one channel per group is a depthwise conv too
+        y = b.node("Conv2D", ins, group=mid, **geometry)
+    else:
+        y = b.node("DepthwiseConv2D", ins, channelMultiplier=1, **geometry)
+    if project:
+        y = conv(b, y, rng, mid, cin if residual else 9, 0)
+        if residual:
+            y = b.node("Add", [x, y])
+    b.output(y)
+    return b.finish()
+
+
+def run_both(model_bytes, shape, threads, rng, monkeypatch, band):
+    """Outputs of the fused native Session and of the per-node Python one, and the fused steps."""
+    fused = []
+
+    def spy(*args):
+        steps = fuse_blocks(*args)
+        fused.extend(label for label, *_ in steps if label.startswith("fused "))
+        return steps
+
+    fuse_blocks = fusion.fuse_blocks
+    monkeypatch.setattr(session, "fuse_blocks", spy)
+    monkeypatch.setattr(fusion, "MIN_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(fusion, "MAX_BAND", band)
+    model = msv0.load(model_bytes)
+    x = rng.standard_normal(shape).astype(np.float32)
+    native = msv0.Session(model, num_threads=threads)
+    monkeypatch.setattr(msv0.Session, "native", False)
+    python = msv0.Session(model, num_threads=threads)
+    (a,) = native.run([x]).values()
+    (b,) = python.run([x]).values()
+    return a, b, fused
+
+
+CASES = [
+    # shape, mid, stride, options
+    ((1, 13, 11, 5), 17, 1, {}),
+    ((1, 13, 11, 5), 33, 2, {}),
+    ((1, 14, 9, 8), 16, 2, {"pads": (0, 1, 0, 1)}),
+    ((2, 9, 7, 3), 7, 1, {"residual": True}),
+    ((2, 10, 10, 4), 24, 2, {"project": False}),
+    ((1, 15, 6, 6), 9, 1, {"project": False, "as_conv": True}),
+    ((1, 12, 12, 16), 96, 2, {"as_conv": True, "dw_bias": False}),
+    ((1, 11, 13, 4), 15, 1, {"dilation": 2, "pads": (2, 2, 2, 2)}),
+    ((1, 9, 9, 5), 8, 2, {"pad_mode": 1, "pads": (0, 0, 0, 0)}),  # SAME_UPPER
+    ((1, 8, 8, 3), 6, 1, {"pads": (3, 3, 0, 2)}),  # rows whose window lies wholly in the padding
+    ((1, 11, 9, 6), 12, 2, {"k": 5, "pads": (2, 2, 2, 2)}),
+]
+
+
+@pytest.mark.parametrize("band", [1, 2, 0])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape, mid, stride, options", CASES)
+def test_fused_block_matches_per_node_path(isa, rng, monkeypatch, threads, band, shape, mid, stride, options):
+    a, b, fused = run_both(block(rng, shape, mid, stride, **options), shape, threads, rng, monkeypatch, band)
+    assert len(fused) == 1
+    assert fused[0].count("+") == (1 if options.get("project") is False else 2)
+    assert a.shape == b.shape
+    # The fused step runs the same SGEMM and depthwise kernels on the same sums; allow for
+    # reassociation all the same.
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_intermediate_with_second_consumer_is_not_fused(rng, monkeypatch):
+    """An expanded tensor that is also a graph output must be written: no fusion."""
+    b = Builder("two_uses")
+    x = b.input("x", (1, 8, 8, 4))
+    e = conv(b, x, rng, 4, 12, RELU6)
+    dw = b.const("dw", rng.standard_normal((12, 3, 3, 1)).astype(np.float32), format=FORMAT_KHWC)
+    y = b.node("DepthwiseConv2D", [e, dw], kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1,
+               padMode=0, padUp=1, padDown=1, padLeft=1, padRight=1, channelMultiplier=1, activationType=RELU6)
+    b.output(e, y)
+    model = b.finish()
+    monkeypatch.setattr(fusion, "MIN_ROWS_PER_THREAD", 1)
+    steps = fusion.fuse_blocks
+    seen = []
+    monkeypatch.setattr(session, "fuse_blocks", lambda *a: seen.append(steps(*a)) or seen[-1])
+    s = msv0.Session(model)
+    assert not any(label.startswith("fused ") for label, *_ in seen[0])
+    xv = rng.standard_normal((1, 8, 8, 4)).astype(np.float32)
+    out = s.run([xv])
+    monkeypatch.setattr(msv0.Session, "native", False)
+    ref = msv0.Session(model).run([xv])
+    for k in ref:
+        np.testing.assert_array_equal(out[k], ref[k])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_mobilenet_tiny_fused_matches(isa, rng, monkeypatch, threads):
+    from msv0 import zoo
+
+    monkeypatch.setattr(fusion, "MIN_ROWS_PER_THREAD", 1)
+    a, b, fused = run_both(zoo.mobilenet_tiny(), (1, 64, 64, 3), threads, rng, monkeypatch, 0)
+    assert len(fused) >= 4
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
