@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
 
 ALIGN = 64
 
@@ -36,3 +39,30 @@ def plan_arena(intervals: list[Interval]) -> tuple[dict[int, int], int]:
         offsets[iv.key] = offset
         total = max(total, offset + size)
     return offsets, total
+
+
+def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_inputs: Sequence[int],
+             graph_outputs: Sequence[int]) -> tuple[dict[int, np.ndarray], int]:
+    """Buffers (views of one arena) for every non-constant tensor that `steps` (each its
+    (inputs, outputs)) touch: graph inputs live from before the first step, graph outputs to
+    after the last. Returns ({tensor: array}, arena bytes)."""
+    first: dict[int, int] = {k: -1 for k in graph_inputs}
+    last: dict[int, int] = {}
+    for s, (ins, outs) in enumerate(steps):
+        for k in outs:
+            first.setdefault(k, s)
+            last[k] = max(last.get(k, s), s)
+        for k in ins:
+            if values[k].const is None:
+                last[k] = s
+    for k in graph_outputs:
+        if values[k].const is None:
+            last[k] = len(steps)
+    intervals = [Interval(k, values[k].size * values[k].dtype.itemsize, f, last.get(k, f)) for k, f in first.items()]
+    offsets, total = plan_arena(intervals)
+    arena = np.empty(total, np.uint8)
+    buffers = {}
+    for k, off in offsets.items():
+        v = values[k]
+        buffers[k] = arena[off : off + v.size * v.dtype.itemsize].view(v.dtype).reshape(v.shape)
+    return buffers, total

@@ -20,7 +20,7 @@ from msv0.dataflow import CONTROL, Interpreter
 from msv0.fusion import fuse_blocks
 from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
-from msv0.planner import Interval, plan_arena
+from msv0.planner import allocate
 from msv0.registry import OPS, REJECTED, Plan, RunFn, Shape, Value
 
 Signature = tuple[Shape, ...]
@@ -164,6 +164,37 @@ class Session:
 
     def _compile(self, sig: Signature) -> CompiledPlan:
         model = self.model
+        values, planned = self._infer(sig)
+        if self.native:
+            uses: dict[int, int] = {}
+            for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
+                uses[k] = uses.get(k, 0) + 1
+            planned = fuse_blocks(planned, uses, self.num_threads)
+        buffers, total = allocate(values, [(ins, outs) for _, _, ins, outs in planned], model.graph_inputs,
+                                  model.graph_outputs)
+
+        def array(k: int) -> np.ndarray:
+            return values[k].const if values[k].const is not None else buffers[k]
+
+        steps: list[Step] = []
+        program = None
+        for label, plan, ins, outs in planned:
+            in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
+            if plan.native is None or not self.native:
+                steps.append(Step(label, plan.run, in_arrays, out_arrays))
+                program = None
+                continue
+            if program is None:  # start a run of native steps
+                program = _core.Program()
+                steps.append(Step("native program", _run_program(program), [], []))
+            program.add(plan.native, [np.ascontiguousarray(a) for a in in_arrays], out_arrays)
+        return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
+                            [array(k) for k in model.graph_outputs], total)
+
+    def _infer(self, sig: Signature) -> tuple[dict[int, Value], list[tuple[str, Plan, list[int], list[int]]]]:
+        """Shape inference and kernel preparation over the main graph: what is known of every
+        tensor, and the steps left to run (nodes on constants were run here, folded)."""
+        model = self.model
         values: dict[int, Value] = {}
         for t in model.tensors:
             if t.is_const:
@@ -195,9 +226,9 @@ class Session:
                 else:
                     outs = [np.empty(s, d) for s, d in plan.outputs]
                     plan.run([v.const for v in ins], outs)
-                for k, o, t in zip(node.outputs, outs, (model.tensors[k] for k in node.outputs)):
+                for k, o in zip(node.outputs, outs):
                     o.flags.writeable = False
-                    values[k] = Value(o.shape, o.dtype, t, o)
+                    values[k] = Value(o.shape, o.dtype, model.tensors[k], o)
                 continue
             for k, (shape, dtype) in zip(node.outputs, plan.outputs):
                 if k in values:
@@ -208,55 +239,4 @@ class Session:
         for k in model.graph_outputs:
             if k not in values:
                 raise ModelError(f"graph output {model.tensors[k].label} is never produced")
-
-        if self.native:
-            uses: dict[int, int] = {}
-            for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
-                uses[k] = uses.get(k, 0) + 1
-            planned = fuse_blocks(planned, uses, self.num_threads)
-
-        # Live ranges: graph inputs from step -1, graph outputs to the end.
-        end = len(planned)
-        first: dict[int, int] = {}
-        last: dict[int, int] = {}
-        for k in model.graph_inputs:
-            first[k] = -1
-        for s, (_, _, ins, outs) in enumerate(planned):
-            for k in outs:
-                first.setdefault(k, s)
-                last[k] = max(last.get(k, s), s)
-            for k in ins:
-                if values[k].const is None:
-                    last[k] = s
-        for k in model.graph_outputs:
-            if values[k].const is None:
-                last[k] = end
-        intervals = []
-        for k, f in first.items():
-            v = values[k]
-            intervals.append(Interval(k, v.size * v.dtype.itemsize, f, last.get(k, f)))
-        offsets, total = plan_arena(intervals)
-        arena = np.empty(total, np.uint8)
-        buffers: dict[int, np.ndarray] = {}
-        for k, off in offsets.items():
-            v = values[k]
-            nbytes = v.size * v.dtype.itemsize
-            buffers[k] = arena[off : off + nbytes].view(v.dtype).reshape(v.shape)
-
-        def array(k: int) -> np.ndarray:
-            return values[k].const if values[k].const is not None else buffers[k]
-
-        steps: list[Step] = []
-        program = None
-        for label, plan, ins, outs in planned:
-            in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
-            if plan.native is None or not self.native:
-                steps.append(Step(label, plan.run, in_arrays, out_arrays))
-                program = None
-                continue
-            if program is None:  # start a run of native steps
-                program = _core.Program()
-                steps.append(Step("native program", _run_program(program), [], []))
-            program.add(plan.native, [np.ascontiguousarray(a) for a in in_arrays], out_arrays)
-        return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
-                            [array(k) for k in model.graph_outputs], total)
+        return values, planned
