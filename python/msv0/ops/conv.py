@@ -1,6 +1,8 @@
 """Conv2D and DeConv2D, NHWC float32 (format-v0.md §5): shapes, pads and weight packing."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from msv0 import _core
@@ -54,8 +56,37 @@ def conv_out_size(size, k, s, d, pad_mode, p0, p1):
     return max(out, 1), p0, p1
 
 
-@op("Conv2D")
-def conv2d(node, ins):
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A Conv2D-shaped node (Conv2D, Adder) after its checks: shapes, weight, pads, clamp."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    weight: np.ndarray  # [oc, kh, kw, c / group] float32
+    bias: np.ndarray | None
+    group: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    oh: int
+    ow: int
+    pt: int
+    pl: int
+    lo: float
+    hi: float
+
+    @property
+    def oc(self) -> int:
+        return self.weight.shape[0]
+
+
+def conv_geometry(node, ins) -> ConvGeometry:
+    """Checks and output geometry shared by every op with Conv2D's attributes and inputs."""
     a = node.attrs
     expect_inputs(node, ins, 2, 3)
     n, h, w, c = _x_nhwc(node, ins[0])
@@ -67,10 +98,19 @@ def conv2d(node, ins):
     group = a.group
     if group < 1 or c % group or oc % group or cg * group != c:
         raise fail(node, f"group {group} does not fit input channels {c}, weight {weight.shape}")
-    bias = _bias(node, ins, oc)
     oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
+    return ConvGeometry(n, h, w, c, weight, _bias(node, ins, oc), group, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl,
+                        lo, hi)
+
+
+@op("Conv2D")
+def conv2d(node, ins):
+    g = conv_geometry(node, ins)
+    n, h, w, c, weight, bias, group = g.n, g.h, g.w, g.c, g.weight, g.bias, g.group
+    oc = g.oc
+    kh, kw, sh, sw, dh, dw, oh, ow, pt, pl, lo, hi = g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.pt, g.pl, g.lo, g.hi
     out_shape = (n, oh, ow, oc)
     if group == c == oc:  # one channel per group: the depthwise kernel computes the same sums
         dw_weight = np.ascontiguousarray(weight.reshape(oc, kh, kw))

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.errors import ModelError
-from msv0.ops.conv import _geometry, conv_out_size
+from msv0.ops.conv import conv_geometry
 from msv0.ops.elementwise import broadcast_shape
-from msv0.registry import (Plan, activation_range, as_float32, const_input, expect_inputs, fail,
+from msv0.registry import (Plan, as_float32, const_input, expect_inputs, fail,
                            normalize_axis, op, reject, same_dtype)
-from msv0.weights import float_weight
 
 F32 = np.dtype(np.float32)
 
@@ -178,28 +177,10 @@ def adder(node, ins):
     """r1.1 AdderNet conv (fp32/adder_fp32.cc): Conv2D's geometry and weight layout
     [Cout, kH, kW, Cin/group], but out = -sum |x - w| over the window (+ bias, then the fused
     RELU/RELU6). Padding positions hold 0, so they add -|w| like in r1.1's im2col."""
-    a = node.attrs
-    expect_inputs(node, ins, 2, 3)
-    as_float32(node, ins[0], "input")
-    if len(ins[0].shape) != 4:
-        raise fail(node, f"input must be 4-D NHWC, got {ins[0].shape}")
-    n, h, w, c = ins[0].shape
-    weight = float_weight(node, ins[1])
-    if weight.ndim != 4:
-        raise fail(node, f"weight must be 4-D [Cout, kH, kW, Cin/group], got {weight.shape}")
-    oc, _, _, cg = weight.shape
-    kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape[1:3])
-    group = a.group
-    if group < 1 or oc % group or cg * group != c:
-        raise fail(node, f"group {group} does not fit input channels {c}, weight {weight.shape}")
-    bias = None
-    if len(ins) == 3:
-        bias = np.asarray(const_input(node, ins[2], "bias"), np.float32).reshape(-1)
-        if bias.size != oc:
-            raise fail(node, f"bias has {bias.size} values for {oc} output channels")
-    oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
-    ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
-    lo, hi = activation_range(a.activationType)
+    g = conv_geometry(node, ins)
+    n, h, w, weight, bias, group, oc = g.n, g.h, g.w, g.weight, g.bias, g.group, g.oc
+    cg, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl = weight.shape[3], g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.pt, g.pl
+    lo, hi = g.lo, g.hi
     ocg = oc // group
     wg = weight.reshape(group, ocg, kh * kw * cg)
 
