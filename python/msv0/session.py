@@ -20,7 +20,7 @@ from msv0.dataflow import CONTROL, Interpreter
 from msv0.fusion import fuse_blocks
 from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
-from msv0.planner import Interval, plan_arena
+from msv0.planner import ALIGN, Interval, plan_arena
 from msv0.registry import OPS, REJECTED, Plan, RunFn, Shape, Value
 
 Signature = tuple[Shape, ...]
@@ -236,7 +236,11 @@ class Session:
             v = values[k]
             intervals.append(Interval(k, v.size * v.dtype.itemsize, f, last.get(k, f)))
         offsets, total = plan_arena(intervals)
-        arena = np.empty(total, np.uint8)
+        # Aligned to ALIGN like every offset in it: a large np.empty sits 16 bytes past a page,
+        # which would split every 64-byte vector access of the kernels over two cache lines.
+        raw = np.empty(total + ALIGN, np.uint8)
+        start = -raw.ctypes.data % ALIGN
+        arena = raw[start : start + total]
         buffers: dict[int, np.ndarray] = {}
         for k, off in offsets.items():
             v = values[k]
