@@ -25,3 +25,17 @@ def test_live_tensors_never_overlap(seed):
 def test_disjoint_lifetimes_share_memory():
     offsets, total = plan_arena([Interval(0, 1000, 0, 1), Interval(1, 1000, 2, 3)])
     assert offsets[0] == offsets[1] == 0 and total == 1024
+
+
+def test_arena_buffers_are_aligned():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from msv0.planner import allocate
+
+    values = {k: SimpleNamespace(const=None, size=s, dtype=np.dtype(np.float32), shape=(s,))
+              for k, s in enumerate([3, 17, 100, 1])}
+    buffers, _ = allocate(values, [([0], [1]), ([1], [2]), ([2, 0], [3])], [0], [3])
+    for b in buffers.values():
+        assert b.ctypes.data % ALIGN == 0

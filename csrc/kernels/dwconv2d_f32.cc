@@ -25,43 +25,123 @@ int64_t last_tap(int64_t start, int64_t d, int64_t size, int64_t k) {
 // Fast path: K x K window, stride S, no dilation. Rows outside the image point at a zero row,
 // so every row of the window is read unconditionally and the loops unroll completely; only
 // the few border columns test their taps. The K*K weight vectors of one channel block stay
-// in registers across the whole output row, and P pixels are computed together so P
-// independent FMA chains hide the FMA latency.
-template <int K, int S, bool Tail>
-void row_block(const DwArgs& a, const float* const* rows, float* yrow, int64_t c, int64_t lanes,
-               int64_t ox_lo, int64_t ox_hi) {
-  constexpr int P = K == 3 ? 4 : 3;
+// in registers across whole output rows, R rows at a time.
+template <int K>
+struct Taps {
+  VecF w[K * K];
+  VecF bias, lo, hi;
+};
+
+// Input rows R output rows' windows span.
+template <int K, int S, int R>
+constexpr int rows_spanned() {
+  return (R - 1) * S + K;
+}
+
+// R x P interior outputs from column ox, all taps inside the image. Each input vector is
+// loaded once and feeds every window it lies in (at stride 1 up to K columns x K rows of
+// them), so R rows per step cut the reads of the input, which comes from L2 (a row of one
+// channel block at a time does not stay in L1 for the next output row). The R * P
+// accumulators are independent FMA chains, enough to keep both FMA pipes busy despite the
+// FMA latency. Each output still adds its taps in (ky, kx) order.
+template <int K, int S, int R, int P, bool Tail>
+void interior(const DwArgs& a, const Taps<K>& t, const float* const* rows, float* const* yrows, int64_t c,
+              int64_t lanes, int64_t ox) {
+  constexpr int I = rows_spanned<K, S, R>();
+  constexpr int J = (P - 1) * S + K;  // input columns the P windows span
   const int64_t ch = a.c;
-  VecF wv[K * K];
-  for (int i = 0; i < K * K; ++i) wv[i] = VecF::load(a.weight + i * a.cp + c);
-  const VecF bias = VecF::load(a.bias + c);
-  const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+  VecF acc[R][P];
+#pragma GCC unroll 4
+  for (int q = 0; q < R; ++q)
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) acc[q][p] = t.bias;
+  const int64_t off = (ox * S - a.pl) * ch + c;
+#pragma GCC unroll 8
+  for (int i = 0; i < I; ++i) {
+    const float* r = rows[i] + off;
+#pragma GCC unroll 32
+    for (int j = 0; j < J; ++j) {
+      const VecF xv = load_n<Tail>(r + j * ch, lanes);
+#pragma GCC unroll 4
+      for (int q = 0; q < R; ++q) {
+        const int ky = i - q * S;  // output row q holds input row i as its tap row ky
+        if (ky < 0 || ky >= K) continue;
+#pragma GCC unroll 8
+        for (int kx = 0; kx < K; ++kx) {
+          const int d = j - kx;  // window p = d / S holds column j as its tap kx
+          if (d >= 0 && d % S == 0 && d / S < P) acc[q][d / S] = fmadd(xv, t.w[ky * K + kx], acc[q][d / S]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < R; ++q)
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p)
+      store_n<Tail>(clamp(acc[q][p], t.lo, t.hi), yrows[q] + (ox + p) * ch + c, lanes);
+}
+
+// Outputs per interior step: as many accumulators as the register file holds beside the K*K
+// weights (16 registers on AVX2, 32 on AVX-512 and NEON).
+template <int K>
+constexpr int outputs_per_step() {
+  return K == 3 ? (VecF::kLanes == 8 ? 4 : 8) : 3;
+}
+
+// Output rows yrows[0, R) of one channel block; rows are their windows' input rows.
+template <int K, int S, int R, bool Tail>
+void row_block(const DwArgs& a, const float* const* rows, float* const* yrows, int64_t c, int64_t lanes,
+               int64_t ox_lo, int64_t ox_hi) {
+  constexpr int P = outputs_per_step<K>() / R;
+  const int64_t ch = a.c;
+  Taps<K> t;
+  for (int i = 0; i < K * K; ++i) t.w[i] = VecF::load(a.weight + i * a.cp + c);
+  t.bias = VecF::load(a.bias + c);
+  t.lo = VecF::splat(a.lo);
+  t.hi = VecF::splat(a.hi);
 
   auto border = [&](int64_t ox) {
-    VecF acc = bias;
     const int64_t ix0 = ox * S - a.pl;
-    for (int ky = 0; ky < K; ++ky)
-      for (int kx = 0; kx < K; ++kx) {
-        const int64_t ix = ix0 + kx;
-        if (ix >= 0 && ix < a.w) acc = fmadd(load_n<Tail>(rows[ky] + ix * ch + c, lanes), wv[ky * K + kx], acc);
-      }
-    store_n<Tail>(clamp(acc, lo, hi), yrow + ox * ch + c, lanes);
+    for (int q = 0; q < R; ++q) {
+      VecF acc = t.bias;
+      for (int ky = 0; ky < K; ++ky)
+        for (int kx = 0; kx < K; ++kx) {
+          const int64_t ix = ix0 + kx;
+          if (ix >= 0 && ix < a.w)
+            acc = fmadd(load_n<Tail>(rows[q * S + ky] + ix * ch + c, lanes), t.w[ky * K + kx], acc);
+        }
+      store_n<Tail>(clamp(acc, t.lo, t.hi), yrows[q] + ox * ch + c, lanes);
+    }
   };
 
   int64_t ox = 0;
   for (; ox < ox_lo; ++ox) border(ox);
-  for (; ox + P <= ox_hi; ox += P) {
-    VecF acc[P];
-    for (int p = 0; p < P; ++p) acc[p] = bias;
-    const int64_t off = (ox * S - a.pl) * ch + c;
-    for (int ky = 0; ky < K; ++ky) {
-      const float* r = rows[ky] + off;
-      for (int kx = 0; kx < K; ++kx)
-        for (int p = 0; p < P; ++p) acc[p] = fmadd(load_n<Tail>(r + (p * S + kx) * ch, lanes), wv[ky * K + kx], acc[p]);
+  for (; ox + P <= ox_hi; ox += P) interior<K, S, R, P, Tail>(a, t, rows, yrows, c, lanes, ox);
+  if constexpr (P > 2) {  // the rest of the interior in half steps, then column by column
+    if (ox + P / 2 <= ox_hi) {
+      interior<K, S, R, P / 2, Tail>(a, t, rows, yrows, c, lanes, ox);
+      ox += P / 2;
     }
-    for (int p = 0; p < P; ++p) store_n<Tail>(clamp(acc[p], lo, hi), yrow + (ox + p) * ch + c, lanes);
   }
+  for (; ox < ox_hi; ++ox) interior<K, S, R, 1, Tail>(a, t, rows, yrows, c, lanes, ox);
   for (; ox < a.ow; ++ox) border(ox);
+}
+
+// Output rows [r, r + R) of image b (oy = r's row in it), every channel block.
+template <int K, int S, int R>
+void rows_step(const DwArgs& a, int64_t r, int64_t b, int64_t oy, int64_t ox_lo, int64_t ox_hi) {
+  constexpr int I = rows_spanned<K, S, R>();
+  const float* rows[I];
+  for (int i = 0; i < I; ++i) {
+    const int64_t iy = oy * S - a.pt + i;
+    rows[i] = iy >= 0 && iy < a.h ? a.x + (b * a.h + iy) * a.w * a.c : a.zeros;
+  }
+  float* yrows[R];
+  for (int q = 0; q < R; ++q) yrows[q] = a.y + (r + q) * a.ow * a.c;
+  int64_t c = 0;
+  for (; c + VecF::kLanes <= a.c; c += VecF::kLanes)
+    row_block<K, S, R, false>(a, rows, yrows, c, VecF::kLanes, ox_lo, ox_hi);
+  if (c < a.c) row_block<K, S, R, true>(a, rows, yrows, c, a.c - c, ox_lo, ox_hi);
 }
 
 template <int K, int S>
@@ -70,18 +150,18 @@ void rows_fast(const DwArgs& a, int64_t r0, int64_t r1) {
   int64_t ox_lo = min_i((a.pl + S - 1) / S, a.ow);
   int64_t ox_hi = a.w - K + a.pl >= 0 ? (a.w - K + a.pl) / S + 1 : 0;
   ox_hi = max_i(ox_lo, min_i(ox_hi, a.ow));
-  for (int64_t r = r0; r < r1; ++r) {
+  // 3x3: two output rows per step where both are in the same image (the 5x5 weights leave
+  // no registers for a second row's accumulators).
+  constexpr int R = K == 3 ? 2 : 1;
+  for (int64_t r = r0; r < r1;) {
     const int64_t b = r / a.oh, oy = r % a.oh;
-    const float* rows[K];
-    for (int ky = 0; ky < K; ++ky) {
-      const int64_t iy = oy * S - a.pt + ky;
-      rows[ky] = iy >= 0 && iy < a.h ? a.x + (b * a.h + iy) * a.w * a.c : a.zeros;
+    if (R > 1 && r + R <= r1 && oy + R <= a.oh) {
+      rows_step<K, S, R>(a, r, b, oy, ox_lo, ox_hi);
+      r += R;
+    } else {
+      rows_step<K, S, 1>(a, r, b, oy, ox_lo, ox_hi);
+      r += 1;
     }
-    float* yrow = a.y + r * a.ow * a.c;
-    int64_t c = 0;
-    for (; c + VecF::kLanes <= a.c; c += VecF::kLanes)
-      row_block<K, S, false>(a, rows, yrow, c, VecF::kLanes, ox_lo, ox_hi);
-    if (c < a.c) row_block<K, S, true>(a, rows, yrow, c, a.c - c, ox_lo, ox_hi);
   }
 }
 

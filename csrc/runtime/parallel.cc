@@ -107,9 +107,13 @@ thread_local ThreadPool* t_pool = nullptr;
 ThreadPool* bound_pool() { return t_pool; }
 
 float* thread_scratch(size_t floats) {
+  // 64-byte aligned (a large vector's data sits 16 bytes past a page), so whole-vector
+  // accesses to the scratch never straddle two cache lines.
+  constexpr size_t kAlign = 64 / sizeof(float);
   thread_local std::vector<float> scratch;
-  if (scratch.size() < floats) scratch.resize(floats);
-  return scratch.data();
+  if (scratch.size() < floats + kAlign) scratch.resize(floats + kAlign);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(scratch.data());
+  return scratch.data() + (64 - addr % 64) % 64 / sizeof(float);
 }
 void bind_pool(ThreadPool* pool) { t_pool = pool; }
 

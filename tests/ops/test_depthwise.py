@@ -44,6 +44,12 @@ GEOMS = [
     (3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 9, 7),
     (2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 13, 6),
     (3, 3, 1, 2, 2, 2, 2, 2, 1, 2, 9, 7),
+    # Wide rows: the fast paths' multi-pixel steps (8 and 4 pixels on the 32-register tiers, 4 and
+    # 2 on AVX2), the half step and single pixels after them, with odd widths.
+    (3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 47),
+    (3, 3, 2, 2, 1, 1, 0, 1, 0, 1, 5, 45),
+    (3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, 39),
+    (5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 30),
 ]
 
 
