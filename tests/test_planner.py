@@ -1,8 +1,10 @@
 """The arena planner: tensors alive at the same time never share bytes; offsets are aligned."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
-from msv0.planner import ALIGN, Interval, plan_arena
+from msv0.planner import ALIGN, Interval, allocate, plan_arena
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -28,12 +30,6 @@ def test_disjoint_lifetimes_share_memory():
 
 
 def test_arena_buffers_are_aligned():
-    from types import SimpleNamespace
-
-    import numpy as np
-
-    from msv0.planner import allocate
-
     values = {k: SimpleNamespace(const=None, size=s, dtype=np.dtype(np.float32), shape=(s,))
               for k, s in enumerate([3, 17, 100, 1])}
     buffers, _ = allocate(values, [([0], [1]), ([1], [2]), ([2, 0], [3])], [0], [3])
