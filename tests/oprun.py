@@ -58,3 +58,23 @@ def ort_run(op: str, inputs: Sequence[np.ndarray], n_out: int = 1, opset: int = 
     model.ir_version = 8
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return sess.run(None, {n: np.asarray(x) for n, x in zip(names, inputs)})
+
+
+def assert_native_matches_python(model, feeds, num_threads: int, python_steps: int | None = None) -> None:
+    """The model's native steps run as C++ Programs (all of it as one Program when
+    `python_steps`, the per-node step count, is given), and its results equal, bit for bit, those
+    of the per-node Python path (Session.native = False) with the same kernels and threads."""
+    native = msv0.Session(model, num_threads=num_threads)
+    (plan,) = native._plans.values()
+    labels = [s.label for s in plan.steps]
+    assert labels == ["native program"] if python_steps is not None else "native program" in labels
+    saved, msv0.Session.native = msv0.Session.native, False
+    try:
+        python = msv0.Session(model, num_threads=num_threads)
+    finally:
+        msv0.Session.native = saved
+    if python_steps is not None:
+        (plan,) = python._plans.values()
+        assert len(plan.steps) == python_steps
+    for got, want in zip(native.run(feeds).values(), python.run(feeds).values()):
+        np.testing.assert_array_equal(got, want)

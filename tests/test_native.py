@@ -4,6 +4,7 @@ import pytest
 
 import msv0
 from msv0.builder import FORMAT_KHWC, Builder
+from oprun import assert_native_matches_python
 
 
 def small_cnn(rng) -> bytes:
@@ -26,12 +27,6 @@ def small_cnn(rng) -> bytes:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_program_matches_python_steps(isa, rng, threads, monkeypatch):
-    model = msv0.load(small_cnn(rng))
+def test_program_matches_python_steps(isa, rng, threads):
     x = rng.standard_normal((1, 13, 11, 5)).astype(np.float32)
-    native = msv0.Session(model, num_threads=threads)
-    assert any(step.label == "native program" for step in native._plans[((1, 13, 11, 5),)].steps)
-    monkeypatch.setattr(msv0.Session, "native", False)
-    python = msv0.Session(model, num_threads=threads)
-    for a, b in zip(native.run([x]).values(), python.run([x]).values()):
-        np.testing.assert_array_equal(a, b)
+    assert_native_matches_python(msv0.load(small_cnn(rng)), [x], threads)

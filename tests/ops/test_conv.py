@@ -4,7 +4,7 @@ import pytest
 
 import msv0
 from msv0 import _core
-from oprun import Const, run_op
+from oprun import assert_native_matches_python, Const, run_op
 
 NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
 RELU, RELU6, SIGMOID = 1, 3, 2
@@ -322,19 +322,9 @@ def conv_chain_model(rng):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_native_program_matches_python_steps(isa, rng, threads, monkeypatch):
+def test_native_program_matches_python_steps(isa, rng, threads):
     model, x = conv_chain_model(rng)
-    native = msv0.Session(model, num_threads=threads)
-    (plan,) = native._plans.values()
-    assert [s.label for s in plan.steps] == ["native program"]
-    monkeypatch.setattr(msv0.Session, "native", False)
-    python = msv0.Session(model, num_threads=threads)
-    (plan,) = python._plans.values()
-    assert len(plan.steps) == 6
-    # Same kernels, same split over the same thread count: the results are bitwise equal.
-    (got,) = native.run([x]).values()
-    (want,) = python.run([x]).values()
-    np.testing.assert_array_equal(got, want)
+    assert_native_matches_python(model, [x], threads, python_steps=6)
 
 
 @pytest.mark.parametrize("case", [((1, 5, 6, 20), 70, 1), ((1, 4, 4, 24), 68, 2), ((1, 7, 7, 40), 33, 1),
@@ -419,15 +409,6 @@ def stem_model(rng):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_conv2d_direct_native_matches_python_steps(isa, rng, threads, monkeypatch):
+def test_conv2d_direct_native_matches_python_steps(isa, rng, threads):
     model, x = stem_model(rng)
-    native = msv0.Session(model, num_threads=threads)
-    (plan,) = native._plans.values()
-    assert [s.label for s in plan.steps] == ["native program"]
-    monkeypatch.setattr(msv0.Session, "native", False)
-    python = msv0.Session(model, num_threads=threads)
-    (plan,) = python._plans.values()
-    assert len(plan.steps) == 2
-    (got,) = native.run([x]).values()
-    (want,) = python.run([x]).values()
-    np.testing.assert_array_equal(got, want)
+    assert_native_matches_python(model, [x], threads, python_steps=2)
