@@ -189,8 +189,8 @@ class PackedDirectConv {
                    int64_t dw, int64_t pt, int64_t pl, float lo, float hi)
       : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl), lo_(lo), hi_(hi) {
     if (weight.ndim() != 4) throw ArgError("weight: expected a 4-D array [oc, kh, kw, c]");
-    if (sh < 1 || sw < 1 || dh < 1 || dw < 1) throw ArgError("strides and dilations must be >= 1");
-    if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+    check_strides(sh, sw, dh, dw);
+    check_pads(pt, pl);
     const float* pw = in_ptr<float>(weight, "weight");
     oc_ = weight.shape(0);
     kh_ = weight.shape(1);

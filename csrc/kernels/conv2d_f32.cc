@@ -212,7 +212,9 @@ class Conv2dF32 {
             int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t out_tiles)
       : group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl) {
     if (weight.ndim() != 4) throw ArgError("weight: expected [oc, kh, kw, c/group]");
-    if (group < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1) throw ArgError("group, strides and dilations must be >= 1");
+    if (group < 1) throw ArgError("group must be >= 1");
+    check_strides(sh, sw, dh, dw);
+    check_pads(pt, pl);
     const float* pw = in_ptr<float>(weight, "weight");
     oc_ = weight.shape(0);
     kh_ = weight.shape(1);

@@ -86,7 +86,7 @@ class Deconv2dF32 {
               int64_t dw, int64_t pt, int64_t pl)
       : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl) {
     if (weight.ndim() != 4) throw ArgError("weight: expected [c, kh, kw, oc]");
-    if (sh < 1 || sw < 1 || dh < 1 || dw < 1) throw ArgError("strides and dilations must be >= 1");
+    check_strides(sh, sw, dh, dw);
     const float* pw = in_ptr<float>(weight, "weight");
     c_ = weight.shape(0);
     kh_ = weight.shape(1);

@@ -95,8 +95,9 @@ namespace {
 
 PoolArgs pool_args(int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                    int64_t sh, int64_t sw, int64_t pt, int64_t pl, float lo, float hi) {
-  if (kh < 1 || kw < 1 || sh < 1 || sw < 1) throw ArgError("window and strides must be >= 1");
-  if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+  if (kh < 1 || kw < 1) throw ArgError("window must be >= 1");
+  check_strides(sh, sw, 1, 1);
+  check_pads(pt, pl);
   if (n < 0 || h < 0 || w < 0 || c < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
   PoolArgs a{nullptr, nullptr, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, c, lo, hi};
   if (n * oh < 8 && c > 64) a.cblock = 64;  // few rows (a global pool): split channels too

@@ -49,6 +49,16 @@ T* out_ptr(py::array& a, const char* what) {
   return static_cast<T*>(a.mutable_data());
 }
 
+// Geometry every windowed kernel object checks at construction (the op layer has already
+// turned a model's bad values into ModelError; these keep direct callers memory-safe).
+inline void check_strides(int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1) throw ArgError("strides and dilations must be >= 1");
+}
+
+inline void check_pads(int64_t pt, int64_t pl) {
+  if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+}
+
 inline std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }

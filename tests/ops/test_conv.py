@@ -412,3 +412,11 @@ def stem_model(rng):
 def test_conv2d_direct_native_matches_python_steps(isa, rng, threads):
     model, x = stem_model(rng)
     assert_native_matches_python(model, [x], threads, python_steps=2)
+
+
+@pytest.mark.parametrize("cin", [3, 8])  # the direct (few-channel) and the im2col paths
+def test_negative_stored_pads_are_model_errors(cin):
+    x = np.zeros((1, 9, 9, cin), np.float32)
+    with pytest.raises(msv0.ModelError, match="negative pads"):
+        run_op("Conv2D", [x, Const(np.ones((4, 3, 3, cin), np.float32), format=7)], kernelH=3, kernelW=3,
+               strideH=1, strideW=1, dilateH=1, dilateW=1, group=1, padMode=0, padUp=-2, padLeft=-1)

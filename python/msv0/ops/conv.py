@@ -98,6 +98,8 @@ def conv_geometry(node, ins) -> ConvGeometry:
     group = a.group
     if group < 1 or c % group or oc % group or cg * group != c:
         raise fail(node, f"group {group} does not fit input channels {c}, weight {weight.shape}")
+    if a.padMode != SAME_UPPER and min(a.padUp, a.padDown, a.padLeft, a.padRight) < 0:
+        raise fail(node, f"negative pads {a.padUp, a.padDown, a.padLeft, a.padRight}")
     oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
