@@ -21,7 +21,8 @@ import numpy as np
 
 from msv0.errors import ModelError
 from msv0.model import Model, Node
-from msv0.registry import OPS, Plan, Value, fail
+from msv0.dtypes import to_numpy
+from msv0.registry import OPS, Plan, Value, fail, op
 
 MAX_NODE_RUNS = 1_000_000  # a graph that has not finished by then is taken to loop forever
 
@@ -57,8 +58,6 @@ def control(name: str):
 
         def build(node: Node, ins: list[Value]) -> Plan:
             raise fail(node, f"{name} runs only in data-flow mode")
-
-        from msv0.registry import op  # local: avoids a cycle at import
 
         op(name)(build)
         return fn
@@ -164,17 +163,20 @@ def _list_reserve(interp, node, ins):
     count = _index(node, ins[1], "num_elements")
     if count < 0:
         raise fail(node, f"num_elements {count} is negative")
-    from msv0.dtypes import to_numpy
-
     return {0: TensorList([None] * count, _element_shape(ins[0]), to_numpy(node.attrs.elementDType, node.label))}
+
+
+def _item_index(node: Node, lst: TensorList, v: Any) -> int:
+    i = _index(node, v, "index")
+    if not 0 <= i < len(lst.items):
+        raise fail(node, f"index {i} out of range for a list of {len(lst.items)}")
+    return i
 
 
 @control("TensorListGetItem")
 def _list_get(interp, node, ins):
     lst = _as_list(node, ins[0])
-    i = _index(node, ins[1], "index")
-    if not 0 <= i < len(lst.items):
-        raise fail(node, f"index {i} out of range for a list of {len(lst.items)}")
+    i = _item_index(node, lst, ins[1])
     item = lst.items[i]
     if item is None:
         if lst.element_shape is None:
@@ -186,9 +188,7 @@ def _list_get(interp, node, ins):
 @control("TensorListSetItem")
 def _list_set(interp, node, ins):
     lst = _as_list(node, ins[0])
-    i = _index(node, ins[1], "index")
-    if not 0 <= i < len(lst.items):
-        raise fail(node, f"index {i} out of range for a list of {len(lst.items)}")
+    i = _item_index(node, lst, ins[1])
     items = list(lst.items)
     items[i] = np.array(ins[2], lst.dtype)
     return {0: TensorList(items, lst.element_shape, lst.dtype)}
