@@ -151,6 +151,8 @@ def _trunc_half(v):
 def deconv_out_size(node, size, k, s, d, pad_mode, p0, p1):
     """Output size and leading pad (the crop offset) of one DeConv2D axis."""
     if pad_mode in (NOTSET, CAFFE):
+        if p0 < 0 or p1 < 0:
+            raise fail(node, f"negative pads {p0}, {p1}")
         out = (size - 1) * s + (k - 1) * d + 1 - p0 - p1
     elif pad_mode == SAME_UPPER:
         out = size * s

@@ -9,10 +9,10 @@ import numpy as np
 
 from msv0 import _core
 from msv0.fusion import Depthwise
+from msv0.ops.conv import SAME_UPPER, deconv_out_size
 from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 from msv0.weights import float_weight
 
-NOTSET, SAME_UPPER, VALID, CAFFE = 0, 1, 2, 4
 
 
 def _geometry(node, a, weight_shape):
@@ -102,23 +102,6 @@ def depthwise_conv2d(node, ins):
     return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run)
 
 
-def _deconv_size(node, size, k, s, d, p0, pad_mode, axis):
-    """Output size and crop offset of one axis (§5 DeConv2D rules)."""
-    if pad_mode == SAME_UPPER:
-        out = size * s
-        full = (size - 1) * s + (k - 1) * d + 1
-        p0 = int((full - out) / 2)  # C truncating division; negative when s > (k-1)*d + 1
-    elif pad_mode == VALID:
-        out, p0 = (size - 1) * s + k, 0  # r1.1 ignores the dilation here
-    elif pad_mode in (NOTSET, CAFFE):
-        out = None  # needs both pads: the caller computes it
-        if p0 < 0:
-            raise fail(node, f"negative pad {p0} on {axis}")
-    else:  # SAME_LOWER included (§5)
-        raise fail(node, f"unsupported pad mode {pad_mode} for a transposed convolution")
-    return out, p0
-
-
 @op("DeDepthwiseConv2D")
 def de_depthwise_conv2d(node, ins):
     a = node.attrs
@@ -127,15 +110,8 @@ def de_depthwise_conv2d(node, ins):
     if weight.shape[0] != c:
         raise fail(node, f"weight has {weight.shape[0]} channels, the input {c}")
     kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape)
-    oh, pt = _deconv_size(node, h, kh, sh, dh, a.padUp, a.padMode, "height")
-    ow, pl = _deconv_size(node, w, kw, sw, dw, a.padLeft, a.padMode, "width")
-    if oh is None:
-        oh = (h - 1) * sh + (kh - 1) * dh + 1 - a.padUp - a.padDown
-        ow = (w - 1) * sw + (kw - 1) * dw + 1 - a.padLeft - a.padRight
-        if a.padDown < 0 or a.padRight < 0:
-            raise fail(node, f"negative pads {a.padDown}, {a.padRight}")
-    if oh <= 0 or ow <= 0:
-        raise fail(node, f"output size {oh}x{ow} is empty")
+    oh, pt = deconv_out_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
+    ow, pl = deconv_out_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
     wk = weight[..., 0]  # [c, kh, kw]
     b = np.zeros(c, np.float32) if bias is None else bias

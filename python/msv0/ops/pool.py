@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
+from msv0.ops.conv import SAME_UPPER
 from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 
 MAX_POOLING, MEAN_POOLING = 0, 1
-SAME_UPPER = 1
 FLOOR, CEIL = 0, 1
 FLT_MAX = float(np.finfo(np.float32).max)
 
