@@ -19,6 +19,8 @@ class Const:
     format: int = 1  # NHWC; 7 = KHWC for conv weights
     quant: list | None = None
     type_id: int | None = None
+    dims: tuple | None = None  # the dims to write when they differ from value.shape (bit-packed data)
+    clusters: np.ndarray | None = None
 
 
 def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_threads: int = 1,
@@ -28,7 +30,8 @@ def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_
     idx, feeds = [], []
     for k, x in enumerate(inputs):
         if isinstance(x, Const):
-            idx.append(b.const(f"c{k}", x.value, format=x.format, quant=x.quant, type_id=x.type_id))
+            idx.append(b.const(f"c{k}", x.value, format=x.format, quant=x.quant, type_id=x.type_id, dims=x.dims,
+                               clusters=x.clusters))
         else:
             x = np.asarray(x)
             idx.append(b.input(f"in{k}", x.shape, x.dtype))

@@ -17,8 +17,8 @@ def unpack_bits(raw: np.ndarray, word_bits: int, bits: int, count: int) -> np.nd
     """Values of `bits` bits each, read LSB first from little-endian words, offset by 2^(bits-1)."""
     words = raw.view(np.uint8 if word_bits == 8 else "<u2").astype(np.uint64)
     stream = ((words[:, None] >> np.arange(word_bits, dtype=np.uint64)) & 1).reshape(-1)
-    n = min(count, len(stream) // bits) if len(stream) % bits == 0 else min(count, len(stream) // bits + 1)
-    stream = np.concatenate([stream, np.zeros(n * bits - len(stream), np.uint64)]) if n * bits > len(stream) else stream
+    n = min(count, -(-len(stream) // bits))  # leftover bits of the last word form one last value
+    stream = np.concatenate([stream, np.zeros(max(n * bits - len(stream), 0), np.uint64)])
     vals = (stream[: n * bits].reshape(n, bits) << np.arange(bits, dtype=np.uint64)).sum(axis=1)
     return vals.astype(np.int64) - (1 << (bits - 1))
 
