@@ -79,7 +79,6 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   std::lock_guard<std::mutex> serial(run_mu_);
   // Every worker gave the previous job back before the previous run returned.
   job_ = &fn;
-  tasks_ = tasks;
   const int64_t n = static_cast<int64_t>(blocks_.size());
   for (int64_t i = 0; i < n; ++i) {
     blocks_[i].next.store(i * tasks / n, std::memory_order_relaxed);
@@ -105,6 +104,7 @@ thread_local ThreadPool* t_pool = nullptr;
 }
 
 ThreadPool* bound_pool() { return t_pool; }
+void bind_pool(ThreadPool* pool) { t_pool = pool; }
 
 float* thread_scratch(size_t floats) {
   // 64-byte aligned (a large vector's data sits 16 bytes past a page), so whole-vector
@@ -115,7 +115,6 @@ float* thread_scratch(size_t floats) {
   const uintptr_t addr = reinterpret_cast<uintptr_t>(scratch.data());
   return scratch.data() + (64 - addr % 64) % 64 / sizeof(float);
 }
-void bind_pool(ThreadPool* pool) { t_pool = pool; }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

@@ -37,7 +37,6 @@ class ThreadPool {
   // published by the release increment of generation_; a worker reads it after acquiring
   // generation_ and gives it back by decrementing pending_.
   const std::function<void(int64_t)>* job_ = nullptr;
-  int64_t tasks_ = 0;
   std::atomic<uint64_t> generation_{0};
   // Tasks are dealt in contiguous blocks, one per thread (the caller is thread 0), so the same
   // thread touches the same part of consecutive layers' tensors and finds it in its own L2; a
