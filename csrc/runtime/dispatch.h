@@ -17,20 +17,29 @@ int detected_isa();          // the best tier this CPU and OS can run
 int active_isa();            // min(detected, cap): what dispatch uses now
 void set_isa_cap(int isa);   // cap (tests, MSV0_ISA); clamped to detected
 
+// A tier's entry is a kernel function pointer, or a kernel family's config struct whose `fn`
+// member is that pointer and whose other members (tile sizes, packer) describe what `fn`
+// expects, so schedulers read the tile from the slot instead of assuming one tier's.
 template <class Fn>
+bool slot_filled(Fn* fn) { return fn != nullptr; }
+template <class Entry>
+bool slot_filled(const Entry& e) { return e.fn != nullptr; }
+
+template <class Entry>
 struct KernelSlots {
-  Fn fn[kIsaCount] = {};
-  // The best tier at or below the active one that this kernel was built for.
-  Fn get() const {
-    for (int i = active_isa(); i >= 0; --i)
-      if (fn[i]) return fn[i];
-    return nullptr;
+  Entry entry[kIsaCount] = {};
+  // The best tier at or below the active one that this kernel was built for (every kernel
+  // file is compiled for the scalar tier, so entry[0] is always filled).
+  const Entry& get() const {
+    for (int i = active_isa(); i > 0; --i)
+      if (slot_filled(entry[i])) return entry[i];
+    return entry[0];
   }
 };
 
 }  // namespace msv0
 
-// MSV0_DECLARE(name, signature) in msv0 namespace scope of a kernel file; the binding pass
+// MSV0_DECLARE(name, entry type) in msv0 namespace scope of a kernel file; the binding pass
 // (MSV0_ONCE) defines the slot table, the ISA passes only declare it.
 #if MSV0_ONCE
 #define MSV0_DECLARE(name, ...)                                   \
@@ -45,9 +54,14 @@ struct KernelSlots {
   KernelSlots<name##_t>& name##_slots();
 #endif
 
-// In namespace msv0::MSV0_ISA, after the kernel's definition: fills this tier's slot at load.
+// In namespace msv0::MSV0_ISA, after the kernel's definition: fills this tier's slot at load,
+// with the function itself (MSV0_EXPORT) or with the family's config struct built from the
+// braced members that follow the name (MSV0_EXPORT_CONFIG(name, fn, mr, nr, ...)).
 #define MSV0_EXPORT(name)                                                             \
   [[maybe_unused]] static const bool name##_exported =                                \
-      (::msv0::name##_slots().fn[MSV0_ISA_INDEX] = &name, true);
+      (::msv0::name##_slots().entry[MSV0_ISA_INDEX] = &name, true);
+#define MSV0_EXPORT_CONFIG(name, ...)                                                 \
+  [[maybe_unused]] static const bool name##_exported =                                \
+      (::msv0::name##_slots().entry[MSV0_ISA_INDEX] = ::msv0::name##_t{__VA_ARGS__}, true);
 
 #define MSV0_DISPATCH(name) (::msv0::name##_slots().get())
