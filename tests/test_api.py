@@ -217,8 +217,16 @@ def test_unsupported_op_error_lists_every_node():
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", None])
 def test_num_threads_validation(bad):
-    with pytest.raises((ValueError, TypeError)):
+    with pytest.raises(msv0.InputError, match="num_threads"):
         msv0.Session(MODEL, num_threads=bad)
+
+
+def test_zero_size_feed_is_an_input_error():
+    """An empty batch used to reach the conv kernels' work split and kill the process (SIGFPE)."""
+    from msv0 import zoo
+    session = msv0.Session(zoo.mobilenet_tiny())
+    with pytest.raises(msv0.InputError, match="zero-size"):
+        session.run([np.zeros((0, 64, 64, 3), np.float32)])
 
 
 def test_error_hierarchy():

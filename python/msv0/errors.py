@@ -18,4 +18,5 @@ class UnsupportedOpError(Error, NotImplementedError):
 
 
 class InputError(Error, ValueError):
-    """Feeds do not match the model's inputs (names, count, dtype or shape)."""
+    """Feeds do not match the model's inputs (names, count, dtype or shape), or a Session argument is
+    out of range."""

@@ -71,7 +71,7 @@ class Session:
     def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1):
         self.model = model if isinstance(model, Model) else load(model)
         if not isinstance(num_threads, int) or num_threads < 1:
-            raise ValueError("num_threads must be a positive int")
+            raise InputError(f"num_threads must be a positive int, got {num_threads!r}")
         self.num_threads = num_threads
         self._pool = _core.ThreadPool(num_threads)
         check_supported(self.model)
@@ -159,6 +159,8 @@ class Session:
                 raise InputError(f"input '{t.name}': expected dtype {t.dtype}, got {a.dtype}")
             if a.ndim != len(t.shape):
                 raise InputError(f"input '{t.name}': expected shape {t.shape}, got {a.shape}")
+            if 0 in a.shape:  # kernels divide work by dims; an empty batch has nothing to run
+                raise InputError(f"input '{t.name}': shape {a.shape} has a zero-size dimension")
             arrays.append(a)
         return arrays
 

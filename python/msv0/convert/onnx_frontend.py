@@ -233,10 +233,11 @@ def _activation_of(n: ONode, graph: OGraph) -> int:
         lo, hi = n.attrs.get("min", -3.4e38), n.attrs.get("max", 3.4e38)
     else:
         ins = n.inputs + ["", ""]
-        if any(i and i not in graph.consts for i in ins[1:3]):
+        # Bounds are scalars by the spec; exporters also write one-element tensors.
+        if any(i and (i not in graph.consts or graph.consts[i].size != 1) for i in ins[1:3]):
             return 0
-        lo = float(graph.consts[ins[1]]) if ins[1] else None
-        hi = float(graph.consts[ins[2]]) if ins[2] else None
+        lo = graph.consts[ins[1]].item() if ins[1] else None
+        hi = graph.consts[ins[2]].item() if ins[2] else None
         if lo is None:
             return 0
     if lo == 0 and hi == 6:
