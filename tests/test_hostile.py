@@ -253,6 +253,11 @@ def _huge_input_dims(m):
     m.tensors[m.inputs[0]].dims = [1 << 30, 1 << 30]
 
 
+def _wrapping_input_dims(m):
+    """Dims whose int64 product wraps: checked after the multiply, it passed as 0 elements."""
+    m.tensors[m.inputs[0]].dims = [1 << 18, 1 << 18, (1 << 31) - 1, 0]
+
+
 def _unknown_type_id(m):
     m.tensors[m.inputs[0]].type_id = 99
 
@@ -314,6 +319,7 @@ MODEL_ERRORS = {
     "negative_const_dims": _negative_const_dims,
     "negative_input_dims": _negative_input_dims,
     "huge_input_dims": _huge_input_dims,
+    "wrapping_input_dims": _wrapping_input_dims,
     "unknown_type_id": _unknown_type_id,
     "union_type_204": _union_type(204),
     "union_type_255": _union_type(255),

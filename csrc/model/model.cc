@@ -124,8 +124,11 @@ void check_tensor(const fb::Tensor* t, size_t i) {
     for (size_t d = 0; d < t->dims()->size(); ++d) {
       const int dim = t->dims()->Get(d);
       if (dim < 0) throw ModelError(tensor_label(t, i) + ": negative dimension " + std::to_string(dim));
+      // Checked before multiplying: a signed overflow is undefined, and dims after a wrap
+      // could end on 0 and pass as an empty tensor.
+      if (dim != 0 && elements > kMaxElements / dim)
+        throw ModelError(tensor_label(t, i) + ": too many elements");
       elements *= dim;
-      if (elements > kMaxElements) throw ModelError(tensor_label(t, i) + ": too many elements");
     }
   if (!t->data() || t->data()->size() == 0) return;
   const int64_t bytes = t->data()->size();
