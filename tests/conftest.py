@@ -1,3 +1,7 @@
+import hashlib
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -18,3 +22,32 @@ def isa(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+# MSV0_SEED_DIR=DIR python -m pytest ... saves every model the tests load (DIR/ms) and every ONNX
+# model they convert (DIR/onnx): the fuzzers' seed corpora (tests/fuzz/README.md).
+if os.environ.get("MSV0_SEED_DIR"):
+    _SEEDS = Path(os.environ["MSV0_SEED_DIR"])
+
+    def _saver(kind, fn):
+        def wrapper(src, *args, **kwargs):
+            data = src
+            if hasattr(src, "SerializeToString"):
+                data = src.SerializeToString()
+            elif isinstance(src, (str, os.PathLike)):
+                data = Path(src).read_bytes()
+            if isinstance(data, (bytes, bytearray, memoryview)) and len(data) <= 1 << 20:
+                (_SEEDS / kind).mkdir(parents=True, exist_ok=True)
+                data = bytes(data)
+                (_SEEDS / kind / hashlib.sha1(data).hexdigest()).write_bytes(data)
+            return fn(src, *args, **kwargs)
+        return wrapper
+
+    import msv0.model
+    import msv0.session
+    msv0.model.load = msv0.session.load = msv0.load = _saver("ms", msv0.model.load)
+    try:
+        import msv0.convert.onnx_frontend as _onnx_frontend
+        _onnx_frontend.load_graph = _saver("onnx", _onnx_frontend.load_graph)
+    except ImportError:
+        pass

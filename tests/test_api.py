@@ -343,3 +343,20 @@ def test_cli_demo(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "output logits [1, 10]" in out and "top-5" in out
     assert (tmp_path / "mobilenet_tiny.ms").exists()
+
+
+def test_memory_limit_names_what_exceeds_it():
+    from msv0 import zoo
+    model = msv0.load(zoo.mobilenet_tiny())
+    with pytest.raises(msv0.ResourceError, match="memory_limit"):
+        msv0.Session(model, memory_limit=64 << 10)  # the 64x64 stem output alone is larger
+    session = msv0.Session(model)
+    with pytest.raises(msv0.ResourceError, match="memory_limit"):  # a re-plan is bounded too
+        msv0.Session(model, memory_limit=1 << 20).run([np.zeros((64, 64, 64, 3), np.float32)])
+    assert session.run([np.zeros((1, 64, 64, 3), np.float32)])
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, None])
+def test_memory_limit_validation(bad):
+    with pytest.raises(msv0.InputError, match="memory_limit"):
+        msv0.Session(MODEL, memory_limit=bad)

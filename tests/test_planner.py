@@ -32,6 +32,6 @@ def test_disjoint_lifetimes_share_memory():
 def test_arena_buffers_are_aligned():
     values = {k: SimpleNamespace(const=None, size=s, dtype=np.dtype(np.float32), shape=(s,))
               for k, s in enumerate([3, 17, 100, 1])}
-    buffers, _ = allocate(values, [([0], [1]), ([1], [2]), ([2, 0], [3])], [0], [3])
+    buffers, _ = allocate(values, [([0], [1]), ([1], [2]), ([2, 0], [3])], [0], [3], 1 << 20)
     for b in buffers.values():
         assert b.ctypes.data % ALIGN == 0

@@ -20,3 +20,8 @@ class UnsupportedOpError(Error, NotImplementedError):
 class InputError(Error, ValueError):
     """Feeds do not match the model's inputs (names, count, dtype or shape), or a Session argument is
     out of range."""
+
+
+class ResourceError(Error):
+    """A model or feed needs more memory or work than the Session's limits allow; the message
+    names the node or tensor and how much."""

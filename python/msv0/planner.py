@@ -6,6 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
+from msv0.errors import ResourceError
+
 ALIGN = 64
 
 
@@ -42,10 +44,11 @@ def plan_arena(intervals: list[Interval]) -> tuple[dict[int, int], int]:
 
 
 def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_inputs: Sequence[int],
-             graph_outputs: Sequence[int]) -> tuple[dict[int, np.ndarray], int]:
+             graph_outputs: Sequence[int], limit: int) -> tuple[dict[int, np.ndarray], int]:
     """Buffers (views of one arena) for every non-constant tensor that `steps` (each its
     (inputs, outputs)) touch: graph inputs live from before the first step, graph outputs to
-    after the last. Returns ({tensor: array}, arena bytes)."""
+    after the last. Returns ({tensor: array}, arena bytes); ResourceError when the arena would
+    exceed `limit` bytes."""
     first: dict[int, int] = {k: -1 for k in graph_inputs}
     last: dict[int, int] = {}
     for s, (ins, outs) in enumerate(steps):
@@ -60,6 +63,10 @@ def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_i
             last[k] = len(steps)
     intervals = [Interval(k, values[k].size * values[k].dtype.itemsize, f, last.get(k, f)) for k, f in first.items()]
     offsets, total = plan_arena(intervals)
+    if total > limit:
+        biggest = max(intervals, key=lambda iv: iv.size)
+        raise ResourceError(f"the tensors live at once need a {total}-byte arena, over the Session's memory_limit "
+                            f"of {limit} (the largest, {values[biggest.key].tensor.label}, takes {biggest.size})")
     # Aligned to ALIGN like every offset in it: a large np.empty sits 16 bytes past a page,
     # which would split every 64-byte vector access of the kernels over two cache lines.
     raw = np.empty(total + ALIGN, np.uint8)

@@ -8,6 +8,7 @@ their buffers, calls each step, and returns fresh copies of the outputs.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -18,12 +19,17 @@ from msv0 import _core
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
 from msv0.dataflow import CONTROL, Interpreter
 from msv0.fusion import fuse_blocks
-from msv0.errors import InputError, ModelError, UnsupportedOpError
+from msv0.errors import InputError, ModelError, ResourceError, UnsupportedOpError
 from msv0.model import Model, load
 from msv0.planner import allocate
 from msv0.registry import OPS, REJECTED, Plan, RunFn, Shape, Value
 
 Signature = tuple[Shape, ...]
+
+# The default bound on the bytes one Session may plan (its arena, and any one tensor, folded
+# constants included): far above what inference of real models needs, far below what a
+# hostile file's dims would ask for.
+DEFAULT_MEMORY_LIMIT = 4 << 30
 
 
 @dataclass
@@ -62,17 +68,22 @@ def check_supported(model: Model) -> None:
 
 
 class Session:
-    """Runs a model. `model` is a Model or anything msv0.load accepts."""
+    """Runs a model. `model` is a Model or anything msv0.load accepts. `memory_limit` bounds the
+    bytes the Session plans for its tensors (ResourceError beyond it)."""
 
     # Whether kernels with a native form run as C++ Programs (False: one Python call per node,
     # the reference the Programs are tested against).
     native = True
 
-    def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1):
+    def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1,
+                 memory_limit: int = DEFAULT_MEMORY_LIMIT):
         self.model = model if isinstance(model, Model) else load(model)
         if not isinstance(num_threads, int) or num_threads < 1:
             raise InputError(f"num_threads must be a positive int, got {num_threads!r}")
         self.num_threads = num_threads
+        if not isinstance(memory_limit, int) or memory_limit < 1:
+            raise InputError(f"memory_limit must be a positive int (bytes), got {memory_limit!r}")
+        self.memory_limit = memory_limit
         self._pool = _core.ThreadPool(num_threads)
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
@@ -173,7 +184,7 @@ class Session:
                 uses[k] = uses.get(k, 0) + 1
             planned = fuse_blocks(planned, uses, self.num_threads)
         buffers, total = allocate(values, [(ins, outs) for _, _, ins, outs in planned], model.graph_inputs,
-                                  model.graph_outputs)
+                                  model.graph_outputs, self.memory_limit)
 
         def array(k: int) -> np.ndarray:
             return values[k].const if values[k].const is not None else buffers[k]
@@ -222,6 +233,11 @@ class Session:
                 raise ModelError(f"{node.label}: {type(e).__name__}: {e}") from e
             if len(plan.outputs) != len(node.outputs):
                 raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
+            for k, (shape, dtype) in zip(node.outputs, plan.outputs):
+                nbytes = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+                if nbytes > self.memory_limit:
+                    raise ResourceError(f"{node.label}: output {model.tensors[k].label} of shape {tuple(shape)} needs "
+                                        f"{nbytes} bytes, over the Session's memory_limit of {self.memory_limit}")
             if plan.known is not None or (plan.foldable and all(v.const is not None for v in ins)):
                 if plan.known is not None:
                     outs = [np.array(v) for v in plan.known]

@@ -1,0 +1,21 @@
+"""Fuzz target: bytes -> msv0.convert (ONNX). Every outcome but a written model or an
+msv0.Error is a finding. Run through scripts/fuzz.sh."""
+import sys
+
+import atheris
+
+import msv0
+from msv0.convert import convert
+
+
+def test_one_input(data: bytes) -> None:
+    try:
+        convert(data)
+    except msv0.Error:
+        pass
+
+
+if __name__ == "__main__":
+    atheris.instrument_all()  # after the imports: also covers an editable install's loader
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
