@@ -204,6 +204,14 @@ class Session:
         return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
                             [array(k) for k in model.graph_outputs], total)
 
+    def _check_size(self, what: str, shape: Shape, dtype) -> None:
+        """Bound one tensor by memory_limit before anything (an op's own temporaries included)
+        is sized from it."""
+        nbytes = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+        if nbytes > self.memory_limit:
+            raise ResourceError(f"{what} of shape {tuple(shape)} needs {nbytes} bytes, over the Session's "
+                                f"memory_limit of {self.memory_limit}")
+
     def _infer(self, sig: Signature) -> tuple[dict[int, Value], list[tuple[str, Plan, list[int], list[int]]]]:
         """Shape inference and kernel preparation over the main graph: what is known of every
         tensor, and the steps left to run (nodes on constants were run here, folded)."""
@@ -214,6 +222,7 @@ class Session:
                 data = t.data
                 values[t.index] = Value(tuple(data.shape) if data.ndim else t.shape, t.dtype, t, data)
         for t, shape in zip(self._input_tensors, sig):
+            self._check_size(f"graph input {t.label}", shape, t.dtype)
             values[t.index] = Value(tuple(shape), t.dtype, t)
 
         planned: list[tuple[str, Plan, list[int], list[int]]] = []
@@ -234,10 +243,7 @@ class Session:
             if len(plan.outputs) != len(node.outputs):
                 raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
             for k, (shape, dtype) in zip(node.outputs, plan.outputs):
-                nbytes = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
-                if nbytes > self.memory_limit:
-                    raise ResourceError(f"{node.label}: output {model.tensors[k].label} of shape {tuple(shape)} needs "
-                                        f"{nbytes} bytes, over the Session's memory_limit of {self.memory_limit}")
+                self._check_size(f"{node.label}: output {model.tensors[k].label}", shape, dtype)
             if plan.known is not None or (plan.foldable and all(v.const is not None for v in ins)):
                 if plan.known is not None:
                     outs = [np.array(v) for v in plan.known]

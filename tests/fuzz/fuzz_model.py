@@ -9,6 +9,7 @@ import numpy as np
 import msv0
 
 MAX_FEED_ELEMENTS = 1 << 20  # a feed's size is the fuzzer's to choose only up to this
+MEMORY_LIMIT = 256 << 20  # with ops' temporaries, RSS stays under -rss_limit_mb (scripts/fuzz.sh)
 
 
 def feeds_for(model, data: bytes):
@@ -29,7 +30,7 @@ def feeds_for(model, data: bytes):
 def test_one_input(data: bytes) -> None:
     try:
         model = msv0.load(data)
-        session = msv0.Session(model)
+        session = msv0.Session(model, memory_limit=MEMORY_LIMIT)
         feeds = feeds_for(model, data)
         if feeds is not None:
             session.run(feeds)
