@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import struct
 from typing import Any, Sequence
 
 import flatbuffers
@@ -109,6 +110,10 @@ class Builder:
             setattr(table, k, list(v) if isinstance(v, (tuple, np.ndarray)) else v)
         n = CNodeT()
         n.name = name or f"{op}_{len(self.graph.nodes)}"
+        try:  # the generated packer checks every value's type and range: fail now, naming the node
+            table.Pack(flatbuffers.Builder(256))
+        except (TypeError, ValueError, struct.error) as e:
+            raise ValueError(f"node '{n.name}' ({op}): {e}") from None
         n.nodeType = CNODE
         n.primitive = PrimitiveT()
         n.primitive.valueType = getattr(PrimitiveType, op)

@@ -15,7 +15,7 @@ import numpy as np
 
 from msv0 import dtypes
 from msv0.convert.emit import Emitter, Unsupported, Val
-from msv0.errors import ModelError, UnsupportedOpError
+from msv0.errors import Error, ModelError, UnsupportedOpError
 
 # Ops that are never folded at conversion time (random or with side effects).
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
@@ -258,6 +258,15 @@ def _progress(i: int, total: int) -> None:
 
 
 def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
+    try:
+        return _convert(src, keep_nchw_input, batch)
+    except (Error, ImportError):
+        raise
+    except Exception as err:  # a malformed protobuf or graph surfaces as decode, type or index errors
+        raise ModelError(f"cannot convert the ONNX model: {type(err).__name__}: {err}") from err
+
+
+def _convert(src, keep_nchw_input: bool, batch) -> bytes:
     from msv0.convert import onnx_ops
     graph = load_graph(src, batch)
     _fuse(graph)
@@ -302,6 +311,10 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
                 if o in graph.shapes:
                     shape, dtype = graph.shapes[o]
                     vals[o] = Val(shape, dtype, index=-1)
+        except Error:
+            raise
+        except Exception as err:  # attributes or inputs of a kind the node's handler cannot read
+            raise ModelError(f"ONNX node '{n.name}' ({n.op}): {type(err).__name__}: {err}") from err
     if bad:
         lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
         raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)

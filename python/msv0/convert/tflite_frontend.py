@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import FORMAT_KHWC, Emitter, Unsupported, Val, handler_table
-from msv0.errors import ModelError, UnsupportedOpError
+from msv0.errors import Error, ModelError, UnsupportedOpError
 
 NOTSET = 0
 RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HARD_TANH = 1, 2, 3, 5, 10, 12, 16
@@ -396,6 +396,10 @@ class _Converter:
                 bad.append((o.name, code, str(err)))
                 for t in o.outputs:
                     self.vals[t] = Val(self.tensors[t][0], self.tensors[t][1], index=-1)
+            except Error:
+                raise
+            except Exception as err:  # options or tensors of a kind the operator's handler cannot read
+                raise ModelError(f"TFLite operator '{o.name}' ({code}): {type(err).__name__}: {err}") from err
         if bad:
             lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
             raise UnsupportedOpError(f"{len(bad)} TFLite operator(s) cannot be converted:\n{lines}", bad)
@@ -425,7 +429,7 @@ def convert_tflite(src) -> bytes:
         if model.SubgraphsLength() != 1:
             raise UnsupportedOpError(f"{model.SubgraphsLength()} subgraphs (only single-graph models convert)", [])
         return _Converter(model, tfl).run()
-    except (UnsupportedOpError, ModelError):
+    except Error:
         raise
     except Exception as err:  # a malformed flatbuffer surfaces as struct/index errors
         raise ModelError(f"cannot read TFLite model: {err}") from err
