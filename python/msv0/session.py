@@ -206,8 +206,9 @@ class Session:
 
     def _check_size(self, what: str, shape: Shape, dtype) -> None:
         """Bound one tensor by memory_limit before anything (an op's own temporaries included)
-        is sized from it."""
-        nbytes = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+        is sized from it. A zero dim counts as 1: ops size index arrays by the other dims, and
+        NumPy refuses such shapes even when empty."""
+        nbytes = math.prod(max(int(d), 1) for d in shape) * np.dtype(dtype).itemsize
         if nbytes > self.memory_limit:
             raise ResourceError(f"{what} of shape {tuple(shape)} needs {nbytes} bytes, over the Session's "
                                 f"memory_limit of {self.memory_limit}")
