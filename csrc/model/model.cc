@@ -84,14 +84,22 @@ std::shared_ptr<Storage> borrow_or_copy(const py::object& src) {
   return s;
 }
 
-// Bytes per element of a TypeId (format-v0.md §2); 0 = no fixed size.
+// Bytes per element of a TypeId (format-v0.md §2); 0 = no fixed size. Python's dtypes.TO_NUMPY
+// is the table of element types; tests/test_schema_names.py checks these sizes against it.
 int item_size(int type_id) {
-  switch (type_id) {
-    case 12: case 30: case 32: case 37: return 1;           // string chars, bool, int8, uint8
-    case 33: case 38: case 42: return 2;                    // int16, uint16, float16
-    case 31: case 34: case 36: case 39: case 41: case 43: return 4;
-    case 35: case 40: case 44: return 8;
-    default: return 0;
+  using T = fb::TypeId;
+  switch (static_cast<T>(type_id)) {
+    case T::kObjectTypeString: case T::kNumberTypeBool: case T::kNumberTypeInt8: case T::kNumberTypeUInt8:
+      return 1;
+    case T::kNumberTypeInt16: case T::kNumberTypeUInt16: case T::kNumberTypeFloat16:
+      return 2;
+    case T::kNumberTypeInt: case T::kNumberTypeInt32: case T::kNumberTypeUInt: case T::kNumberTypeUInt32:
+    case T::kNumberTypeFloat: case T::kNumberTypeFloat32: case T::kObjectTypeTensorType:
+      return 4;
+    case T::kNumberTypeInt64: case T::kNumberTypeUInt64: case T::kNumberTypeFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -129,18 +137,20 @@ void check_tensor(const fb::Tensor* t, size_t i) {
     }
   if (!t->data() || t->data()->size() == 0) return;
   const int64_t bytes = t->data()->size();
-  const int type = t->dataType();
-  if (type == 12 || type == 17) return;  // string: shape is [len(data)]; TensorList: encoded header
-  const int size = item_size(type);
-  if (size == 0) throw ModelError(tensor_label(t, i) + ": data of unsupported dataType " + std::to_string(type));
+  const auto type = static_cast<fb::TypeId>(t->dataType());
+  // A string's shape is [len(data)]; a TensorList's data is an encoded header.
+  if (type == fb::TypeId::kObjectTypeString || type == fb::TypeId::kObjectTypeTensorType) return;
+  const int size = item_size(t->dataType());
+  if (size == 0) throw ModelError(tensor_label(t, i) + ": data of unsupported dataType " + std::to_string(t->dataType()));
   if (bytes == elements * size) return;
   if (!t->dims() || t->dims()->size() == 0) {
     if (bytes == size) return;  // const scalar
   }
   // Bit-packed weights (numBits < 8 stored as int8, 9..15 as int16) are shorter than their dims.
-  if ((type == 32 || type == 33) && t->quantParams() && t->quantParams()->size() > 0) {
+  const bool int8 = type == fb::TypeId::kNumberTypeInt8, int16 = type == fb::TypeId::kNumberTypeInt16;
+  if ((int8 || int16) && t->quantParams() && t->quantParams()->size() > 0) {
     const int bits = t->quantParams()->Get(0)->numBits();
-    const bool packed = (type == 32 && bits > 0 && bits < 8) || (type == 33 && bits > 8 && bits < 16);
+    const bool packed = (int8 && bits > 0 && bits < 8) || (int16 && bits > 8 && bits < 16);
     if (packed && bytes * 8 >= elements * bits && bytes <= elements * size) return;
   }
   throw ModelError(tensor_label(t, i) + ": data has " + std::to_string(bytes) + " bytes, dims need " +
@@ -230,6 +240,9 @@ class Model {
 
   py::array buffer() const { return view(s_->data, s_->size); }
 
+  // The offset of a table in the model bytes.
+  size_t pos(const void* table) const { return static_cast<const uint8_t*>(table) - s_->data; }
+
   py::list tensors() const {
     py::list out;
     if (!g_->allTensors()) return out;
@@ -244,24 +257,11 @@ class Model {
       d["dims"] = py::tuple(dims);
       d["format"] = static_cast<int>(t->format());
       d["data"] = t->data() && t->data()->size() ? py::object(view(t->data()->data(), t->data()->size())) : py::none();
+      // Where each QuantParam table starts: Python reads them with the generated msv0.fb
+      // reader, so the field list lives in the schema alone.
       py::list qps;
       if (t->quantParams())
-        for (const fb::QuantParam* q : *t->quantParams()) {
-          py::dict qd;
-          qd["scale"] = q->scale();
-          qd["zeroPoint"] = q->zeroPoint();
-          qd["min"] = q->min();
-          qd["max"] = q->max();
-          qd["narrowRange"] = q->narrowRange();
-          qd["numBits"] = q->numBits();
-          qd["inited"] = q->inited();
-          qd["varCorr"] = q->varCorr();
-          qd["meanCorr"] = q->meanCorr();
-          qd["dstDtype"] = q->dstDtype();
-          qd["roundType"] = q->roundType();
-          qd["multiplier"] = q->multiplier();
-          qps.append(qd);
-        }
+        for (const fb::QuantParam* q : *t->quantParams()) qps.append(pos(q));
       d["quantParams"] = qps;
       py::list clusters;
       if (t->quantClusters())
@@ -282,7 +282,7 @@ class Model {
       d["type"] = static_cast<int>(p->value_type());
       d["op"] = std::string(fb::EnumNamePrimitiveType(p->value_type()));
       // Where the primitive's table starts, for the generated Python reader of msv0.fb.
-      d["table_pos"] = static_cast<const uint8_t*>(p->value()) - s_->data;
+      d["table_pos"] = pos(p->value());
       d["inputIndex"] = uint_list(n->inputIndex());
       d["outputIndex"] = uint_list(n->outputIndex());
       d["quantType"] = static_cast<int>(n->quantType());

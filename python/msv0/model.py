@@ -9,31 +9,26 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
 from msv0 import _core, dtypes
 from msv0.errors import ModelError
+from msv0.fb.NodeType import NodeType
+from msv0.fb.QuantParam import QuantParamT
 
-VALUE_NODE = 0  # NodeType.ValueNode: a constant when it carries data (format-v0.md §2)
+
+def _record_of(table_type: type, name: str) -> type:
+    """A frozen dataclass with the fields, in schema order, and the defaults of a generated
+    object-API class, so a schema table's field list is written in the schema alone."""
+    fields = [(k, type(v), field(default=v)) for k, v in vars(table_type()).items()]
+    return make_dataclass(name, fields, frozen=True)
 
 
-@dataclass(frozen=True)
-class QuantParam:
-    scale: float
-    zeroPoint: int
-    min: float = 0.0
-    max: float = 0.0
-    narrowRange: bool = True
-    numBits: int = 8
-    inited: bool = False
-    varCorr: float = 1.0
-    meanCorr: float = 0.0
-    dstDtype: int = 32
-    roundType: int = 1
-    multiplier: int = 1
+# A tensor's quantParams entry (format-v0.md §3).
+QuantParam = _record_of(QuantParamT, "QuantParam")
 
 
 class TensorInfo(NamedTuple):
@@ -57,7 +52,7 @@ class Tensor:
 
     @property
     def is_const(self) -> bool:
-        return self.node_type == VALUE_NODE and self.raw is not None
+        return self.node_type == NodeType.ValueNode and self.raw is not None
 
     @property
     def dtype(self) -> np.dtype:
@@ -75,7 +70,7 @@ class Tensor:
         if self.raw is None:
             return None
         dt = self.dtype
-        if self.type_id in (dtypes.STRING, dtypes.TENSOR_LIST) or self.raw.size % dt.itemsize:
+        if self.type_id in dtypes.OBJECT_TYPES or self.raw.size % dt.itemsize:
             return self.raw if dt.itemsize == 1 else self.raw[: self.raw.size // dt.itemsize * dt.itemsize].view(dt)
         flat = self.raw.view(dt)
         count = int(np.prod(self.shape, dtype=np.int64))
@@ -193,7 +188,7 @@ def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
             format=t["format"],
             node_type=t["nodeType"],
             raw=t["data"],
-            quant=tuple(QuantParam(**q) for q in t["quantParams"]),
+            quant=tuple(QuantParam(**vars(QuantParamT.InitFromBuf(buf, pos))) for pos in t["quantParams"]),
             clusters=tuple(t["quantClusters"]),
         )
         for i, t in enumerate(core.tensors())

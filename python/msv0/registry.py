@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from msv0.errors import ModelError
+from msv0.fb.ActivationType import ActivationType
 from msv0.model import Node, QuantParam, Tensor
 
 Shape = tuple[int, ...]
@@ -108,11 +109,11 @@ def const_input(node: Node, v: Value, what: str) -> np.ndarray:
     return v.const
 
 
-# Fused activationType (format-v0.md §4): only RELU (1) and RELU6 (3) take effect.
+# Fused activationType (format-v0.md §4): only RELU and RELU6 take effect.
 def activation_range(activation_type: int) -> tuple[float, float]:
-    if activation_type == 1:
+    if activation_type == ActivationType.RELU:
         return 0.0, float("inf")
-    if activation_type == 3:
+    if activation_type == ActivationType.RELU6:
         return 0.0, 6.0
     return float("-inf"), float("inf")
 

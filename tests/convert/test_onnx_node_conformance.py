@@ -20,7 +20,7 @@ from onnx import numpy_helper  # noqa: E402
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
-from msv0.convert.onnx_ops import HANDLERS  # noqa: E402
+from msv0.convert.onnx_frontend import HANDLERS  # noqa: E402
 
 # r1.1 semantics that differ from ONNX on purpose (format-v0.md §5, §7)
 XFAIL = {

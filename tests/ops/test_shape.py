@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import dtypes
 from msv0.builder import Builder
+from msv0.fb.TypeId import TypeId
 from oprun import Const, run_op
 
 
@@ -21,7 +21,7 @@ def test_reshape_attr(rng, spec, expect):
 
 
 @pytest.mark.parametrize("dt,tid", [(np.int32, None), (np.int64, None), (np.int8, None), (np.uint32, None),
-                                    (np.float32, dtypes.FLOAT)])
+                                    (np.float32, TypeId.kNumberTypeFloat)])
 def test_reshape_tensor_types(rng, dt, tid):
     x = arr((2, 3, 4), rng)
     spec = np.array([3, -1]).astype(dt) if dt != np.uint32 else np.array([3, 2**32 - 1], dt)

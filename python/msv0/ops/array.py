@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from msv0 import dtypes
 from msv0.registry import Plan, expect_inputs, fail, normalize_axis, op, same_dtype
+from msv0.fb.TypeId import TypeId
 
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -162,9 +162,9 @@ def constant_of_shape(node, ins):
         raise fail(node, f"shape input must be int32 or int64, got {ins[0].dtype}")
     shape = _dims(node, _data_shaped(node, ins[0], "shape"), "shape")
     tid = node.attrs.dataType
-    if tid in (0, dtypes.FLOAT, dtypes.FLOAT32):
+    if tid in (TypeId.kTypeUnknown, TypeId.kNumberTypeFloat, TypeId.kNumberTypeFloat32):
         dtype = np.dtype(np.float32)
-    elif tid in (dtypes.INT, dtypes.INT32):
+    elif tid in (TypeId.kNumberTypeInt, TypeId.kNumberTypeInt32):
         dtype = np.dtype(np.int32)
     else:
         raise fail(node, f"dataType {tid} is not supported (float32 or int32 only)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.fb.Format import Format
 from msv0.registry import (
     Plan,
     activation_range,
@@ -117,7 +118,7 @@ def layer_norm(node, ins):
             raise fail(node, f"normalizedShape {list(shape)} does not match the trailing dims of {x.shape}")
         k = len(shape)
     else:
-        if x.tensor.format == 0:
+        if x.tensor.format == Format.NCHW:
             raise fail(node, "LayerNorm with empty normalizedShape on an NCHW-labelled input is not supported")
         if len(x.shape) < 2:
             raise fail(node, f"input {x.shape} needs a dim after the batch")

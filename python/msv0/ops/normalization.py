@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.fb.ActivationType import ActivationType
 from msv0.ops.elementwise import fused_activation
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
@@ -69,7 +70,8 @@ def scale(node, ins):
     as_float32(node, x, "input")
     as_float32(node, s, "scale")
     act_type = node.attrs.activationType
-    if act_type not in (0, 1, 3):  # fp32 Scale fails at init instead of ignoring (§4)
+    # fp32 Scale fails at init instead of ignoring (§4).
+    if act_type not in (ActivationType.NO_ACTIVATION, ActivationType.RELU, ActivationType.RELU6):
         raise fail(node, f"Scale does not support activation type {act_type}")
     rank = len(x.shape)
     axis = node.attrs.axis + rank if node.attrs.axis < 0 else node.attrs.axis

@@ -7,6 +7,7 @@ import numpy as np
 
 from msv0 import dtypes
 from msv0.registry import Plan, Value, const_input, expect_inputs, fail, normalize_axis, op, same_dtype
+from msv0.fb.TypeId import TypeId
 
 
 def int_values(node, v: Value, what: str, allowed=(np.int32, np.int64)) -> list[int]:
@@ -37,8 +38,9 @@ def _view_plan(node, x: Value, out_shape) -> Plan:
     return Plan([(out_shape, x.dtype)], copy_run)
 
 
-# Reshape shape tensors r1.1 accepts; Float (41, not Float32 43) is read as float.
-_RESHAPE_SHAPE_TYPES = (dtypes.INT8, dtypes.INT32, dtypes.INT64, dtypes.FLOAT, dtypes.UINT32)
+# Reshape shape tensors r1.1 accepts; Float (not Float32) is read as float.
+_RESHAPE_SHAPE_TYPES = (TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt64, TypeId.kNumberTypeFloat,
+                        TypeId.kNumberTypeUInt32)
 
 
 @op("Reshape")
