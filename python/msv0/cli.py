@@ -260,7 +260,7 @@ INT8 = {"QuantDTypeCast": "f32↔i8/u8, i8↔u8"}
 
 def ops_markdown() -> str:
     """The supported-ops table of README.md, generated from msv0.supported_ops()."""
-    from msv0.dataflow import CONTROL
+    from msv0.registry import CONTROL
 
     lines = ["| op | fp32 | int8 | notes |", "|---|---|---|---|"]
     for name in msv0.supported_ops():

@@ -87,6 +87,28 @@ def op(*names: str, data_dependent: bool | Callable[[Node], bool] = False):
     return register
 
 
+# Control-flow ops: fn(interp, node, inputs) -> {output index: value}, or None when the op
+# itself decides readiness (Merge). Registered in OPS too, so they count as supported.
+# The interpreter is dataflow.Interpreter (a layer above: the ops get it as an argument).
+Control = Callable[[Any, Node, list[Any]], dict[int, Any] | None]
+CONTROL: dict[str, Control] = {}
+
+
+def control(name: str):
+    """Register a control-flow op, run by the data-flow executor (msv0.dataflow)."""
+
+    def register(fn: Control) -> Control:
+        CONTROL[name] = fn
+
+        def build(node: Node, ins: list[Value]) -> Plan:
+            raise fail(node, f"{name} runs only in data-flow mode")
+
+        op(name)(build)
+        return fn
+
+    return register
+
+
 def reject(reason: str, *names: str) -> None:
     """Declare schema primitives that msv0 will never run, and why."""
     for name in names:
@@ -101,6 +123,22 @@ def expect_inputs(node: Node, ins: Sequence[Value], *counts: int) -> None:
     if len(ins) not in counts:
         want = " or ".join(str(c) for c in counts)
         raise fail(node, f"expected {want} inputs, got {len(ins)}")
+
+
+def known_value(node: Node, v: Value, what: str) -> np.ndarray:
+    """The value of an input of a data_dependent op: the data-flow executor plans such ops
+    with every input's value known."""
+    if v.const is None:  # only when built outside the data-flow executor
+        raise fail(node, f"{what} ({v.tensor.label}) has no value at plan time")
+    return v.const
+
+
+def first_int(node: Node, v: Any, what: str) -> int:
+    """The first element of a run-time value as an int (a count or an index)."""
+    a = np.asarray(v).reshape(-1)
+    if a.size < 1:
+        raise fail(node, f"{what} is empty")
+    return int(a[0])
 
 
 def const_input(node: Node, v: Value, what: str) -> np.ndarray:

@@ -16,12 +16,12 @@ import numpy as np
 
 from msv0 import _core
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
-from msv0.dataflow import CONTROL, Interpreter
+from msv0.dataflow import Interpreter
 from msv0.fusion import fuse_blocks
 from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
 from msv0.planner import allocate
-from msv0.registry import OPS, REJECTED, Plan, RunFn, Shape, Value
+from msv0.registry import CONTROL, OPS, REJECTED, Plan, RunFn, Shape, Value
 
 Signature = tuple[Shape, ...]
 

@@ -370,3 +370,11 @@ def test_shape_of_runtime_input_folds_into_reshape():
     v = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     out = msv0.Session(b.finish()).run([v])
     np.testing.assert_array_equal(out[b.graph.allTensors[y].name], v.reshape(2, 12))
+
+
+def test_permute(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    (y,) = run_op("Permute", [x], order=[2, 0, 1])
+    np.testing.assert_array_equal(y, x.transpose(2, 0, 1))
+    with pytest.raises(msv0.ModelError):
+        run_op("Permute", [x], order=[0, 0, 1])

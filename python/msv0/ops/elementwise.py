@@ -270,3 +270,17 @@ def logical_not(node, ins):
         np.logical_not(inputs[0], out=outputs[0])
 
     return Plan([(ins[0].shape, ins[0].dtype)], run)
+
+
+@op("LogicalXor")
+def logical_xor(node, ins):
+    """No r1.1 kernel: like LogicalAnd/Or (format-v0.md §4 broadcasting, output 0/1 in
+    input 0's dtype)."""
+    expect_inputs(node, ins, 2)
+    dtype = same_dtype(node, ins)
+    shape = broadcast_shape(node, ins[0].shape, ins[1].shape)
+
+    def run(inputs, outputs):
+        np.logical_xor(inputs[0], inputs[1], out=outputs[0])
+
+    return Plan([(shape, dtype)], run)

@@ -5,7 +5,7 @@ import numpy as np
 
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.ops.shape import int_values
-from msv0.registry import Plan, expect_inputs, fail, normalize_axis, op
+from msv0.registry import Plan, const_input, expect_inputs, fail, normalize_axis, op
 
 
 def _reduce_one(x: np.ndarray, axis: int, mode: int) -> np.ndarray:
@@ -129,3 +129,27 @@ def argmax(node, ins):
 @op("ArgMin")
 def argmin(node, ins):
     return _arg_plan(node, ins, False)
+
+
+def _axes(node, v, rank):
+    a = np.asarray(const_input(node, v, "axes")).reshape(-1)
+    if a.dtype.kind not in "iu":
+        raise fail(node, f"axes must be integers, got {a.dtype}")
+    axes = sorted({normalize_axis(node, int(x), rank) for x in a})
+    return tuple(axes)
+
+
+@op("All")
+def all_(node, ins):
+    """No r1.1 kernel: TF All, (x, axes) -> logical AND over the constant axes (empty: none),
+    bool output; `keepDims` keeps the reduced dims as 1."""
+    expect_inputs(node, ins, 2)
+    x = ins[0]
+    axes = _axes(node, ins[1], len(x.shape))
+    keep = bool(node.attrs.keepDims)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], np.all(inputs[0], axis=axes, keepdims=keep).reshape(shape))
+
+    return Plan([(shape, np.dtype(np.bool_))], run)

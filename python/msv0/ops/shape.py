@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import dtypes
-from msv0.registry import Plan, Value, const_input, expect_inputs, fail, normalize_axis, op, same_dtype
 from msv0.fb.TypeId import TypeId
+from msv0.registry import Plan, Value, const_input, expect_inputs, fail, normalize_axis, op, same_dtype
 
 
 def int_values(node, v: Value, what: str, allowed=(np.int32, np.int64)) -> list[int]:
@@ -39,8 +39,8 @@ def _view_plan(node, x: Value, out_shape) -> Plan:
 
 
 # Reshape shape tensors r1.1 accepts; Float (not Float32) is read as float.
-_RESHAPE_SHAPE_TYPES = (TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt64, TypeId.kNumberTypeFloat,
-                        TypeId.kNumberTypeUInt32)
+_RESHAPE_SHAPE_TYPES = (TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt64,
+                        TypeId.kNumberTypeFloat, TypeId.kNumberTypeUInt32)
 
 
 @op("Reshape")
@@ -391,3 +391,19 @@ def nchw2nhwc(node, ins):
 def nhwc2nchw(node, ins):
     expect_inputs(node, ins, 1)
     return _transpose_plan(node, ins[0], (0, 3, 1, 2))
+
+
+@op("Permute")
+def permute(node, ins):
+    """Deprecated Transpose: out dim i = in dim order[i]."""
+    expect_inputs(node, ins, 1)
+    order = [int(v) for v in node.attrs.order]
+    rank = len(ins[0].shape)
+    if sorted(order) != list(range(rank)):
+        raise fail(node, f"order {order} is not a permutation of {rank} dims")
+    shape = tuple(ins[0].shape[i] for i in order)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], np.transpose(inputs[0], order))
+
+    return Plan([(shape, ins[0].dtype)], run)
