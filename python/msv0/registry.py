@@ -53,6 +53,10 @@ class Plan:
     # What msv0.fusion needs to merge this step with its neighbours (a fusion.Conv1x1 or
     # fusion.Depthwise), or None.
     parts: Any = None
+    # {output k: input j}: output k is input j's data under a new shape (Reshape and its kin).
+    # The session then places k on j's bytes and skips the step; `run` (a copy) is for when it
+    # cannot, as when j is a constant.
+    views: dict[int, int] | None = None
 
 
 @dataclass(frozen=True)

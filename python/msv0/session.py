@@ -170,8 +170,11 @@ class Session:
             for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
                 uses[k] = uses.get(k, 0) + 1
             planned = fuse_blocks(planned, uses, self.num_threads)
+        # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
+        views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
+                 if values[ins[j]].const is None}
         buffers, total = allocate(values, [(ins, outs) for _, _, ins, outs in planned], model.graph_inputs,
-                                  model.graph_outputs)
+                                  model.graph_outputs, views)
 
         def array(k: int) -> np.ndarray:
             return values[k].const if values[k].const is not None else buffers[k]
@@ -179,6 +182,8 @@ class Session:
         steps: list[Step] = []
         program = None
         for label, plan, ins, outs in planned:
+            if plan.views and all(k in views for k in outs):  # its outputs already are its inputs' bytes
+                continue
             in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
             if plan.native is None or not self.native:
                 steps.append(Step(label, plan.run, in_arrays, out_arrays))

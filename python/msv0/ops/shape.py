@@ -35,7 +35,7 @@ def _same_size(node, in_shape, out_shape):
 def _view_plan(node, x: Value, out_shape) -> Plan:
     out_shape = tuple(int(d) for d in out_shape)
     _same_size(node, x.shape, out_shape)
-    return Plan([(out_shape, x.dtype)], copy_run)
+    return Plan([(out_shape, x.dtype)], copy_run, views={0: 0})
 
 
 # Reshape shape tensors r1.1 accepts; Float (not Float32) is read as float.
