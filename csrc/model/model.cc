@@ -1,7 +1,7 @@
 // Loading a v0 model: the flatc-generated Verifier, then the semantic checks every later
 // stage relies on (indices in range, dims bounded, const data sized to its dims, unions
-// known, subgraph references valid). Python gets read-only views; const data are NumPy
-// arrays aliasing the model's bytes.
+// known, subgraph references valid). Only checks: Python (msv0/model.py) reads the verified
+// bytes once, through the generated msv0.fb readers, from the read-only buffer given here.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -202,18 +202,9 @@ void check_model(const fb::MetaGraph* g) {
   }
 }
 
-// Names are labels: bytes that are not UTF-8 must not stop a model from loading.
+// Error messages quote names, which are labels: bytes that are not UTF-8 must not stop them.
 py::str text(const std::string& s) {
   return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
-}
-
-py::str text(const flatbuffers::String* s) { return text(s ? s->str() : std::string()); }
-
-py::list uint_list(const flatbuffers::Vector<uint32_t>* v) {
-  py::list out;
-  if (v)
-    for (uint32_t x : *v) out.append(x);
-  return out;
 }
 
 class Model {
@@ -223,11 +214,8 @@ class Model {
     opts.max_tables = 1u << 24;
     flatbuffers::Verifier v(s_->data, s_->size, opts);
     if (!fb::VerifyMetaGraphBuffer(v)) throw ModelError("not a valid v0 model: FlatBuffers verification failed");
-    g_ = fb::GetMetaGraph(s_->data);
-    check_model(g_);
+    check_model(fb::GetMetaGraph(s_->data));
   }
-
-  const fb::MetaGraph* graph() const { return g_; }
 
   // Read-only uint8 array over [ptr, ptr + n) that keeps the storage alive.
   py::array view(const uint8_t* ptr, size_t n) const {
@@ -240,75 +228,8 @@ class Model {
 
   py::array buffer() const { return view(s_->data, s_->size); }
 
-  // The offset of a table in the model bytes.
-  size_t pos(const void* table) const { return static_cast<const uint8_t*>(table) - s_->data; }
-
-  py::list tensors() const {
-    py::list out;
-    if (!g_->allTensors()) return out;
-    for (const fb::Tensor* t : *g_->allTensors()) {
-      py::dict d;
-      d["name"] = text(t->name());
-      d["nodeType"] = static_cast<int>(t->nodeType());
-      d["dataType"] = t->dataType();
-      py::list dims;
-      if (t->dims())
-        for (int x : *t->dims()) dims.append(x);
-      d["dims"] = py::tuple(dims);
-      d["format"] = static_cast<int>(t->format());
-      d["data"] = t->data() && t->data()->size() ? py::object(view(t->data()->data(), t->data()->size())) : py::none();
-      // Where each QuantParam table starts: Python reads them with the generated msv0.fb
-      // reader, so the field list lives in the schema alone.
-      py::list qps;
-      if (t->quantParams())
-        for (const fb::QuantParam* q : *t->quantParams()) qps.append(pos(q));
-      d["quantParams"] = qps;
-      py::list clusters;
-      if (t->quantClusters())
-        for (float c : *t->quantClusters()) clusters.append(c);
-      d["quantClusters"] = clusters;
-      out.append(d);
-    }
-    return out;
-  }
-
-  py::list nodes() const {
-    py::list out;
-    if (!g_->nodes()) return out;
-    for (const fb::CNode* n : *g_->nodes()) {
-      py::dict d;
-      d["name"] = text(n->name());
-      const fb::Primitive* p = n->primitive();
-      d["type"] = static_cast<int>(p->value_type());
-      d["op"] = std::string(fb::EnumNamePrimitiveType(p->value_type()));
-      // Where the primitive's table starts, for the generated Python reader of msv0.fb.
-      d["table_pos"] = pos(p->value());
-      d["inputIndex"] = uint_list(n->inputIndex());
-      d["outputIndex"] = uint_list(n->outputIndex());
-      d["quantType"] = static_cast<int>(n->quantType());
-      out.append(d);
-    }
-    return out;
-  }
-
-  py::list subgraphs() const {
-    py::list out;
-    if (!g_->subGraph()) return out;
-    for (const fb::SubGraph* s : *g_->subGraph()) {
-      py::dict d;
-      d["name"] = text(s->name());
-      d["inputIndices"] = uint_list(s->inputIndices());
-      d["outputIndices"] = uint_list(s->outputIndices());
-      d["nodeIndices"] = uint_list(s->nodeIndices());
-      d["tensorIndices"] = uint_list(s->tensorIndices());
-      out.append(d);
-    }
-    return out;
-  }
-
  private:
   std::shared_ptr<Storage> s_;
-  const fb::MetaGraph* g_ = nullptr;
 };
 
 }  // namespace
@@ -333,14 +254,7 @@ MSV0_BIND(m) {
                throw py::type_error("msv0.load expects a path, bytes or a buffer");
              return new Model(borrow_or_copy(src));
            }), py::arg("source"))
-      .def_property_readonly("name", [](const Model& s) { return text(s.graph()->name()); })
-      .def_property_readonly("version", [](const Model& s) { return text(s.graph()->version()); })
-      .def_property_readonly("inputIndex", [](const Model& s) { return uint_list(s.graph()->inputIndex()); })
-      .def_property_readonly("outputIndex", [](const Model& s) { return uint_list(s.graph()->outputIndex()); })
-      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only).")
-      .def("tensors", &Model::tensors)
-      .def("nodes", &Model::nodes)
-      .def("subgraphs", &Model::subgraphs);
+      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only), read by msv0.model.");
 }
 
 }  // namespace msv0
