@@ -1,13 +1,14 @@
 # cmake -P script: rewrite the schema namespace to msv0.fb and run flatc --python on the copies.
 file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR}/schema)
-foreach(name model_v0 ops_v0)
+foreach(name model_v0 ops_v0 type_id)
   file(READ ${SRC_DIR}/${name}.fbs text)
   string(REPLACE "namespace mindspore.schema.v0;" "namespace msv0.fb;" text "${text}")
   file(WRITE ${OUT_DIR}/schema/${name}.fbs "${text}")
 endforeach()
 execute_process(
   COMMAND ${FLATC} --python --gen-object-api --no-warnings -o ${OUT_DIR} ${OUT_DIR}/schema/model_v0.fbs ${OUT_DIR}/schema/ops_v0.fbs
+          ${OUT_DIR}/schema/type_id.fbs
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "flatc --python failed")

@@ -2,15 +2,18 @@
 # C++: the verifier and readers for csrc/model. Python: msv0/fb, from a copy of the schema whose
 # namespace is rewritten to msv0.fb (generated Python imports its namespace as a package path;
 # the namespace does not change a byte of the files it reads or writes).
-set(MSV0_SCHEMAS ${CMAKE_CURRENT_SOURCE_DIR}/schema/model_v0.fbs ${CMAKE_CURRENT_SOURCE_DIR}/schema/ops_v0.fbs)
+# model_v0 and ops_v0 are r1.1's, byte for byte; type_id names the numbers its dataType fields hold.
+set(MSV0_SCHEMAS ${CMAKE_CURRENT_SOURCE_DIR}/schema/model_v0.fbs ${CMAKE_CURRENT_SOURCE_DIR}/schema/ops_v0.fbs
+                 ${CMAKE_CURRENT_SOURCE_DIR}/schema/type_id.fbs)
 set(MSV0_GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
 add_custom_command(
-  OUTPUT ${MSV0_GEN_DIR}/model_v0_generated.h ${MSV0_GEN_DIR}/ops_v0_generated.h
+  OUTPUT ${MSV0_GEN_DIR}/model_v0_generated.h ${MSV0_GEN_DIR}/ops_v0_generated.h ${MSV0_GEN_DIR}/type_id_generated.h
   COMMAND ${CMAKE_COMMAND} -E make_directory ${MSV0_GEN_DIR}
   COMMAND ${FLATC_EXECUTABLE} --cpp --scoped-enums --no-warnings -o ${MSV0_GEN_DIR} ${MSV0_SCHEMAS}
   DEPENDS ${MSV0_SCHEMAS}
   COMMENT "flatc --cpp" VERBATIM)
-add_custom_target(msv0_fbs_cpp DEPENDS ${MSV0_GEN_DIR}/model_v0_generated.h ${MSV0_GEN_DIR}/ops_v0_generated.h)
+add_custom_target(msv0_fbs_cpp DEPENDS ${MSV0_GEN_DIR}/model_v0_generated.h ${MSV0_GEN_DIR}/ops_v0_generated.h
+                                       ${MSV0_GEN_DIR}/type_id_generated.h)
 
 set(MSV0_PYGEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/pygen)
 set(MSV0_PYGEN_STAMP ${MSV0_PYGEN_DIR}/msv0/fb/MetaGraph.py)

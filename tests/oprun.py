@@ -9,6 +9,7 @@ import numpy as np
 
 import msv0
 from msv0.builder import Builder
+from msv0.fb.Format import Format
 
 
 @dataclass
@@ -16,7 +17,7 @@ class Const:
     """An op input written into the model as a constant tensor."""
 
     value: np.ndarray
-    format: int = 1  # NHWC; 7 = KHWC for conv weights
+    format: int = Format.NHWC  # Format.KHWC for conv weights
     quant: list | None = None
     type_id: int | None = None
     dims: tuple | None = None  # the dims to write when they differ from value.shape (bit-packed data)

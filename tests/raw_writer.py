@@ -16,20 +16,20 @@ import flatbuffers
 import numpy as np
 
 from msv0.fb import CNode, MetaGraph, Primitive, SubGraph, Tensor
+from msv0.fb.Format import Format
+from msv0.fb.NodeType import NodeType
 from msv0.fb.PrimitiveType import PrimitiveType
+from msv0.fb.TypeId import TypeId
 
-VALUE_NODE, CNODE = 0, 2
-FLOAT32 = 43
-NHWC, KHWC = 1, 7
 
 
 @dataclass
 class RawTensor:
     name: str
     dims: list[int]
-    node_type: int = CNODE
-    type_id: int = FLOAT32
-    format: int = NHWC
+    node_type: int = NodeType.CNode
+    type_id: int = TypeId.kNumberTypeFloat32
+    format: int = Format.NHWC
     data: bytes | None = None
 
 
@@ -67,13 +67,13 @@ class RawModel:
         return len(self.tensors) - 1
 
     def input(self, name: str, dims) -> int:
-        i = self.tensor(RawTensor(name, list(dims), VALUE_NODE))
+        i = self.tensor(RawTensor(name, list(dims), NodeType.ValueNode))
         self.inputs.append(i)
         return i
 
-    def const(self, name: str, value: np.ndarray, fmt: int = NHWC) -> int:
+    def const(self, name: str, value: np.ndarray, fmt: int = Format.NHWC) -> int:
         a = np.ascontiguousarray(value, np.float32)
-        return self.tensor(RawTensor(name, list(a.shape), VALUE_NODE, FLOAT32, fmt, a.tobytes()))
+        return self.tensor(RawTensor(name, list(a.shape), NodeType.ValueNode, TypeId.kNumberTypeFloat32, fmt, a.tobytes()))
 
     def node(self, op: str, inputs, name: str | None = None, **attrs) -> int:
         out = self.tensor(RawTensor(f"{name or op}_out{len(self.tensors)}", []))
@@ -128,7 +128,7 @@ def _node(fbb: flatbuffers.Builder, n: RawNode) -> int:
     ins, outs = _uint_vector(fbb, n.inputs), _uint_vector(fbb, n.outputs)
     CNode.CNodeStart(fbb)
     CNode.CNodeAddName(fbb, name)
-    CNode.CNodeAddNodeType(fbb, CNODE)
+    CNode.CNodeAddNodeType(fbb, NodeType.CNode)
     CNode.CNodeAddPrimitive(fbb, prim)
     CNode.CNodeAddInputIndex(fbb, ins)
     CNode.CNodeAddOutputIndex(fbb, outs)
@@ -185,7 +185,7 @@ def from_net(net) -> RawModel:
         x = [ids[i] for i in layer.inputs]
         if layer.kind in ("conv", "dwconv"):
             k = layer.kernel
-            x += [m.const(layer.name + ".w", layer.weight, KHWC), m.const(layer.name + ".b", layer.bias)]
+            x += [m.const(layer.name + ".w", layer.weight, Format.KHWC), m.const(layer.name + ".b", layer.bias)]
             op = "Conv2D" if layer.kind == "conv" else "DepthwiseConv2D"
             attrs = dict(_window_attrs(layer), kernelH=k, kernelW=k, dilateH=1, dilateW=1, activationType=layer.act)
             if op == "Conv2D":

@@ -110,3 +110,21 @@ def test_tensor_list_round_trip():
     want = v.copy()
     want[2] = v[1]
     np.testing.assert_array_equal(out[b.graph.allTensors[stacked].name], want)
+
+
+def _assert_model():
+    b = Builder("assert")
+    c = b.input("cond", (3,), np.bool_)
+    x = b.input("x", (2,), np.float32)
+    y = b.tensor("y", np.float32)
+    b.node("Assert", [c, x], outputs=[])
+    b.node("Neg", [x], outputs=[y])
+    b.output(y)
+    return msv0.Session(b.finish())
+
+
+def test_assert():
+    s = _assert_model()
+    np.testing.assert_array_equal(s.run([np.ones(3, bool), np.ones(2, np.float32)])["y"], [-1, -1])
+    with pytest.raises(msv0.ModelError, match="assertion failed"):
+        s.run([np.array([True, False, True]), np.ones(2, np.float32)])

@@ -4,14 +4,15 @@ import pytest
 
 import msv0
 from msv0 import fusion, session
-from msv0.builder import FORMAT_KHWC, Builder
+from msv0.builder import Builder
+from msv0.fb.Format import Format
+from msv0.fb.ActivationType import ActivationType
 
-RELU, RELU6 = 1, 3
 
 
 def conv(b, x, rng, cin, cout, act, bias=True, **geometry):
     w = b.const(f"w{x}", rng.standard_normal((cout, 1, 1, cin)).astype(np.float32) / np.sqrt(cin),
-                format=FORMAT_KHWC)
+                format=Format.KHWC)
     ins = [x, w] + ([b.const(f"b{x}", rng.standard_normal(cout).astype(np.float32))] if bias else [])
     return b.node("Conv2D", ins, kernelH=1, kernelW=1, strideH=1, strideW=1, dilateH=1, dilateW=1, group=1,
                   activationType=act, **geometry)
@@ -19,16 +20,16 @@ def conv(b, x, rng, cin, cout, act, bias=True, **geometry):
 
 def block(rng, shape, mid, stride, project=True, residual=False, as_conv=False, dilation=1, pads=(1, 1, 1, 1),
           pad_mode=0, dw_bias=True, k=3) -> bytes:
-    """x -> 1x1 expand (RELU6) -> kxk depthwise (RELU6) [-> 1x1 project [-> Add x]]."""
+    """x -> 1x1 expand (ActivationType.RELU6) -> kxk depthwise (ActivationType.RELU6) [-> 1x1 project [-> Add x]]."""
     n, h, w, cin = shape
     b = Builder("block")
     x = b.input("x", shape)
-    y = conv(b, x, rng, cin, mid, RELU6)
-    dww = b.const("dw", rng.standard_normal((mid, k, k, 1)).astype(np.float32) / 3, format=FORMAT_KHWC)
+    y = conv(b, x, rng, cin, mid, ActivationType.RELU6)
+    dww = b.const("dw", rng.standard_normal((mid, k, k, 1)).astype(np.float32) / 3, format=Format.KHWC)
     ins = [y, dww] + ([b.const("dwb", rng.standard_normal(mid).astype(np.float32))] if dw_bias else [])
     up, down, left, right = pads
     geometry = dict(kernelH=k, kernelW=k, strideH=stride, strideW=stride, dilateH=dilation, dilateW=dilation,
-                    padMode=pad_mode, padUp=up, padDown=down, padLeft=left, padRight=right, activationType=RELU6)
+                    padMode=pad_mode, padUp=up, padDown=down, padLeft=left, padRight=right, activationType=ActivationType.RELU6)
     if as_conv:  # a Conv2D with one channel per group is a depthwise conv too
         y = b.node("Conv2D", ins, group=mid, **geometry)
     else:
@@ -97,10 +98,10 @@ def test_intermediate_with_second_consumer_is_not_fused(rng, monkeypatch):
     """An expanded tensor that is also a graph output must be written: no fusion."""
     b = Builder("two_uses")
     x = b.input("x", (1, 8, 8, 4))
-    e = conv(b, x, rng, 4, 12, RELU6)
-    dw = b.const("dw", rng.standard_normal((12, 3, 3, 1)).astype(np.float32), format=FORMAT_KHWC)
+    e = conv(b, x, rng, 4, 12, ActivationType.RELU6)
+    dw = b.const("dw", rng.standard_normal((12, 3, 3, 1)).astype(np.float32), format=Format.KHWC)
     y = b.node("DepthwiseConv2D", [e, dw], kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1,
-               padMode=0, padUp=1, padDown=1, padLeft=1, padRight=1, channelMultiplier=1, activationType=RELU6)
+               padMode=0, padUp=1, padDown=1, padLeft=1, padRight=1, channelMultiplier=1, activationType=ActivationType.RELU6)
     b.output(e, y)
     model = b.finish()
     monkeypatch.setattr(fusion, "MIN_ROWS_PER_THREAD", 1)

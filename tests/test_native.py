@@ -3,17 +3,18 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0.builder import FORMAT_KHWC, Builder
+from msv0.builder import Builder
+from msv0.fb.Format import Format
 from oprun import assert_native_matches_python
 
 
 def small_cnn(rng) -> bytes:
     b = Builder("native")
     x = b.input("x", (1, 13, 11, 5))
-    w = b.const("w", rng.standard_normal((8, 3, 3, 5)).astype(np.float32), format=FORMAT_KHWC)
+    w = b.const("w", rng.standard_normal((8, 3, 3, 5)).astype(np.float32), format=Format.KHWC)
     y = b.node("Conv2D", [x, w], kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1, group=1, padMode=1,
                activationType=3)
-    dw = b.const("dw", rng.standard_normal((8, 3, 3, 1)).astype(np.float32), format=FORMAT_KHWC)
+    dw = b.const("dw", rng.standard_normal((8, 3, 3, 1)).astype(np.float32), format=Format.KHWC)
     y = b.node("DepthwiseConv2D", [y, dw, b.const("db", rng.standard_normal(8).astype(np.float32))],
                kernelH=3, kernelW=3, strideH=2, strideW=2, dilateH=1, dilateW=1, padMode=1, channelMultiplier=1,
                activationType=1)

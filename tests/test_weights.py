@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from oprun import Const, run_op
+from msv0.fb.TypeId import TypeId
 
-INT8 = 32
 
 
 def pack_lsb_first(q: np.ndarray, bits: int) -> np.ndarray:
@@ -29,7 +29,7 @@ def test_bit_packed_int8_weight(rng, bits):
     packed = pack_lsb_first(q, bits)
     assert packed.size < q.size  # really shorter than its dims
     scale, zp = 0.25, 1
-    w = Const(packed.view(np.int8), quant=[dict(scale=scale, zeroPoint=zp, numBits=bits, inited=True)], type_id=INT8,
+    w = Const(packed.view(np.int8), quant=[dict(scale=scale, zeroPoint=zp, numBits=bits, inited=True)], type_id=TypeId.kNumberTypeInt8,
               dims=(5, 11))
     x = rng.standard_normal((3, 11)).astype(np.float32)
     want = x @ ((q - zp) * scale).astype(np.float32).T

@@ -1,7 +1,7 @@
 // Loading a v0 model: the flatc-generated Verifier, then the semantic checks every later
 // stage relies on (indices in range, dims bounded, const data sized to its dims, unions
-// known, subgraph references valid). Python gets read-only views; const data are NumPy
-// arrays aliasing the model's bytes.
+// known, subgraph references valid). Only checks: Python (msv0/model.py) reads the verified
+// bytes once, through the generated msv0.fb readers, from the read-only buffer given here.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "model_v0_generated.h"
+#include "type_id_generated.h"
 #include "runtime/bind.h"
 
 namespace msv0 {
@@ -84,14 +85,22 @@ std::shared_ptr<Storage> borrow_or_copy(const py::object& src) {
   return s;
 }
 
-// Bytes per element of a TypeId (format-v0.md §2); 0 = no fixed size.
+// Bytes per element of a TypeId (format-v0.md §2); 0 = no fixed size. Python's dtypes.TO_NUMPY
+// is the table of element types; tests/test_schema_names.py checks these sizes against it.
 int item_size(int type_id) {
-  switch (type_id) {
-    case 12: case 30: case 32: case 37: return 1;           // string chars, bool, int8, uint8
-    case 33: case 38: case 42: return 2;                    // int16, uint16, float16
-    case 31: case 34: case 36: case 39: case 41: case 43: return 4;
-    case 35: case 40: case 44: return 8;
-    default: return 0;
+  using T = fb::TypeId;
+  switch (static_cast<T>(type_id)) {
+    case T::kObjectTypeString: case T::kNumberTypeBool: case T::kNumberTypeInt8: case T::kNumberTypeUInt8:
+      return 1;
+    case T::kNumberTypeInt16: case T::kNumberTypeUInt16: case T::kNumberTypeFloat16:
+      return 2;
+    case T::kNumberTypeInt: case T::kNumberTypeInt32: case T::kNumberTypeUInt: case T::kNumberTypeUInt32:
+    case T::kNumberTypeFloat: case T::kNumberTypeFloat32: case T::kObjectTypeTensorType:
+      return 4;
+    case T::kNumberTypeInt64: case T::kNumberTypeUInt64: case T::kNumberTypeFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -132,18 +141,20 @@ void check_tensor(const fb::Tensor* t, size_t i) {
     }
   if (!t->data() || t->data()->size() == 0) return;
   const int64_t bytes = t->data()->size();
-  const int type = t->dataType();
-  if (type == 12 || type == 17) return;  // string: shape is [len(data)]; TensorList: encoded header
-  const int size = item_size(type);
-  if (size == 0) throw ModelError(tensor_label(t, i) + ": data of unsupported dataType " + std::to_string(type));
+  const auto type = static_cast<fb::TypeId>(t->dataType());
+  // A string's shape is [len(data)]; a TensorList's data is an encoded header.
+  if (type == fb::TypeId::kObjectTypeString || type == fb::TypeId::kObjectTypeTensorType) return;
+  const int size = item_size(t->dataType());
+  if (size == 0) throw ModelError(tensor_label(t, i) + ": data of unsupported dataType " + std::to_string(t->dataType()));
   if (bytes == elements * size) return;
   if (!t->dims() || t->dims()->size() == 0) {
     if (bytes == size) return;  // const scalar
   }
   // Bit-packed weights (numBits < 8 stored as int8, 9..15 as int16) are shorter than their dims.
-  if ((type == 32 || type == 33) && t->quantParams() && t->quantParams()->size() > 0) {
+  const bool int8 = type == fb::TypeId::kNumberTypeInt8, int16 = type == fb::TypeId::kNumberTypeInt16;
+  if ((int8 || int16) && t->quantParams() && t->quantParams()->size() > 0) {
     const int bits = t->quantParams()->Get(0)->numBits();
-    const bool packed = (type == 32 && bits > 0 && bits < 8) || (type == 33 && bits > 8 && bits < 16);
+    const bool packed = (int8 && bits > 0 && bits < 8) || (int16 && bits > 8 && bits < 16);
     if (packed && bytes * 8 >= elements * bits && bytes <= elements * size) return;
   }
   throw ModelError(tensor_label(t, i) + ": data has " + std::to_string(bytes) + " bytes, dims need " +
@@ -195,18 +206,9 @@ void check_model(const fb::MetaGraph* g) {
   }
 }
 
-// Names are labels: bytes that are not UTF-8 must not stop a model from loading.
+// Error messages quote names, which are labels: bytes that are not UTF-8 must not stop them.
 py::str text(const std::string& s) {
   return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
-}
-
-py::str text(const flatbuffers::String* s) { return text(s ? s->str() : std::string()); }
-
-py::list uint_list(const flatbuffers::Vector<uint32_t>* v) {
-  py::list out;
-  if (v)
-    for (uint32_t x : *v) out.append(x);
-  return out;
 }
 
 class Model {
@@ -216,11 +218,8 @@ class Model {
     opts.max_tables = 1u << 24;
     flatbuffers::Verifier v(s_->data, s_->size, opts);
     if (!fb::VerifyMetaGraphBuffer(v)) throw ModelError("not a valid v0 model: FlatBuffers verification failed");
-    g_ = fb::GetMetaGraph(s_->data);
-    check_model(g_);
+    check_model(fb::GetMetaGraph(s_->data));
   }
-
-  const fb::MetaGraph* graph() const { return g_; }
 
   // Read-only uint8 array over [ptr, ptr + n) that keeps the storage alive.
   py::array view(const uint8_t* ptr, size_t n) const {
@@ -233,85 +232,8 @@ class Model {
 
   py::array buffer() const { return view(s_->data, s_->size); }
 
-  py::list tensors() const {
-    py::list out;
-    if (!g_->allTensors()) return out;
-    for (const fb::Tensor* t : *g_->allTensors()) {
-      py::dict d;
-      d["name"] = text(t->name());
-      d["nodeType"] = static_cast<int>(t->nodeType());
-      d["dataType"] = t->dataType();
-      py::list dims;
-      if (t->dims())
-        for (int x : *t->dims()) dims.append(x);
-      d["dims"] = py::tuple(dims);
-      d["format"] = static_cast<int>(t->format());
-      d["data"] = t->data() && t->data()->size() ? py::object(view(t->data()->data(), t->data()->size())) : py::none();
-      py::list qps;
-      if (t->quantParams())
-        for (const fb::QuantParam* q : *t->quantParams()) {
-          py::dict qd;
-          qd["scale"] = q->scale();
-          qd["zeroPoint"] = q->zeroPoint();
-          qd["min"] = q->min();
-          qd["max"] = q->max();
-          qd["narrowRange"] = q->narrowRange();
-          qd["numBits"] = q->numBits();
-          qd["inited"] = q->inited();
-          qd["varCorr"] = q->varCorr();
-          qd["meanCorr"] = q->meanCorr();
-          qd["dstDtype"] = q->dstDtype();
-          qd["roundType"] = q->roundType();
-          qd["multiplier"] = q->multiplier();
-          qps.append(qd);
-        }
-      d["quantParams"] = qps;
-      py::list clusters;
-      if (t->quantClusters())
-        for (float c : *t->quantClusters()) clusters.append(c);
-      d["quantClusters"] = clusters;
-      out.append(d);
-    }
-    return out;
-  }
-
-  py::list nodes() const {
-    py::list out;
-    if (!g_->nodes()) return out;
-    for (const fb::CNode* n : *g_->nodes()) {
-      py::dict d;
-      d["name"] = text(n->name());
-      const fb::Primitive* p = n->primitive();
-      d["type"] = static_cast<int>(p->value_type());
-      d["op"] = std::string(fb::EnumNamePrimitiveType(p->value_type()));
-      // Where the primitive's table starts, for the generated Python reader of msv0.fb.
-      d["table_pos"] = static_cast<const uint8_t*>(p->value()) - s_->data;
-      d["inputIndex"] = uint_list(n->inputIndex());
-      d["outputIndex"] = uint_list(n->outputIndex());
-      d["quantType"] = static_cast<int>(n->quantType());
-      out.append(d);
-    }
-    return out;
-  }
-
-  py::list subgraphs() const {
-    py::list out;
-    if (!g_->subGraph()) return out;
-    for (const fb::SubGraph* s : *g_->subGraph()) {
-      py::dict d;
-      d["name"] = text(s->name());
-      d["inputIndices"] = uint_list(s->inputIndices());
-      d["outputIndices"] = uint_list(s->outputIndices());
-      d["nodeIndices"] = uint_list(s->nodeIndices());
-      d["tensorIndices"] = uint_list(s->tensorIndices());
-      out.append(d);
-    }
-    return out;
-  }
-
  private:
   std::shared_ptr<Storage> s_;
-  const fb::MetaGraph* g_ = nullptr;
 };
 
 }  // namespace
@@ -336,14 +258,7 @@ MSV0_BIND(m) {
                throw py::type_error("msv0.load expects a path, bytes or a buffer");
              return new Model(borrow_or_copy(src));
            }), py::arg("source"))
-      .def_property_readonly("name", [](const Model& s) { return text(s.graph()->name()); })
-      .def_property_readonly("version", [](const Model& s) { return text(s.graph()->version()); })
-      .def_property_readonly("inputIndex", [](const Model& s) { return uint_list(s.graph()->inputIndex()); })
-      .def_property_readonly("outputIndex", [](const Model& s) { return uint_list(s.graph()->outputIndex()); })
-      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only).")
-      .def("tensors", &Model::tensors)
-      .def("nodes", &Model::nodes)
-      .def("subgraphs", &Model::subgraphs);
+      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only), read by msv0.model.");
 }
 
 }  // namespace msv0

@@ -23,15 +23,16 @@ import numpy as np
 
 from msv0 import dtypes
 from msv0.fb.CNode import CNodeT
+from msv0.fb.Format import Format
 from msv0.fb.MetaGraph import MetaGraphT
+from msv0.fb.NodeType import NodeType
 from msv0.fb.Primitive import PrimitiveT
 from msv0.fb.PrimitiveType import PrimitiveType
 from msv0.fb.QuantParam import QuantParamT
+from msv0.fb.QuantType import QuantType
 from msv0.fb.SubGraph import SubGraphT
 from msv0.fb.Tensor import TensorT
 
-VALUE_NODE, CNODE = 0, 2
-FORMAT_NHWC, FORMAT_KHWC = 1, 7
 
 
 def _quant_params(quant: Sequence[dict] | None) -> list[QuantParamT] | None:
@@ -75,28 +76,28 @@ class Builder:
         self.graph.allTensors.append(t)
         return len(self.graph.allTensors) - 1
 
-    def input(self, name: str, shape: Sequence[int], dtype=np.float32, format: int = FORMAT_NHWC,
+    def input(self, name: str, shape: Sequence[int], dtype=np.float32, format: int = Format.NHWC,
               quant=None) -> int:
         """A graph input (ValueNode without data, as r1.1 wrote them). Returns its tensor index."""
-        i = self._tensor(name, VALUE_NODE, dtypes.type_id(dtype), shape, format, quant=quant)
+        i = self._tensor(name, NodeType.ValueNode, dtypes.type_id(dtype), shape, format, quant=quant)
         self.inputs.append(i)
         return i
 
-    def const(self, name: str, value, format: int = FORMAT_NHWC, quant=None, type_id: int | None = None,
+    def const(self, name: str, value, format: int = Format.NHWC, quant=None, type_id: int | None = None,
               clusters=None, dims: Sequence[int] | None = None) -> int:
         """A constant tensor holding `value` (any array-like). Returns its tensor index."""
         a = np.ascontiguousarray(value)
         tid = dtypes.type_id(a.dtype) if type_id is None else type_id
         shape = a.shape if dims is None else dims
-        return self._tensor(name, VALUE_NODE, tid, shape, format, a.tobytes(), quant, clusters)
+        return self._tensor(name, NodeType.ValueNode, tid, shape, format, a.tobytes(), quant, clusters)
 
-    def tensor(self, name: str, dtype=np.float32, shape: Sequence[int] = (), format: int = FORMAT_NHWC,
+    def tensor(self, name: str, dtype=np.float32, shape: Sequence[int] = (), format: int = Format.NHWC,
                quant=None) -> int:
         """An activation tensor (nodeType CNode), for nodes that name their outputs explicitly."""
-        return self._tensor(name, CNODE, dtypes.type_id(dtype), shape, format, quant=quant)
+        return self._tensor(name, NodeType.CNode, dtypes.type_id(dtype), shape, format, quant=quant)
 
     def node(self, op: str, inputs: Sequence[int], outputs: int | Sequence[int] = 1, name: str | None = None,
-             quant_type: int = 0, out_dtype=np.float32, out_quant=None, **attrs: Any):
+             quant_type: int = QuantType.QUANT_NONE, out_dtype=np.float32, out_quant=None, **attrs: Any):
         """Append a node running `op` (a PrimitiveType name) with schema attributes `attrs`.
 
         `outputs` is a count of new output tensors, or the tensor indices to write. Returns the
@@ -114,7 +115,7 @@ class Builder:
             table.Pack(flatbuffers.Builder(256))
         except (TypeError, ValueError, struct.error) as e:
             raise ValueError(f"node '{n.name}' ({op}): {e}") from None
-        n.nodeType = CNODE
+        n.nodeType = NodeType.CNode
         n.primitive = PrimitiveT()
         n.primitive.valueType = getattr(PrimitiveType, op)
         n.primitive.value = table

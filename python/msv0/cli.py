@@ -17,12 +17,20 @@ from typing import Sequence
 import numpy as np
 
 import msv0
+from msv0.fb.Format import Format
+from msv0.fb.QuantType import QuantType
 
 EXIT_ERROR = 2
 README_BEGIN, README_END = "<!-- ops:begin -->", "<!-- ops:end -->"
-QUANT_TYPES = {0: "QUANT_NONE", 1: "AwareTraining", 2: "WeightQuant", 3: "PostTraining"}
-FORMATS = {0: "NCHW", 1: "NHWC", 2: "NHWC4", 3: "HWKC", 4: "HWCK", 5: "KCHW", 6: "CKHW", 7: "KHWC", 8: "CHWK",
-           9: "HW", 10: "HW4", 11: "NC", 12: "NC4", 100: "NC4HW4"}
+
+
+def _names(enum: type) -> dict[int, str]:
+    """Number -> name of a generated msv0.fb enum class."""
+    return {v: k for k, v in vars(enum).items() if not k.startswith("_")}
+
+
+QUANT_TYPES = _names(QuantType)
+FORMATS = _names(Format)
 
 
 class CliError(msv0.Error):
@@ -252,7 +260,7 @@ INT8 = {"QuantDTypeCast": "f32↔i8/u8, i8↔u8"}
 
 def ops_markdown() -> str:
     """The supported-ops table of README.md, generated from msv0.supported_ops()."""
-    from msv0.dataflow import CONTROL
+    from msv0.registry import CONTROL
 
     lines = ["| op | fp32 | int8 | notes |", "|---|---|---|---|"]
     for name in msv0.supported_ops():

@@ -5,7 +5,8 @@ ready; Switch makes only the taken half of its outputs ready; Merge fires when e
 its inputs is ready (the right half is checked first) and forwards it; a produced tensor stops
 being ready once every consumer has read it, so a loop's values never mix iterations. Partial
 runs a subgraph in place of the node. While (no r1.1 kernel) and Loop run their subgraphs by
-the semantics their schema tables define; TensorList* values are Python lists of arrays.
+the semantics their schema tables define; TensorList* values are Python lists of arrays. The
+ops themselves are in ops/control_flow.py and ops/tensor_list.py; this module is the executor.
 
 Ordinary nodes are planned here at run time, once per input-shape signature, through the same
 op registry the static executor uses; ops whose output shape depends on input values are
@@ -15,193 +16,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from msv0.errors import ModelError
 from msv0.model import Model, Node
-from msv0.dtypes import to_numpy
-from msv0.registry import OPS, Plan, Value, fail, op
+from msv0.ops.control_flow import MERGE
+from msv0.ops.tensor_list import TensorList
+from msv0.registry import CONTROL, OPS, Plan, Value, fail
 
 MAX_NODE_RUNS = 1_000_000  # a graph that has not finished by then is taken to loop forever
-
-
-@dataclass
-class TensorList:
-    items: list[np.ndarray | None]
-    element_shape: tuple[int, ...] | None
-    dtype: np.dtype
-
-    def stacked(self, node: Node) -> np.ndarray:
-        if any(x is None for x in self.items) and self.element_shape is None:
-            raise fail(node, "stacking a TensorList with unset items and no element shape")
-        shape = self.element_shape
-        items = [np.zeros(shape, self.dtype) if x is None else x for x in self.items]
-        if not items:
-            return np.zeros((0,) + tuple(shape or ()), self.dtype)
-        if any(x.shape != items[0].shape for x in items):
-            raise fail(node, "TensorList items have different shapes")
-        return np.stack(items)
-
-
-# Control-flow ops: fn(interp, node, inputs) -> {output index: value}, or None when the op
-# itself decides readiness (Merge). Registered in OPS too, so they count as supported.
-Control = Callable[["Interpreter", Node, list[Any]], dict[int, Any]]
-CONTROL: dict[str, Control] = {}
-MERGE = "Merge"
-
-
-def control(name: str):
-    def register(fn: Control) -> Control:
-        CONTROL[name] = fn
-
-        def build(node: Node, ins: list[Value]) -> Plan:
-            raise fail(node, f"{name} runs only in data-flow mode")
-
-        op(name)(build)
-        return fn
-
-    return register
-
-
-def _index(node: Node, v: Any, what: str) -> int:
-    a = np.asarray(v).reshape(-1)
-    if a.size < 1:
-        raise fail(node, f"{what} is empty")
-    return int(a[0])
-
-
-def _element_shape(v: Any) -> tuple[int, ...] | None:
-    a = np.asarray(v).reshape(-1)
-    if a.size == 0 or (a < 0).any():
-        return None
-    return tuple(int(x) for x in a)
-
-
-@control("Switch")
-def _switch(interp, node, ins):
-    n = len(ins) - 1
-    if n < 1 or len(node.outputs) != 2 * n:
-        raise fail(node, f"expects cond + N data inputs and 2N outputs, got {len(ins)} inputs, "
-                         f"{len(node.outputs)} outputs")
-    taken = bool(np.asarray(ins[0]).reshape(-1)[0])
-    base = 0 if taken else n
-    return {base + k: ins[1 + k] for k in range(n)}
-
-
-@control(MERGE)
-def _merge(interp, node, ins):
-    raise AssertionError("Merge is run by the interpreter")  # pragma: no cover
-
-
-@control("Partial")
-def _partial(interp, node, ins):
-    sub = interp.model.subgraphs[node.attrs.subGraphIndex]
-    if len(sub.inputs) != len(ins) or len(sub.outputs) != len(node.outputs):
-        raise fail(node, f"subgraph {node.attrs.subGraphIndex} has {len(sub.inputs)} inputs and "
-                         f"{len(sub.outputs)} outputs; the node has {len(ins)} and {len(node.outputs)}")
-    outs = interp.call(sub, ins, node)
-    return dict(enumerate(outs))
-
-
-@control("While")
-def _while(interp, node, ins):
-    """Loop variables = the inputs; while cond(vars) holds: vars = body(vars). Outputs = vars."""
-    cond = interp.model.subgraphs[node.attrs.condSubgraphIndex]
-    body = interp.model.subgraphs[node.attrs.bodySubgraphIndex]
-    if len(body.inputs) != len(ins) or len(body.outputs) != len(ins) or len(cond.inputs) != len(ins):
-        raise fail(node, "While body must map the loop variables to themselves and cond must take them all")
-    if len(node.outputs) != len(ins):
-        raise fail(node, "While needs as many outputs as loop variables")
-    values = list(ins)
-    while bool(np.asarray(interp.call(cond, values, node)[0]).reshape(-1)[0]):
-        values = interp.call(body, values, node)
-        interp.count(node)
-    return dict(enumerate(values))
-
-
-@control("Loop")
-def _loop(interp, node, ins):
-    """ONNX-style loop over subgraph subGraphIndex: inputs (max_trip_count, cond, v...);
-    body (i, cond, v...) -> (cond, v...); outputs the final v..."""
-    body = interp.model.subgraphs[node.attrs.subGraphIndex]
-    n = len(ins) - 2
-    if n < 0 or len(body.inputs) != n + 2 or len(body.outputs) != n + 1 or len(node.outputs) != n:
-        raise fail(node, "Loop expects (max_trip_count, cond, v...) -> v... and a body (i, cond, v...) -> (cond, v...)")
-    trips = _index(node, ins[0], "max_trip_count")
-    keep = bool(np.asarray(ins[1]).reshape(-1)[0])
-    values = list(ins[2:])
-    i = 0
-    while keep and i < trips:
-        out = interp.call(body, [np.array(i, np.int64), np.array(keep), *values], node)
-        keep, values = bool(np.asarray(out[0]).reshape(-1)[0]), list(out[1:])
-        i += 1
-        interp.count(node)
-    return dict(enumerate(values))
-
-
-@control("TensorListFromTensor")
-def _list_from_tensor(interp, node, ins):
-    x = np.asarray(ins[0])
-    if x.ndim < 1:
-        raise fail(node, "input must have at least one dimension")
-    shape = _element_shape(ins[1]) if len(ins) > 1 else tuple(x.shape[1:])
-    return {0: TensorList([x[i].copy() for i in range(x.shape[0])], shape or tuple(x.shape[1:]), x.dtype)}
-
-
-def _as_list(node: Node, v: Any) -> TensorList:
-    if not isinstance(v, TensorList):
-        raise fail(node, "input 0 is not a TensorList")
-    return v
-
-
-@control("TensorListReserve")
-def _list_reserve(interp, node, ins):
-    if len(ins) != 2:
-        raise fail(node, "expects (element_shape, num_elements)")
-    count = _index(node, ins[1], "num_elements")
-    if count < 0:
-        raise fail(node, f"num_elements {count} is negative")
-    return {0: TensorList([None] * count, _element_shape(ins[0]), to_numpy(node.attrs.elementDType, node.label))}
-
-
-def _item_index(node: Node, lst: TensorList, v: Any) -> int:
-    i = _index(node, v, "index")
-    if not 0 <= i < len(lst.items):
-        raise fail(node, f"index {i} out of range for a list of {len(lst.items)}")
-    return i
-
-
-@control("TensorListGetItem")
-def _list_get(interp, node, ins):
-    lst = _as_list(node, ins[0])
-    i = _item_index(node, lst, ins[1])
-    item = lst.items[i]
-    if item is None:
-        if lst.element_shape is None:
-            raise fail(node, f"item {i} is unset and the element shape is unknown")
-        item = np.zeros(lst.element_shape, lst.dtype)
-    return {0: item}
-
-
-@control("TensorListSetItem")
-def _list_set(interp, node, ins):
-    lst = _as_list(node, ins[0])
-    i = _item_index(node, lst, ins[1])
-    items = list(lst.items)
-    items[i] = np.array(ins[2], lst.dtype)
-    return {0: TensorList(items, lst.element_shape, lst.dtype)}
-
-
-@control("TensorListStack")
-def _list_stack(interp, node, ins):
-    lst = _as_list(node, ins[0])
-    out = lst.stacked(node)
-    n = node.attrs.numElements
-    if n not in (-1, 0) and n != len(lst.items):
-        raise fail(node, f"numElements {n} but the list holds {len(lst.items)}")
-    return {0: out}
 
 
 @dataclass

@@ -1,48 +1,41 @@
-"""MindSpore TypeId numbers (format-v0.md §2) and their NumPy dtypes."""
+"""MindSpore TypeIds (the schema's TypeId enum, format-v0.md §2) and their NumPy dtypes.
+
+TO_NUMPY is the one table of element types; item sizes are its dtypes' itemsize (the C++
+verifier's item_size() is checked against it by tests/test_schema_names.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-STRING = 12
-TENSOR_LIST = 17
-BOOL, INT, INT8, INT16, INT32, INT64 = 30, 31, 32, 33, 34, 35
-UINT, UINT8, UINT16, UINT32, UINT64 = 36, 37, 38, 39, 40
-FLOAT, FLOAT16, FLOAT32, FLOAT64 = 41, 42, 43, 44
+from msv0.fb.TypeId import TypeId
 
 TO_NUMPY: dict[int, np.dtype] = {
-    STRING: np.dtype(np.uint8),  # one byte per char
-    TENSOR_LIST: np.dtype(np.int32),  # encoded list header
-    BOOL: np.dtype(np.bool_),
-    INT: np.dtype(np.int32),
-    INT8: np.dtype(np.int8),
-    INT16: np.dtype(np.int16),
-    INT32: np.dtype(np.int32),
-    INT64: np.dtype(np.int64),
-    UINT: np.dtype(np.uint32),
-    UINT8: np.dtype(np.uint8),
-    UINT16: np.dtype(np.uint16),
-    UINT32: np.dtype(np.uint32),
-    UINT64: np.dtype(np.uint64),
-    FLOAT: np.dtype(np.float32),
-    FLOAT16: np.dtype(np.float16),
-    FLOAT32: np.dtype(np.float32),
-    FLOAT64: np.dtype(np.float64),
+    TypeId.kObjectTypeString: np.dtype(np.uint8),  # one byte per char
+    TypeId.kObjectTypeTensorType: np.dtype(np.int32),  # encoded list header
+    TypeId.kNumberTypeBool: np.dtype(np.bool_),
+    TypeId.kNumberTypeInt: np.dtype(np.int32),
+    TypeId.kNumberTypeInt8: np.dtype(np.int8),
+    TypeId.kNumberTypeInt16: np.dtype(np.int16),
+    TypeId.kNumberTypeInt32: np.dtype(np.int32),
+    TypeId.kNumberTypeInt64: np.dtype(np.int64),
+    TypeId.kNumberTypeUInt: np.dtype(np.uint32),
+    TypeId.kNumberTypeUInt8: np.dtype(np.uint8),
+    TypeId.kNumberTypeUInt16: np.dtype(np.uint16),
+    TypeId.kNumberTypeUInt32: np.dtype(np.uint32),
+    TypeId.kNumberTypeUInt64: np.dtype(np.uint64),
+    TypeId.kNumberTypeFloat: np.dtype(np.float32),
+    TypeId.kNumberTypeFloat16: np.dtype(np.float16),
+    TypeId.kNumberTypeFloat32: np.dtype(np.float32),
+    TypeId.kNumberTypeFloat64: np.dtype(np.float64),
 }
 
-# The TypeId a NumPy dtype is written as (the builder, Cast outputs).
+# Element types whose data is not an array of their dtype (strings, TensorList headers).
+OBJECT_TYPES = (TypeId.kObjectTypeString, TypeId.kObjectTypeTensorType)
+
+# The TypeId a NumPy dtype is written as (the builder, Cast outputs): the sized name, never
+# the unsized Int/UInt/Float aliases.
 FROM_NUMPY: dict[np.dtype, int] = {
-    np.dtype(np.bool_): BOOL,
-    np.dtype(np.int8): INT8,
-    np.dtype(np.int16): INT16,
-    np.dtype(np.int32): INT32,
-    np.dtype(np.int64): INT64,
-    np.dtype(np.uint8): UINT8,
-    np.dtype(np.uint16): UINT16,
-    np.dtype(np.uint32): UINT32,
-    np.dtype(np.uint64): UINT64,
-    np.dtype(np.float16): FLOAT16,
-    np.dtype(np.float32): FLOAT32,
-    np.dtype(np.float64): FLOAT64,
+    dt: tid for tid, dt in TO_NUMPY.items()
+    if tid not in OBJECT_TYPES and tid not in (TypeId.kNumberTypeInt, TypeId.kNumberTypeUInt, TypeId.kNumberTypeFloat)
 }
 
 

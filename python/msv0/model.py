@@ -1,39 +1,40 @@
 """msv0.load: a verified v0 model as read-only Python records.
 
-Verification and every index check happen in C++ (msv0._core.Model). Here the views become
-frozen records; constant data are NumPy arrays aliasing the model bytes, and each node's
-attributes are read from its primitive table by the flatc-generated msv0.fb classes, so every
-field of the schema table is present, with its schema default when the file omits it.
+Verification and every index check happen in C++ (msv0._core.Model), which only checks. The
+model is then read once, here, by the flatc-generated msv0.fb readers: tensors, nodes and
+subgraphs become frozen records, constant data are NumPy arrays aliasing the model bytes, and
+each node's attributes come from its primitive table, so every field of the schema table is
+present, with its schema default when the file omits it.
 """
 from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
 from msv0 import _core, dtypes
 from msv0.errors import ModelError
+from msv0.fb.MetaGraph import MetaGraph
+from msv0.fb.NodeType import NodeType
+from msv0.fb.PrimitiveType import PrimitiveType
+from msv0.fb.QuantParam import QuantParamT
 
-VALUE_NODE = 0  # NodeType.ValueNode: a constant when it carries data (format-v0.md §2)
+
+def _record_of(table_type: type, name: str) -> type:
+    """A frozen dataclass with the fields, in schema order, and the defaults of a generated
+    object-API class, so a schema table's field list is written in the schema alone."""
+    fields = [(k, type(v), field(default=v)) for k, v in vars(table_type()).items()]
+    return make_dataclass(name, fields, frozen=True)
 
 
-@dataclass(frozen=True)
-class QuantParam:
-    scale: float
-    zeroPoint: int
-    min: float = 0.0
-    max: float = 0.0
-    narrowRange: bool = True
-    numBits: int = 8
-    inited: bool = False
-    varCorr: float = 1.0
-    meanCorr: float = 0.0
-    dstDtype: int = 32
-    roundType: int = 1
-    multiplier: int = 1
+# A tensor's quantParams entry (format-v0.md §3).
+QuantParam = _record_of(QuantParamT, "QuantParam")
+
+# PrimitiveType number -> the schema name of the op.
+PRIMITIVE_NAMES = {v: k for k, v in vars(PrimitiveType).items() if not k.startswith("_")}
 
 
 class TensorInfo(NamedTuple):
@@ -57,7 +58,7 @@ class Tensor:
 
     @property
     def is_const(self) -> bool:
-        return self.node_type == VALUE_NODE and self.raw is not None
+        return self.node_type == NodeType.ValueNode and self.raw is not None
 
     @property
     def dtype(self) -> np.dtype:
@@ -75,7 +76,7 @@ class Tensor:
         if self.raw is None:
             return None
         dt = self.dtype
-        if self.type_id in (dtypes.STRING, dtypes.TENSOR_LIST) or self.raw.size % dt.itemsize:
+        if self.type_id in dtypes.OBJECT_TYPES or self.raw.size % dt.itemsize:
             return self.raw if dt.itemsize == 1 else self.raw[: self.raw.size // dt.itemsize * dt.itemsize].view(dt)
         flat = self.raw.view(dt)
         count = int(np.prod(self.shape, dtype=np.int64))
@@ -180,44 +181,63 @@ class Model:
         return TensorInfo(t.name, t.shape, t.dtype, t.format)
 
 
+def _text(s: bytes | None) -> str:
+    # Names are labels: bytes that are not UTF-8 must not stop a model from loading.
+    return (s or b"").decode("utf-8", "replace")
+
+
+def _vector(table, field: str) -> tuple:
+    """A vector field of a generated reader as a tuple; () when the file omits it."""
+    a = getattr(table, field + "AsNumpy")()
+    return () if isinstance(a, int) else tuple(a.tolist())
+
+
+def _tensor(i: int, t) -> Tensor:
+    data = t.DataAsNumpy()  # a read-only view of the model bytes, 0 when absent
+    return Tensor(
+        index=i,
+        name=_text(t.Name()),
+        type_id=t.DataType(),
+        shape=_vector(t, "Dims"),
+        format=t.Format(),
+        node_type=t.NodeType(),
+        raw=None if isinstance(data, int) or data.size == 0 else data,
+        quant=tuple(QuantParam(**vars(QuantParamT.InitFromObj(t.QuantParams(j))))
+                    for j in range(t.QuantParamsLength())),
+        clusters=_vector(t, "QuantClusters"),
+    )
+
+
 def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
     """Load and verify a v0 .ms model from a path or from bytes; raises ModelError if invalid."""
-    core = _core.Model(source)
+    core = _core.Model(source)  # verified: every offset, index and union below is known good
     buf = core.buffer
-    tensors = tuple(
-        Tensor(
-            index=i,
-            name=t["name"],
-            type_id=t["dataType"],
-            shape=tuple(t["dims"]),
-            format=t["format"],
-            node_type=t["nodeType"],
-            raw=t["data"],
-            quant=tuple(QuantParam(**q) for q in t["quantParams"]),
-            clusters=tuple(t["quantClusters"]),
-        )
-        for i, t in enumerate(core.tensors())
-    )
+    g = MetaGraph.GetRootAs(buf, 0)
+    tensors = tuple(_tensor(i, g.AllTensors(i)) for i in range(g.AllTensorsLength()))
     nodes = []
-    for i, n in enumerate(core.nodes()):
+    for i in range(g.NodesLength()):
+        n = g.Nodes(i)
+        name, p = _text(n.Name()), n.Primitive()
+        op = PRIMITIVE_NAMES[p.ValueType()]
         try:
-            attrs = _read_attrs(n["op"], buf, n["table_pos"])
+            attrs = _read_attrs(op, buf, p.Value().Pos)
         except Exception as e:  # the verifier passed, so this is a schema-level oddity
-            raise ModelError(f"node {i} '{n['name']}': cannot read {n['op']} attributes: {e}") from None
-        outs = tuple(n["outputIndex"])
-        nodes.append(Node(i, n["name"], n["op"], attrs, tuple(n["inputIndex"]), outs, n["quantType"],
+            raise ModelError(f"node {i} '{name}': cannot read {op} attributes: {e}") from None
+        outs = _vector(n, "OutputIndex")
+        nodes.append(Node(i, name, op, attrs, _vector(n, "InputIndex"), outs, n.QuantType(),
                           tuple(tensors[k].quant for k in outs)))
-    subgraphs = tuple(
-        SubGraph(s["name"], tuple(s["inputIndices"]), tuple(s["outputIndices"]), tuple(s["nodeIndices"]),
-                 tuple(s["tensorIndices"]))
-        for s in core.subgraphs()
-    )
+    subgraphs = []
+    for j in range(g.SubGraphLength()):
+        s = g.SubGraph(j)
+        subgraphs.append(SubGraph(_text(s.Name()), _vector(s, "InputIndices"), _vector(s, "OutputIndices"),
+                                  _vector(s, "NodeIndices"), _vector(s, "TensorIndices")))
     if subgraphs:  # subGraph[0] is the main graph (format-v0.md §1)
         main = subgraphs[0]
         graph_inputs, graph_outputs, order = main.inputs, main.outputs, main.nodes
     else:
-        graph_inputs, graph_outputs = tuple(core.inputIndex), tuple(core.outputIndex)
+        graph_inputs, graph_outputs = _vector(g, "InputIndex"), _vector(g, "OutputIndex")
         order = tuple(range(len(nodes)))
     for i in graph_inputs + graph_outputs:
         tensors[i].dtype  # an input or output of unknown dtype is a ModelError now, not at run
-    return Model(core.name, core.version, tensors, tuple(nodes), subgraphs, graph_inputs, graph_outputs, order, core)
+    return Model(_text(g.Name()), _text(g.Version()), tensors, tuple(nodes), tuple(subgraphs), graph_inputs,
+                 graph_outputs, order, core)

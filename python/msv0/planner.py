@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -44,11 +44,16 @@ def plan_arena(intervals: list[Interval]) -> tuple[dict[int, int], int]:
 
 
 def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_inputs: Sequence[int],
-             graph_outputs: Sequence[int], limit: int) -> tuple[dict[int, np.ndarray], int]:
+             graph_outputs: Sequence[int], limit: int,
+             views: Mapping[int, int] | None = None) -> tuple[dict[int, np.ndarray], int]:
     """Buffers (views of one arena) for every non-constant tensor that `steps` (each its
     (inputs, outputs)) touch: graph inputs live from before the first step, graph outputs to
-    after the last. Returns ({tensor: array}, arena bytes); ResourceError when the arena would
-    exceed `limit` bytes."""
+    after the last. `views` maps a tensor to the non-constant tensor whose data it is under a
+    new shape (Reshape and its kin): it gets no bytes of its own but a reshaped view of the
+    other's, and that storage lives from the first write to the last read of either.
+    Returns ({tensor: array}, arena bytes); ResourceError when the arena would exceed `limit`
+    bytes."""
+    views = views or {}
     first: dict[int, int] = {k: -1 for k in graph_inputs}
     last: dict[int, int] = {}
     for s, (ins, outs) in enumerate(steps):
@@ -61,7 +66,18 @@ def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_i
     for k in graph_outputs:
         if values[k].const is None:
             last[k] = len(steps)
-    intervals = [Interval(k, values[k].size * values[k].dtype.itemsize, f, last.get(k, f)) for k, f in first.items()]
+
+    def storage(k: int) -> int:  # the tensor that owns k's bytes (views may chain)
+        while k in views:
+            k = views[k]
+        return k
+
+    live: dict[int, tuple[int, int]] = {}  # storage owner -> (first, last) over all its views
+    for k, f in first.items():
+        owner = storage(k)
+        lo, hi = live.get(owner, (f, last.get(k, f)))
+        live[owner] = (min(lo, f), max(hi, last.get(k, f)))
+    intervals = [Interval(k, values[k].size * values[k].dtype.itemsize, f, l) for k, (f, l) in live.items()]
     offsets, total = plan_arena(intervals)
     if total > limit:
         biggest = max(intervals, key=lambda iv: iv.size)
@@ -73,7 +89,7 @@ def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_i
     start = -raw.ctypes.data % ALIGN
     arena = raw[start : start + total]
     buffers = {}
-    for k, off in offsets.items():
-        v = values[k]
+    for k in first:
+        v, off = values[k], offsets[storage(k)]
         buffers[k] = arena[off : off + v.size * v.dtype.itemsize].view(v.dtype).reshape(v.shape)
     return buffers, total

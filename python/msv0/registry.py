@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from msv0.errors import ModelError
+from msv0.fb.ActivationType import ActivationType
 from msv0.model import Node, QuantParam, Tensor
 
 Shape = tuple[int, ...]
@@ -52,6 +53,10 @@ class Plan:
     # What msv0.fusion needs to merge this step with its neighbours (a fusion.Conv1x1 or
     # fusion.Depthwise), or None.
     parts: Any = None
+    # {output k: input j}: output k is input j's data under a new shape (Reshape and its kin).
+    # The session then places k on j's bytes and skips the step; `run` (a copy) is for when it
+    # cannot, as when j is a constant.
+    views: dict[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,28 @@ def op(*names: str, data_dependent: bool | Callable[[Node], bool] = False):
     return register
 
 
+# Control-flow ops: fn(interp, node, inputs) -> {output index: value}, or None when the op
+# itself decides readiness (Merge). Registered in OPS too, so they count as supported.
+# The interpreter is dataflow.Interpreter (a layer above: the ops get it as an argument).
+Control = Callable[[Any, Node, list[Any]], dict[int, Any] | None]
+CONTROL: dict[str, Control] = {}
+
+
+def control(name: str):
+    """Register a control-flow op, run by the data-flow executor (msv0.dataflow)."""
+
+    def register(fn: Control) -> Control:
+        CONTROL[name] = fn
+
+        def build(node: Node, ins: list[Value]) -> Plan:
+            raise fail(node, f"{name} runs only in data-flow mode")
+
+        op(name)(build)
+        return fn
+
+    return register
+
+
 def reject(reason: str, *names: str) -> None:
     """Declare schema primitives that msv0 will never run, and why."""
     for name in names:
@@ -102,17 +129,33 @@ def expect_inputs(node: Node, ins: Sequence[Value], *counts: int) -> None:
         raise fail(node, f"expected {want} inputs, got {len(ins)}")
 
 
+def known_value(node: Node, v: Value, what: str) -> np.ndarray:
+    """The value of an input of a data_dependent op: the data-flow executor plans such ops
+    with every input's value known."""
+    if v.const is None:  # only when built outside the data-flow executor
+        raise fail(node, f"{what} ({v.tensor.label}) has no value at plan time")
+    return v.const
+
+
+def first_int(node: Node, v: Any, what: str) -> int:
+    """The first element of a run-time value as an int (a count or an index)."""
+    a = np.asarray(v).reshape(-1)
+    if a.size < 1:
+        raise fail(node, f"{what} is empty")
+    return int(a[0])
+
+
 def const_input(node: Node, v: Value, what: str) -> np.ndarray:
     if v.const is None:
         raise fail(node, f"{what} must be a constant tensor ({v.tensor.label} is computed at run time)")
     return v.const
 
 
-# Fused activationType (format-v0.md §4): only RELU (1) and RELU6 (3) take effect.
+# Fused activationType (format-v0.md §4): only RELU and RELU6 take effect.
 def activation_range(activation_type: int) -> tuple[float, float]:
-    if activation_type == 1:
+    if activation_type == ActivationType.RELU:
         return 0.0, float("inf")
-    if activation_type == 3:
+    if activation_type == ActivationType.RELU6:
         return 0.0, 6.0
     return float("-inf"), float("inf")
 

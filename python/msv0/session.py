@@ -17,12 +17,12 @@ import numpy as np
 
 from msv0 import _core
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
-from msv0.dataflow import CONTROL, Interpreter
+from msv0.dataflow import Interpreter
 from msv0.fusion import fuse_blocks
 from msv0.errors import InputError, ModelError, ResourceError, UnsupportedOpError
 from msv0.model import Model, load
 from msv0.planner import allocate
-from msv0.registry import OPS, REJECTED, Plan, RunFn, Shape, Value
+from msv0.registry import CONTROL, OPS, REJECTED, Plan, RunFn, Shape, Value
 
 Signature = tuple[Shape, ...]
 
@@ -183,8 +183,11 @@ class Session:
             for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
                 uses[k] = uses.get(k, 0) + 1
             planned = fuse_blocks(planned, uses, self.num_threads)
+        # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
+        views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
+                 if values[ins[j]].const is None}
         buffers, total = allocate(values, [(ins, outs) for _, _, ins, outs in planned], model.graph_inputs,
-                                  model.graph_outputs, self.memory_limit)
+                                  model.graph_outputs, self.memory_limit, views)
 
         def array(k: int) -> np.ndarray:
             return values[k].const if values[k].const is not None else buffers[k]
@@ -192,6 +195,8 @@ class Session:
         steps: list[Step] = []
         program = None
         for label, plan, ins, outs in planned:
+            if plan.views and all(k in views for k in outs):  # its outputs already are its inputs' bytes
+                continue
             in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
             if plan.native is None or not self.native:
                 steps.append(Step(label, plan.run, in_arrays, out_arrays))

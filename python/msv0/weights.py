@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0 import dtypes
 from msv0.model import Node
 from msv0.registry import Value, const_input, fail
+from msv0.fb.TypeId import TypeId
 
 
 def unpack_bits(raw: np.ndarray, word_bits: int, bits: int, count: int) -> np.ndarray:
@@ -29,12 +29,12 @@ def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight
     t = v.tensor
     quant = t.quant
     if rule == "dtype":
-        wants_dequant = t.type_id in (dtypes.INT8, dtypes.INT16)
+        wants_dequant = t.type_id in (TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt16)
         if wants_dequant and not quant:
             raise fail(node, f"{what} {t.label} is {data.dtype} but has no quantParams")
     else:
         wants_dequant = bool(quant) and quant[0].inited
-        if wants_dequant and t.type_id not in (dtypes.INT8, dtypes.INT16):
+        if wants_dequant and t.type_id not in (TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt16):
             raise fail(node, f"{what} {t.label} has an inited QuantParam but dataType {t.type_id} "
                              "(r1.1 dequantises only int8/int16 weights)")
     if not wants_dequant:
@@ -44,7 +44,7 @@ def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight
 
     shape = t.shape
     count = int(np.prod(shape, dtype=np.int64))
-    word_bits = 8 if t.type_id == dtypes.INT8 else 16
+    word_bits = 8 if t.type_id == TypeId.kNumberTypeInt8 else 16
     bits = quant[0].numBits
     if t.raw.size * 8 < count * word_bits:  # bit-packed
         q = unpack_bits(t.raw, word_bits, bits, count)

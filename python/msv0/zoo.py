@@ -17,8 +17,12 @@ from typing import Callable
 
 import numpy as np
 
-RELU, RELU6 = 1, 3  # ActivationType
-NOTSET, SAME_UPPER = 0, 1  # PadMode
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.Format import Format
+from msv0.fb.PadMode import PadMode
+from msv0.fb.PoolMode import PoolMode
+from msv0.fb.RoundMode import RoundMode
+
 RESIDUAL_SCALE = 0.2  # keeps each residual add from doubling the activation variance
 
 
@@ -36,8 +40,8 @@ class Layer:
     kernel: int = 1
     stride: int = 1
     pads: tuple[int, int, int, int] = (0, 0, 0, 0)  # up, down, left, right
-    pad_mode: int = NOTSET
-    act: int = 0
+    pad_mode: int = PadMode.NOTSET
+    act: int = ActivationType.NO_ACTIVATION
 
 
 @dataclass
@@ -77,13 +81,14 @@ class Net:
             oh, ow = -(-h // stride), -(-w // stride)
             th = max(0, (oh - 1) * stride + kernel - h)
             tw = max(0, (ow - 1) * stride + kernel - w)
-            return oh, ow, (th // 2, th - th // 2, tw // 2, tw - tw // 2), SAME_UPPER
+            return oh, ow, (th // 2, th - th // 2, tw // 2, tw - tw // 2), PadMode.SAME_UPPER
         p = (kernel - 1) // 2
         oh = (h + 2 * p - kernel) // stride + 1
         ow = (w + 2 * p - kernel) // stride + 1
-        return oh, ow, (p, p, p, p), NOTSET
+        return oh, ow, (p, p, p, p), PadMode.NOTSET
 
-    def conv(self, x: str, cout: int, kernel: int = 1, stride: int = 1, act: int = 0, gain: float = 1.0) -> str:
+    def conv(self, x: str, cout: int, kernel: int = 1, stride: int = 1, act: int = ActivationType.NO_ACTIVATION,
+             gain: float = 1.0) -> str:
         n, _, _, cin = self.shape(x)
         oh, ow, pads, mode = self._window(x, kernel, stride)
         fan_in = cin * kernel * kernel
@@ -93,7 +98,7 @@ class Net:
         return self._add(Layer("conv", name, [x], name, (n, oh, ow, cout), w, b,
                                kernel, stride, pads, mode, act))
 
-    def dwconv(self, x: str, kernel: int = 3, stride: int = 1, act: int = 0) -> str:
+    def dwconv(self, x: str, kernel: int = 3, stride: int = 1, act: int = ActivationType.NO_ACTIVATION) -> str:
         n, _, _, c = self.shape(x)
         oh, ow, pads, mode = self._window(x, kernel, stride)
         w = self.rng.standard_normal((c, kernel, kernel, 1), np.float32) * np.float32(np.sqrt(2.0 / (kernel * kernel)))
@@ -120,7 +125,7 @@ class Net:
         b = self.rng.uniform(-0.1, 0.1, nout).astype(np.float32)
         return self._add(Layer("fc", self.output_name, [x], self.output_name, (self.shape(x)[0], nout), w, b))
 
-    def add(self, a: str, b: str, act: int = 0) -> str:
+    def add(self, a: str, b: str, act: int = ActivationType.NO_ACTIVATION) -> str:
         if self.shape(a) != self.shape(b):
             raise ValueError(f"add of {self.shape(a)} and {self.shape(b)}")
         name = self._name("add")
@@ -137,7 +142,7 @@ class Net:
             x = [ids[i] for i in layer.inputs]
             out = [b.tensor(layer.output, shape=layer.out_shape)]
             if layer.weight is not None:
-                fmt = 7 if layer.kind in ("conv", "dwconv") else 1  # KHWC for conv weights (format-v0.md §2)
+                fmt = Format.KHWC if layer.kind in ("conv", "dwconv") else Format.NHWC  # format-v0.md §2
                 x += [b.const(f"{layer.name}/weight", layer.weight, format=fmt), b.const(f"{layer.name}/bias", layer.bias)]
             op, attrs = ms_primitive(layer, self.shape(layer.inputs[0]))
             b.node(op, x, outputs=out, name=layer.name, **attrs)
@@ -160,9 +165,9 @@ class Net:
             return name
 
         def activation(x: str, act: int, out: str) -> None:
-            if act == RELU:
+            if act == ActivationType.RELU:
                 nodes.append(helper.make_node("Relu", [x], [out]))
-            elif act == RELU6:
+            elif act == ActivationType.RELU6:
                 lo, hi = init(f"{out}/min", np.float32(0)), init(f"{out}/max", np.float32(6))
                 nodes.append(helper.make_node("Clip", [x, lo, hi], [out]))
 
@@ -208,18 +213,19 @@ def ms_primitive(layer: Layer, in_shape: tuple[int, ...]) -> tuple[str, dict]:
                   padUp=up, padDown=down, padLeft=left, padRight=right)
     if layer.kind == "conv":
         cout, k, _, cin = layer.weight.shape
-        return "Conv2D", dict(window, format=1, group=1, channelIn=cin, channelOut=cout, kernelH=k, kernelW=k,
-                              dilateH=1, dilateW=1, hasBias=True, activationType=layer.act)
+        return "Conv2D", dict(window, format=Format.NHWC, group=1, channelIn=cin, channelOut=cout, kernelH=k,
+                              kernelW=k, dilateH=1, dilateW=1, hasBias=True, activationType=layer.act)
     if layer.kind == "dwconv":
         c, k = layer.weight.shape[:2]
-        return "DepthwiseConv2D", dict(window, format=1, channelIn=c, channelMultiplier=1, kernelH=k, kernelW=k,
-                                       dilateH=1, dilateW=1, hasBias=True, activationType=layer.act)
+        return "DepthwiseConv2D", dict(window, format=Format.NHWC, channelIn=c, channelMultiplier=1, kernelH=k,
+                                       kernelW=k, dilateH=1, dilateW=1, hasBias=True, activationType=layer.act)
     if layer.kind == "maxpool":
-        return "Pooling", dict(window, format=1, poolingMode=0, windowH=layer.kernel, windowW=layer.kernel,
-                               roundMode=0)
+        return "Pooling", dict(window, format=Format.NHWC, poolingMode=PoolMode.MAX_POOLING, windowH=layer.kernel,
+                               windowW=layer.kernel, roundMode=RoundMode.FLOOR)
     if layer.kind == "gap":
-        return "Pooling", dict(format=1, poolingMode=1, windowH=in_shape[1], windowW=in_shape[2], strideH=1,
-                               strideW=1, padMode=NOTSET, roundMode=0, global_=True)
+        return "Pooling", dict(format=Format.NHWC, poolingMode=PoolMode.MEAN_POOLING, windowH=in_shape[1],
+                               windowW=in_shape[2], strideH=1, strideW=1, padMode=PadMode.NOTSET,
+                               roundMode=RoundMode.FLOOR, global_=True)
     if layer.kind == "fc":
         return "FullConnection", dict(hasBias=True, useAxis=False, activationType=layer.act)
     if layer.kind == "add":
@@ -241,8 +247,8 @@ def _inverted_residuals(net: Net, x: str, settings, width: float, cin: int) -> t
             stride = s if i == 0 else 1
             h = x
             if t != 1:
-                h = net.conv(h, cin * t, 1, act=RELU6)
-            h = net.dwconv(h, 3, stride, act=RELU6)
+                h = net.conv(h, cin * t, 1, act=ActivationType.RELU6)
+            h = net.dwconv(h, 3, stride, act=ActivationType.RELU6)
             residual = stride == 1 and cin == cout
             h = net.conv(h, cout, 1, gain=RESIDUAL_SCALE if residual else 0.7)
             x = net.add(x, h) if residual else h
@@ -257,9 +263,9 @@ MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 
 def mobilenet_v2_net(width: float = 1.0, resolution: int = 224, seed: int = 0, classes: int = 1000) -> Net:
     net = Net("mobilenet_v2", (1, resolution, resolution, 3), rng=np.random.default_rng(seed))
     stem = _divisible(32 * width)
-    x = net.conv(net.input_name, stem, 3, 2, act=RELU6)
+    x = net.conv(net.input_name, stem, 3, 2, act=ActivationType.RELU6)
     x, c = _inverted_residuals(net, x, MOBILENET_V2, width, stem)
-    x = net.conv(x, _divisible(1280 * max(1.0, width)), 1, act=RELU6)
+    x = net.conv(x, _divisible(1280 * max(1.0, width)), 1, act=ActivationType.RELU6)
     net.fc(net.gap(x), classes)
     return net
 
@@ -267,33 +273,33 @@ def mobilenet_v2_net(width: float = 1.0, resolution: int = 224, seed: int = 0, c
 def mobilenet_tiny_net(resolution: int = 64, seed: int = 0, classes: int = 10) -> Net:
     """A small MobileNetV2-like network (SAME_UPPER strided convs) for the demo and tests."""
     net = Net("mobilenet_tiny", (1, resolution, resolution, 3), same_upper=True, rng=np.random.default_rng(seed))
-    x = net.conv(net.input_name, 16, 3, 2, act=RELU6)
+    x = net.conv(net.input_name, 16, 3, 2, act=ActivationType.RELU6)
     x, _ = _inverted_residuals(net, x, [(1, 8, 1, 1), (6, 16, 2, 2), (6, 24, 2, 2)], 1.0, 16)
-    x = net.conv(x, 64, 1, act=RELU6)
+    x = net.conv(x, 64, 1, act=ActivationType.RELU6)
     net.fc(net.gap(x), classes)
     return net
 
 
 def _basic_block(net: Net, x: str, cout: int, stride: int) -> str:
-    h = net.conv(x, cout, 3, stride, act=RELU)
+    h = net.conv(x, cout, 3, stride, act=ActivationType.RELU)
     h = net.conv(h, cout, 3, 1, gain=RESIDUAL_SCALE)
     shortcut = x if stride == 1 and net.shape(x)[-1] == cout else net.conv(x, cout, 1, stride)
-    return net.add(shortcut, h, act=RELU)
+    return net.add(shortcut, h, act=ActivationType.RELU)
 
 
 def _bottleneck(net: Net, x: str, cout: int, stride: int) -> str:
     mid = cout // 4
-    h = net.conv(x, mid, 1, act=RELU)
-    h = net.conv(h, mid, 3, stride, act=RELU)  # stride on the 3x3 (ResNet v1.5)
+    h = net.conv(x, mid, 1, act=ActivationType.RELU)
+    h = net.conv(h, mid, 3, stride, act=ActivationType.RELU)  # stride on the 3x3 (ResNet v1.5)
     h = net.conv(h, cout, 1, gain=RESIDUAL_SCALE)
     shortcut = x if stride == 1 and net.shape(x)[-1] == cout else net.conv(x, cout, 1, stride)
-    return net.add(shortcut, h, act=RELU)
+    return net.add(shortcut, h, act=ActivationType.RELU)
 
 
 def _resnet(name: str, block: Callable, depths: list[int], expansion: int, resolution: int, seed: int,
             classes: int) -> Net:
     net = Net(name, (1, resolution, resolution, 3), rng=np.random.default_rng(seed))
-    x = net.conv(net.input_name, 64, 7, 2, act=RELU)
+    x = net.conv(net.input_name, 64, 7, 2, act=ActivationType.RELU)
     x = net.maxpool(x, 3, 2)
     for stage, depth in enumerate(depths):
         for i in range(depth):

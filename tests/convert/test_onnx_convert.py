@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+# onnx is the converter's optional dependency (the `convert` extra): without it these tests skip.
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 

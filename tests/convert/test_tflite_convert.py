@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+# tflite (the reader the converter uses) and ai-edge-litert (the reference) are optional test
+# extras that not every platform has wheels for: without them these tests skip.
 pytest.importorskip("tflite")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
@@ -36,9 +38,6 @@ def check(w: TFLiteWriter, feeds, rtol=1e-5, atol=1e-5):
     data = w.finish()
     want = run_litert(data, feeds)
     model = msv0.load(convert(data))
-    missing = sorted({n.op for n in model.nodes} - set(msv0.supported_ops()))
-    if missing:
-        pytest.skip(f"runtime lacks {missing}")
     got = msv0.Session(model).run(feeds)
     assert set(got) == set(want)
     for k in want:

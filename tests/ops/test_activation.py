@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import msv0
+from msv0.fb.ActivationType import ActivationType
 from oprun import Const, run_op
 
 F = np.float32
@@ -40,21 +41,22 @@ def _relu6(v):
 
 
 REFERENCES = {
-    1: lambda v, p: max(v, F(0)),
-    3: lambda v, p: _relu6(v),
-    5: lambda v, p: v if v > 0 else F(v * F(p["alpha"])),
-    2: lambda v, p: _sigmoid(v),
-    10: lambda v, p: _tanh_pade(v),
-    18: lambda v, p: F(v * _sigmoid(v)),
-    12: lambda v, p: F(F(v * _relu6(F(v + F(3)))) / F(6)),
-    13: lambda v, p: F(_relu6(F(v + F(3))) / F(6)),
-    16: lambda v, p: F(p["minVal"]) if v < F(p["minVal"]) else min(v, F(p["maxVal"])),
+    ActivationType.RELU: lambda v, p: max(v, F(0)),
+    ActivationType.RELU6: lambda v, p: _relu6(v),
+    ActivationType.LEAKY_RELU: lambda v, p: v if v > 0 else F(v * F(p["alpha"])),
+    ActivationType.SIGMOID: lambda v, p: _sigmoid(v),
+    ActivationType.TANH: lambda v, p: _tanh_pade(v),
+    ActivationType.SWISH: lambda v, p: F(v * _sigmoid(v)),
+    ActivationType.HSWISH: lambda v, p: F(F(v * _relu6(F(v + F(3)))) / F(6)),
+    ActivationType.HSIGMOID: lambda v, p: F(_relu6(F(v + F(3))) / F(6)),
+    ActivationType.HARD_TANH: lambda v, p: F(p["minVal"]) if v < F(p["minVal"]) else min(v, F(p["maxVal"])),
 }
-NAMES = {1: "relu", 3: "relu6", 5: "leaky", 2: "sigmoid", 10: "tanh", 18: "swish", 12: "hswish",
-         13: "hsigmoid", 16: "hard_tanh"}
+# Test ids: the schema names, lower case.
+NAMES = {v: k.lower() for k, v in vars(ActivationType).items() if not k.startswith("_")}
 PARAMS = {"alpha": 0.15, "minVal": -0.75, "maxVal": 2.5}
 # Sigmoid/Swish go through exp: NumPy's float32 exp and the reference's double exp may differ by 1 ulp.
-EXACT = {1, 3, 5, 10, 12, 13, 16}
+EXACT = {ActivationType.RELU, ActivationType.RELU6, ActivationType.LEAKY_RELU, ActivationType.TANH,
+         ActivationType.HSWISH, ActivationType.HSIGMOID, ActivationType.HARD_TANH}
 
 
 @pytest.mark.parametrize("act", sorted(REFERENCES), ids=lambda a: NAMES[a])

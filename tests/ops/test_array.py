@@ -2,7 +2,7 @@
 import msv0
 import numpy as np
 import pytest
-from oprun import Const, run_op
+from oprun import Const, ort_run, run_op
 
 I32 = np.int32
 
@@ -351,3 +351,56 @@ def test_topk_k_input_and_bad(rng):
     np.testing.assert_array_equal(i, wi)
     with pytest.raises(msv0.ModelError):
         run_op("TopK", [x], outputs=2, out_dtypes=[np.float32, I32], k=7)
+
+
+# Unique and one-input Where: data-dependent output shapes.
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_unique_matches_onnxruntime(rng, dtype):
+    x = rng.integers(-3, 4, 17).astype(dtype)
+    got = run_op("Unique", [x], outputs=2, out_dtypes=[dtype, I32])
+    y, _, inverse, _ = ort_run("Unique", [x.astype(np.float32)], n_out=4, sorted=0)  # ORT has no int32 Unique
+    np.testing.assert_array_equal(got[0], y.astype(dtype))
+    np.testing.assert_array_equal(got[1], inverse.astype(I32))
+
+
+def test_unique_nan_and_signed_zero():
+    x = np.array([np.nan, 0.0, -0.0, np.nan, 1.0], np.float32)
+    y, idx = run_op("Unique", [x], outputs=2, out_dtypes=[np.float32, I32])
+    np.testing.assert_array_equal(idx, [0, 1, 1, 2, 3])
+    assert y.shape == (4,) and np.isnan(y[0]) and np.isnan(y[2])
+
+
+def test_unique_2d_last_dim():
+    y, idx = run_op("Unique", [np.array([[2.0, 2.0, 2.0]], np.float32)], outputs=2, out_dtypes=[np.float32, I32])
+    np.testing.assert_array_equal(y, [[2.0]])
+    np.testing.assert_array_equal(idx, [[0, 0, 0]])
+    with pytest.raises(msv0.ModelError):
+        run_op("Unique", [np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)], outputs=2, out_dtypes=[np.float32, I32])
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (2, 1, 3, 2)])
+def test_where_one_input_matches_onnx_nonzero(rng, shape):
+    c = rng.random(shape) > 0.5
+    (got,) = run_op("Where", [c], out_dtypes=[I32])
+    (want,) = ort_run("NonZero", [c])
+    np.testing.assert_array_equal(got, want.T.astype(I32))
+    (got,) = run_op("Where", [Const(c)], out_dtypes=[I32])
+    np.testing.assert_array_equal(got, np.argwhere(c))
+
+
+def test_where_one_input_all_false():
+    (got,) = run_op("Where", [np.zeros((2, 3), bool)], out_dtypes=[I32])
+    assert got.shape == (0, 2)
+
+
+def test_where_three_inputs_still_selects(rng):
+    c = rng.random((2, 3)) > 0.5
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    (y,) = run_op("Where", [c, x, np.array([9.0], np.float32)])
+    np.testing.assert_array_equal(y, np.where(c, x, np.float32(9)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_ones_like(dtype):
+    (y,) = run_op("OnesLike", [np.zeros((2, 3), dtype)], out_dtypes=[dtype])
+    np.testing.assert_array_equal(y, np.ones((2, 3), dtype))

@@ -2,32 +2,32 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import dtypes as T
+from msv0.fb.TypeId import TypeId
 from oprun import run_op
 
 
 def test_cast_pairs(rng):
     x = np.array([-2.7, -0.5, 0.0, 0.5, 1.99, 1e3], np.float32)
-    (y,) = run_op("Cast", [x], out_dtypes=[np.int32], srcT=T.FLOAT32, dstT=T.INT32)
+    (y,) = run_op("Cast", [x], out_dtypes=[np.int32], srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt32)
     np.testing.assert_array_equal(y, [-2, 0, 0, 0, 1, 1000])  # truncation toward zero
-    (y,) = run_op("Cast", [x], out_dtypes=[np.int64], srcT=0, dstT=T.INT64)
+    (y,) = run_op("Cast", [x], out_dtypes=[np.int64], srcT=0, dstT=TypeId.kNumberTypeInt64)
     assert y.dtype == np.int64 and y.tolist() == [-2, 0, 0, 0, 1, 1000]
-    (y,) = run_op("Cast", [x], out_dtypes=[np.float16], dstT=T.FLOAT16)
+    (y,) = run_op("Cast", [x], out_dtypes=[np.float16], dstT=TypeId.kNumberTypeFloat16)
     np.testing.assert_array_equal(y, x.astype(np.float16))
     for src in [np.bool_, np.uint8, np.int32, np.float16]:
         v = rng.integers(0, 2 if src == np.bool_ else 200, 7).astype(src)
-        (y,) = run_op("Cast", [v], dstT=T.FLOAT32)
+        (y,) = run_op("Cast", [v], dstT=TypeId.kNumberTypeFloat32)
         np.testing.assert_array_equal(y, v.astype(np.float32))
     v = rng.integers(-9, 9, 5).astype(np.int32)
-    (y,) = run_op("Cast", [v], out_dtypes=[np.int64], dstT=T.INT64)
+    (y,) = run_op("Cast", [v], out_dtypes=[np.int64], dstT=TypeId.kNumberTypeInt64)
     np.testing.assert_array_equal(y, v)
-    (y,) = run_op("Cast", [v], out_dtypes=[np.int32], dstT=T.INT32)
+    (y,) = run_op("Cast", [v], out_dtypes=[np.int32], dstT=TypeId.kNumberTypeInt32)
     np.testing.assert_array_equal(y, v)
 
 
-@pytest.mark.parametrize("src,dst,srcT", [(np.float32, T.UINT8, 0), (np.int64, T.FLOAT32, 0),
-                                          (np.float32, T.INT32, T.INT32), (np.int8, T.FLOAT32, 0),
-                                          (np.float32, T.STRING, 0), (np.float32, 99, 0)])
+@pytest.mark.parametrize("src,dst,srcT", [(np.float32, TypeId.kNumberTypeUInt8, 0), (np.int64, TypeId.kNumberTypeFloat32, 0),
+                                          (np.float32, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt32), (np.int8, TypeId.kNumberTypeFloat32, 0),
+                                          (np.float32, TypeId.kObjectTypeString, 0), (np.float32, 99, 0)])
 def test_cast_bad(src, dst, srcT):
     with pytest.raises(msv0.ModelError):
         run_op("Cast", [np.zeros(3, src)], out_dtypes=[np.float32], srcT=srcT, dstT=dst)
@@ -49,9 +49,9 @@ def qcast(x, src, dst, out_dtype, in_q=None, out_q=None):
 def test_f32_to_i8_rounding_and_inf():
     # scale 0.5: reciprocal 2 is exact, so ties land exactly on .5 and round away from zero
     x = np.array([0.25, -0.25, 0.75, -0.75, 1.25, 100.0, -100.0, np.inf, -np.inf, 0.0], np.float32)
-    y = qcast(x, T.FLOAT32, T.INT8, np.int8, out_q=q(0.5, 0))
+    y = qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, out_q=q(0.5, 0))
     assert y.tolist() == [1, -1, 2, -2, 3, 127, -128, 127, 127, 0]
-    y = qcast(x[:5], T.FLOAT32, T.INT8, np.int8, out_q=q(0.5, 3))
+    y = qcast(x[:5], TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, out_q=q(0.5, 3))
     assert y.tolist() == [4, 3, 5, 2, 6]  # ties 3.5, 2.5, 4.5, 1.5, 5.5 round away from zero
 
 
@@ -64,18 +64,18 @@ def ref_i8(x, scale, zp):
 def test_f32_to_i8_uses_float_reciprocal(rng):
     x = rng.uniform(-30, 30, 5000).astype(np.float32)
     scale = 0.1
-    y = qcast(x, T.FLOAT32, T.INT8, np.int8, out_q=q(scale, -5))
+    y = qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, out_q=q(scale, -5))
     np.testing.assert_array_equal(y, ref_i8(x, scale, -5))
     # -44.25 / 0.3f is -147.49999 in exact arithmetic, but -44.25 · (1/0.3f) rounds to -147.5 in
     # float and then away from zero: the reciprocal form gives -148 (zp 100 → -48), division -47.
-    y = qcast(np.array([-44.25], np.float32), T.FLOAT32, T.INT8, np.int8, out_q=q(0.3, 100))
+    y = qcast(np.array([-44.25], np.float32), TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, out_q=q(0.3, 100))
     assert y.tolist() == [-48]
 
 
 def test_f32_to_u8_divides_in_double(rng):
     x = np.concatenate([rng.uniform(-10, 40, 3000), [np.inf, -np.inf, 0.5, 1.5]]).astype(np.float32)
     scale, zp = np.float32(0.2), 10
-    y = qcast(x, T.FLOAT32, T.UINT8, np.uint8, out_q=q(float(scale), zp))
+    y = qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeUInt8, np.uint8, out_q=q(float(scale), zp))
     v = x.astype(np.float64) / np.float64(scale) + zp
     want = np.clip(np.floor(v + 0.5), 0, 255)
     want[np.isinf(x)] = 255
@@ -84,35 +84,35 @@ def test_f32_to_u8_divides_in_double(rng):
 
 def test_dequant_and_shift_pairs(rng):
     qi = rng.integers(-128, 128, 300).astype(np.int8)
-    y = qcast(qi, T.INT8, T.FLOAT32, np.float32, in_q=q(0.25, 7))
+    y = qcast(qi, TypeId.kNumberTypeInt8, TypeId.kNumberTypeFloat32, np.float32, in_q=q(0.25, 7))
     np.testing.assert_array_equal(y, (qi.astype(np.int32) - 7).astype(np.float32) * np.float32(0.25))
     qu = rng.integers(0, 256, 300).astype(np.uint8)
-    y = qcast(qu, T.UINT8, T.FLOAT32, np.float32, in_q=q(0.5, 128))
+    y = qcast(qu, TypeId.kNumberTypeUInt8, TypeId.kNumberTypeFloat32, np.float32, in_q=q(0.5, 128))
     np.testing.assert_array_equal(y, (qu.astype(np.int32) - 128).astype(np.float32) * np.float32(0.5))
-    np.testing.assert_array_equal(qcast(qu, T.UINT8, T.INT8, np.int8), (qu.astype(np.int16) - 128).astype(np.int8))
-    np.testing.assert_array_equal(qcast(qi, T.INT8, T.UINT8, np.uint8), (qi.astype(np.int16) + 128).astype(np.uint8))
+    np.testing.assert_array_equal(qcast(qu, TypeId.kNumberTypeUInt8, TypeId.kNumberTypeInt8, np.int8), (qu.astype(np.int16) - 128).astype(np.int8))
+    np.testing.assert_array_equal(qcast(qi, TypeId.kNumberTypeInt8, TypeId.kNumberTypeUInt8, np.uint8), (qi.astype(np.int16) + 128).astype(np.uint8))
 
 
 def test_param_choice_prefers_inited_output():
     x = np.array([1.0, -2.0], np.float32)
-    assert qcast(x, T.FLOAT32, T.INT8, np.int8, in_q=q(1.0, 0), out_q=q(0.5, 0)).tolist() == [2, -4]
+    assert qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, in_q=q(1.0, 0), out_q=q(0.5, 0)).tolist() == [2, -4]
     # an output param that is not inited is skipped in favour of the input's
-    assert qcast(x, T.FLOAT32, T.INT8, np.int8, in_q=q(1.0, 0), out_q=q(0.5, 0, False)).tolist() == [1, -2]
+    assert qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, in_q=q(1.0, 0), out_q=q(0.5, 0, False)).tolist() == [1, -2]
     with pytest.raises(msv0.ModelError, match="quantParam"):
-        qcast(x, T.FLOAT32, T.INT8, np.int8)
+        qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8)
 
 
 def test_i8_to_i8_requantises():
     x = np.array([-128, -3, 0, 5, 127], np.int8)
-    y = qcast(x, T.INT8, T.INT8, np.int8, in_q=q(0.5, -3), out_q=q(0.25, 2))
+    y = qcast(x, TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt8, np.int8, in_q=q(0.5, -3), out_q=q(0.25, 2))
     want = ref_i8((x.astype(np.int32) + 3).astype(np.float32) * np.float32(0.5), 0.25, 2)
     np.testing.assert_array_equal(y, want)
 
 
-@pytest.mark.parametrize("src,dst,xdt,odt", [(T.FLOAT32, T.INT32, np.float32, np.int32),
-                                             (T.INT32, T.INT8, np.int32, np.int8),
-                                             (T.FLOAT32, T.INT8, np.int32, np.int8),
-                                             (T.UINT8, T.UINT8, np.uint8, np.uint8)])
+@pytest.mark.parametrize("src,dst,xdt,odt", [(TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt32, np.float32, np.int32),
+                                             (TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt8, np.int32, np.int8),
+                                             (TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int32, np.int8),
+                                             (TypeId.kNumberTypeUInt8, TypeId.kNumberTypeUInt8, np.uint8, np.uint8)])
 def test_quant_cast_bad_pairs(src, dst, xdt, odt):
     with pytest.raises(msv0.ModelError):
         qcast(np.zeros(2, xdt), src, dst, odt, in_q=q(1.0, 0), out_q=q(1.0, 0))

@@ -5,15 +5,15 @@ import pytest
 import msv0
 from msv0 import _core
 from oprun import assert_native_matches_python, Const, run_op
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.PadMode import PadMode
 
-NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
-RELU, RELU6, SIGMOID = 1, 3, 2
 EPS = np.finfo(np.float32).eps
 
 
 def conv_out(size, k, s, d, mode, p0, p1):
-    """format-v0.md §5 Conv2D output size, with the SAME_UPPER pad recompute."""
-    if mode == SAME_UPPER:
+    """format-v0.md §5 Conv2D output size, with the PadMode.SAME_UPPER pad recompute."""
+    if mode == PadMode.SAME_UPPER:
         out = (size + s - 1) // s
         total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
         p0, p1 = total // 2, total - total // 2
@@ -55,14 +55,14 @@ def close(got, want, absref, k, scale=4):
 
 
 def act(y, activation):
-    if activation == RELU:
+    if activation == ActivationType.RELU:
         return np.maximum(y, 0)
-    if activation == RELU6:
+    if activation == ActivationType.RELU6:
         return np.clip(y, 0, 6)
     return y
 
 
-def check_conv(rng, x_shape, oc, kernel, stride=(1, 1), dilation=(1, 1), group=1, mode=CAFFE, pads=(0, 0, 0, 0),
+def check_conv(rng, x_shape, oc, kernel, stride=(1, 1), dilation=(1, 1), group=1, mode=PadMode.CAFFE, pads=(0, 0, 0, 0),
                activation=0, bias=True, threads=1):
     n, h, wd, c = x_shape
     kh, kw = kernel
@@ -104,24 +104,24 @@ CASES = {
     "dilate2": dict(kernel=(3, 3), dilation=(2, 2), pads=(2, 2, 2, 2)),
     "dilate21": dict(kernel=(3, 3), dilation=(2, 1), pads=(1, 0, 0, 1)),
     "stride_gt_kernel": dict(kernel=(2, 2), stride=(3, 3)),
-    "out_le0_is1": dict(kernel=(5, 5), mode=VALID, x=(1, 3, 2, 5)),
-    "valid": dict(kernel=(3, 3), mode=VALID),
-    "notset_asym": dict(kernel=(3, 3), mode=NOTSET, pads=(0, 2, 1, 0)),
-    "same_lower_stored": dict(kernel=(3, 3), mode=SAME_LOWER, pads=(1, 1, 1, 1), stride=(2, 2)),
-    "same_upper": dict(kernel=(3, 3), mode=SAME_UPPER, pads=(5, 5, 5, 5)),
-    "same_upper_s2": dict(kernel=(3, 3), mode=SAME_UPPER, stride=(2, 2)),
-    "same_upper_s3_k4": dict(kernel=(4, 4), mode=SAME_UPPER, stride=(3, 3)),
-    "same_upper_s2_d2": dict(kernel=(3, 3), mode=SAME_UPPER, stride=(2, 2), dilation=(2, 2)),
-    "same_upper_k1_s3": dict(kernel=(1, 1), mode=SAME_UPPER, stride=(3, 3)),
+    "out_le0_is1": dict(kernel=(5, 5), mode=PadMode.VALID, x=(1, 3, 2, 5)),
+    "valid": dict(kernel=(3, 3), mode=PadMode.VALID),
+    "notset_asym": dict(kernel=(3, 3), mode=PadMode.NOTSET, pads=(0, 2, 1, 0)),
+    "same_lower_stored": dict(kernel=(3, 3), mode=PadMode.SAME_LOWER, pads=(1, 1, 1, 1), stride=(2, 2)),
+    "same_upper": dict(kernel=(3, 3), mode=PadMode.SAME_UPPER, pads=(5, 5, 5, 5)),
+    "same_upper_s2": dict(kernel=(3, 3), mode=PadMode.SAME_UPPER, stride=(2, 2)),
+    "same_upper_s3_k4": dict(kernel=(4, 4), mode=PadMode.SAME_UPPER, stride=(3, 3)),
+    "same_upper_s2_d2": dict(kernel=(3, 3), mode=PadMode.SAME_UPPER, stride=(2, 2), dilation=(2, 2)),
+    "same_upper_k1_s3": dict(kernel=(1, 1), mode=PadMode.SAME_UPPER, stride=(3, 3)),
     "group2": dict(kernel=(3, 3), group=2, pads=(1, 1, 1, 1), c=16, oc=18),
     "group3_s2": dict(kernel=(3, 3), group=3, stride=(2, 2), pads=(1, 1, 1, 1), c=9, oc=33),
     "group2_1x1": dict(kernel=(1, 1), group=2, c=34, oc=16),
     "depthwise": dict(kernel=(3, 3), group=17, pads=(1, 1, 1, 1), c=17, oc=17),
-    "depthwise_s2": dict(kernel=(3, 3), group=33, stride=(2, 2), mode=SAME_UPPER, c=33, oc=33),
+    "depthwise_s2": dict(kernel=(3, 3), group=33, stride=(2, 2), mode=PadMode.SAME_UPPER, c=33, oc=33),
     "depthwise_mult2": dict(kernel=(3, 3), group=8, pads=(1, 1, 1, 1), c=8, oc=16),
-    "relu": dict(kernel=(3, 3), pads=(1, 1, 1, 1), activation=RELU),
-    "relu6": dict(kernel=(3, 3), pads=(1, 1, 1, 1), activation=RELU6),
-    "sigmoid_ignored": dict(kernel=(3, 3), activation=SIGMOID),
+    "relu": dict(kernel=(3, 3), pads=(1, 1, 1, 1), activation=ActivationType.RELU),
+    "relu6": dict(kernel=(3, 3), pads=(1, 1, 1, 1), activation=ActivationType.RELU6),
+    "sigmoid_ignored": dict(kernel=(3, 3), activation=ActivationType.SIGMOID),
     "no_bias": dict(kernel=(3, 3), pads=(1, 1, 1, 1), bias=False),
     "threads2": dict(kernel=(3, 3), pads=(1, 1, 1, 1), threads=2, x=(2, 13, 6, 15), oc=33),
     "threads2_1x1": dict(kernel=(1, 1), threads=2, x=(1, 30, 30, 16), oc=24),
@@ -133,7 +133,7 @@ CASES = {
     "group2_threads2": dict(kernel=(3, 3), group=2, stride=(2, 1), pads=(1, 1, 1, 1), threads=2, c=18, oc=34),
     "depthwise_dilate2_threads2": dict(kernel=(3, 3), group=16, dilation=(2, 2), pads=(2, 2, 2, 2), threads=2,
                                        c=16, oc=16),
-    "dilate2_s2_same_upper": dict(kernel=(3, 3), stride=(2, 2), dilation=(2, 2), mode=SAME_UPPER, c=16, oc=17),
+    "dilate2_s2_same_upper": dict(kernel=(3, 3), stride=(2, 2), dilation=(2, 2), mode=PadMode.SAME_UPPER, c=16, oc=17),
 }
 
 
@@ -149,14 +149,14 @@ def test_conv2d_f32_cases(isa, rng, case):
 # Winograd F(4x4, 3x3): >= 16 channels each side, >= 16 output tiles, partial edge tiles; few tiles
 # with > 2^20 transformed weights on two threads split the output channels (11 panels: a lone one).
 WINOGRAD = {
-    "pad1_odd": ((1, 23, 29, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
-    "batch2_relu6": ((2, 13, 17, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, True, 1),
-    "asym_no_bias": ((1, 30, 31, 33), 20, NOTSET, (0, 2, 1, 0), RELU, False, 1),
-    "same_upper_threads2": ((1, 25, 27, 16), 17, SAME_UPPER, (0, 0, 0, 0), 0, True, 2),
-    "valid_threads2": ((1, 26, 35, 24), 48, VALID, (0, 0, 0, 0), 0, True, 2),
-    "16_tiles_big_weights_threads2": ((1, 14, 14, 176), 168, CAFFE, (1, 1, 1, 1), RELU, True, 2),
-    "16_tiles_edges": ((1, 15, 13, 17), 33, CAFFE, (1, 1, 1, 1), 0, True, 1),
-    "20_tiles_threads2": ((1, 17, 14, 16), 16, CAFFE, (1, 1, 1, 1), RELU6, False, 2),
+    "pad1_odd": ((1, 23, 29, 17), 33, PadMode.CAFFE, (1, 1, 1, 1), 0, True, 1),
+    "batch2_relu6": ((2, 13, 17, 16), 16, PadMode.CAFFE, (1, 1, 1, 1), ActivationType.RELU6, True, 1),
+    "asym_no_bias": ((1, 30, 31, 33), 20, PadMode.NOTSET, (0, 2, 1, 0), ActivationType.RELU, False, 1),
+    "same_upper_threads2": ((1, 25, 27, 16), 17, PadMode.SAME_UPPER, (0, 0, 0, 0), 0, True, 2),
+    "valid_threads2": ((1, 26, 35, 24), 48, PadMode.VALID, (0, 0, 0, 0), 0, True, 2),
+    "16_tiles_big_weights_threads2": ((1, 14, 14, 176), 168, PadMode.CAFFE, (1, 1, 1, 1), ActivationType.RELU, True, 2),
+    "16_tiles_edges": ((1, 15, 13, 17), 33, PadMode.CAFFE, (1, 1, 1, 1), 0, True, 1),
+    "20_tiles_threads2": ((1, 17, 14, 16), 16, PadMode.CAFFE, (1, 1, 1, 1), ActivationType.RELU6, False, 2),
 }
 
 
@@ -192,7 +192,7 @@ def test_conv2d_f32_weight_quant_per_channel(isa, rng):
     w = (q.astype(np.float32) - zp[:, None, None, None]) * scale[:, None, None, None]
     b = rng.standard_normal(6).astype(np.float32)
     (got,) = run_op("Conv2D", [x, Const(q, format=7, quant=quant), Const(b)], group=1, kernelH=3, kernelW=3,
-                    strideH=1, strideW=1, dilateH=1, dilateW=1, padMode=CAFFE, padUp=1, padDown=1, padLeft=1,
+                    strideH=1, strideW=1, dilateH=1, dilateW=1, padMode=PadMode.CAFFE, padUp=1, padDown=1, padLeft=1,
                     padRight=1)
     want = conv_ref(x, w, b, 1, (1, 1), (1, 1), 9, 7, 1, 1)
     absref = conv_ref(np.abs(x), np.abs(w), np.abs(b), 1, (1, 1), (1, 1), 9, 7, 1, 1)
@@ -208,20 +208,20 @@ def test_conv2d_f32_weight_quant_per_channel(isa, rng):
 def test_conv2d_bad_attrs(isa, rng, attrs, message):
     x = rng.standard_normal((1, 5, 5, 3)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-    base = dict(group=1, kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1, padMode=CAFFE)
+    base = dict(group=1, kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1, padMode=PadMode.CAFFE)
     with pytest.raises(msv0.ModelError, match=message):
         run_op("Conv2D", [x, Const(w, format=7)], **{**base, **attrs})
 
 
 def deconv_out(size, k, s, d, mode, p0, p1):
     """format-v0.md §5 DeConv2D output size and crop offset."""
-    if mode in (NOTSET, CAFFE):
+    if mode in (PadMode.NOTSET, PadMode.CAFFE):
         return (size - 1) * s + (k - 1) * d + 1 - p0 - p1, p0
-    if mode == SAME_UPPER:
+    if mode == PadMode.SAME_UPPER:
         out = size * s
         v = (size - 1) * s + (k - 1) * d + 1 - out
         return out, int(v / 2)  # C division truncates toward zero
-    assert mode == VALID
+    assert mode == PadMode.VALID
     return (size - 1) * s + k, 0
 
 
@@ -248,13 +248,13 @@ DECONV_CASES = {
     "notset_asym": dict(kernel=(4, 3), stride=(2, 1), pads=(1, 2, 0, 1)),
     "caffe_k2_s2": dict(kernel=(2, 2), stride=(2, 2), c=17, oc=33),
     "caffe_dilate2": dict(kernel=(3, 3), dilation=(2, 2), pads=(1, 0, 2, 1)),
-    "same_upper_s2": dict(kernel=(3, 3), stride=(2, 2), mode=SAME_UPPER),
-    "same_upper_s3_k4": dict(kernel=(4, 4), stride=(3, 3), mode=SAME_UPPER, c=16, oc=8),
-    "same_upper_neg_pad": dict(kernel=(1, 1), stride=(3, 3), mode=SAME_UPPER),
-    "valid": dict(kernel=(3, 3), stride=(2, 2), mode=VALID, c=1, oc=15),
-    "valid_dilate2": dict(kernel=(3, 3), stride=(1, 1), dilation=(2, 2), mode=VALID),
-    "relu6": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), activation=RELU6),
-    "relu_no_bias": dict(kernel=(3, 3), stride=(1, 1), activation=RELU, bias=False, c=9, oc=16),
+    "same_upper_s2": dict(kernel=(3, 3), stride=(2, 2), mode=PadMode.SAME_UPPER),
+    "same_upper_s3_k4": dict(kernel=(4, 4), stride=(3, 3), mode=PadMode.SAME_UPPER, c=16, oc=8),
+    "same_upper_neg_pad": dict(kernel=(1, 1), stride=(3, 3), mode=PadMode.SAME_UPPER),
+    "valid": dict(kernel=(3, 3), stride=(2, 2), mode=PadMode.VALID, c=1, oc=15),
+    "valid_dilate2": dict(kernel=(3, 3), stride=(1, 1), dilation=(2, 2), mode=PadMode.VALID),
+    "relu6": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), activation=ActivationType.RELU6),
+    "relu_no_bias": dict(kernel=(3, 3), stride=(1, 1), activation=ActivationType.RELU, bias=False, c=9, oc=16),
     "threads2": dict(kernel=(3, 3), stride=(2, 2), pads=(0, 1, 0, 1), threads=2, c=33, oc=17),
 }
 
@@ -265,7 +265,7 @@ def test_deconv2d_f32(isa, rng, case):
     c, oc = kw_.pop("c", 7), kw_.pop("oc", 9)
     kh, kw = kw_["kernel"]
     stride, dilation = kw_.get("stride", (1, 1)), kw_.get("dilation", (1, 1))
-    mode, pads = kw_.get("mode", CAFFE), kw_.get("pads", (0, 0, 0, 0))
+    mode, pads = kw_.get("mode", PadMode.CAFFE), kw_.get("pads", (0, 0, 0, 0))
     activation, bias = kw_.get("activation", 0), kw_.get("bias", True)
     x = rng.standard_normal((2, 6, 5, c)).astype(np.float32)
     w = rng.standard_normal((c, kh, kw, oc)).astype(np.float32)
@@ -283,14 +283,14 @@ def test_deconv2d_f32(isa, rng, case):
 
 
 @pytest.mark.parametrize("attrs, message", [
-    (dict(padMode=SAME_LOWER), "pad mode"),
+    (dict(padMode=PadMode.SAME_LOWER), "pad mode"),
     (dict(group=2), "group"),
     (dict(padUp=9, padDown=9), "output size"),
 ])
 def test_deconv2d_rejects(isa, rng, attrs, message):
     x = rng.standard_normal((1, 4, 4, 3)).astype(np.float32)
     w = rng.standard_normal((3, 3, 3, 5)).astype(np.float32)
-    base = dict(group=1, kernelH=3, kernelW=3, strideH=2, strideW=2, dilateH=1, dilateW=1, padMode=CAFFE)
+    base = dict(group=1, kernelH=3, kernelW=3, strideH=2, strideW=2, dilateH=1, dilateW=1, padMode=PadMode.CAFFE)
     with pytest.raises(msv0.ModelError, match=message):
         run_op("DeConv2D", [x, Const(w, format=7)], **{**base, **attrs})
 
@@ -306,16 +306,16 @@ def conv_chain_model(rng):
     b = Builder("chain")
     x = b.input("x", (1, 29, 31, 16))
     t = b.node("Conv2D", [x, b.const("w0", w(24, 3, 3, 16), format=7), b.const("b0", w(24))], kernelH=3, kernelW=3,
-               strideH=1, strideW=1, dilateH=1, dilateW=1, group=1, padMode=SAME_UPPER, activationType=RELU)
+               strideH=1, strideW=1, dilateH=1, dilateW=1, group=1, padMode=PadMode.SAME_UPPER, activationType=ActivationType.RELU)
     t = b.node("Conv2D", [t, b.const("w1", w(17, 1, 1, 24), format=7)], kernelH=1, kernelW=1, strideH=1, strideW=1,
-               dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+               dilateH=1, dilateW=1, group=1, padMode=PadMode.CAFFE)
     t = b.node("Conv2D", [t, b.const("w1b", w(32, 1, 1, 17), format=7)], kernelH=1, kernelW=1, strideH=1,
-               strideW=1, dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+               strideW=1, dilateH=1, dilateW=1, group=1, padMode=PadMode.CAFFE)
     t = b.node("Conv2D", [t, b.const("w2", w(32, 3, 3, 16), format=7), b.const("b2", w(32))], kernelH=3, kernelW=3,
-               strideH=2, strideW=2, dilateH=1, dilateW=1, group=2, padMode=CAFFE, padUp=1, padDown=1, padLeft=1,
-               padRight=1, activationType=RELU6)
+               strideH=2, strideW=2, dilateH=1, dilateW=1, group=2, padMode=PadMode.CAFFE, padUp=1, padDown=1, padLeft=1,
+               padRight=1, activationType=ActivationType.RELU6)
     t = b.node("DeConv2D", [t, b.const("w3", w(32, 2, 2, 8)), b.const("b3", w(8))], kernelH=2, kernelW=2, strideH=2,
-               strideW=2, dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+               strideW=2, dilateH=1, dilateW=1, group=1, padMode=PadMode.CAFFE)
     t = b.node("FullConnection", [t, b.const("w4", w(10, 30 * 32 * 8)), b.const("b4", w(10))], hasBias=True)
     b.output(t)
     return b.finish(), rng.standard_normal((1, 29, 31, 16)).astype(np.float32)
@@ -341,7 +341,7 @@ def test_conv2d_f32_two_threads_split_channels(isa, rng, case):
 @pytest.mark.parametrize("c", [1, 2, 3, 4])
 @pytest.mark.parametrize("oc", [1, 7, 16, 17, 32, 33, 64])
 def test_conv2d_f32_direct_channels(isa, rng, c, oc):
-    check_conv(rng, (1, 13, 9, c), oc, (3, 3), stride=(2, 2), mode=SAME_UPPER)
+    check_conv(rng, (1, 13, 9, c), oc, (3, 3), stride=(2, 2), mode=PadMode.SAME_UPPER)
 
 
 DIRECT_CASES = {
@@ -351,12 +351,12 @@ DIRECT_CASES = {
     "5x5_s1_dilate2": dict(kernel=(5, 5), dilation=(2, 2), pads=(4, 4, 4, 4), x=(1, 29, 31, 2), oc=17),
     "5x5_dilate2_no_pads": dict(kernel=(5, 5), dilation=(2, 2), x=(1, 13, 29, 3), oc=16),
     "1x3": dict(kernel=(1, 3), pads=(0, 0, 1, 1), x=(1, 13, 9, 1), oc=7),
-    "1x3_s2_valid": dict(kernel=(1, 3), stride=(2, 2), mode=VALID, x=(1, 29, 31, 4), oc=64),
+    "1x3_s2_valid": dict(kernel=(1, 3), stride=(2, 2), mode=PadMode.VALID, x=(1, 29, 31, 4), oc=64),
     "kernel_wider_than_x": dict(kernel=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), x=(1, 4, 3, 3), oc=32),
-    "relu6": dict(kernel=(3, 3), stride=(2, 2), mode=SAME_UPPER, activation=RELU6, x=(1, 29, 31, 3), oc=32),
+    "relu6": dict(kernel=(3, 3), stride=(2, 2), mode=PadMode.SAME_UPPER, activation=ActivationType.RELU6, x=(1, 29, 31, 3), oc=32),
     "no_bias": dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), bias=False, x=(1, 13, 9, 3), oc=33),
     "threads2": dict(kernel=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), threads=2, x=(2, 29, 31, 3), oc=64),
-    "threads2_relu": dict(kernel=(3, 3), stride=(2, 2), mode=SAME_UPPER, activation=RELU, threads=2,
+    "threads2_relu": dict(kernel=(3, 3), stride=(2, 2), mode=PadMode.SAME_UPPER, activation=ActivationType.RELU, threads=2,
                           x=(1, 29, 31, 3), oc=17),
 }
 
@@ -371,7 +371,7 @@ def test_conv2d_f32_direct_cases(isa, rng, case):
 @pytest.mark.parametrize("oc", [17, 64])
 def test_conv2d_direct_kernel_canary_and_nan(isa, rng, oc):
     """Called directly: every output written, nothing past y's end (masked Cout tail), and a NaN
-    in x reaches exactly the outputs whose window holds it, through the RELU6 clamp."""
+    in x reaches exactly the outputs whose window holds it, through the ActivationType.RELU6 clamp."""
     x = rng.standard_normal((1, 29, 31, 3)).astype(np.float32)
     x[0, 10, 0, 1] = np.nan  # a left-border column: the per-pixel path
     x[0, 20, 15, 2] = np.nan  # an interior column: the blocked path
@@ -392,7 +392,7 @@ def test_conv2d_direct_kernel_canary_and_nan(isa, rng, oc):
 
 
 def stem_model(rng):
-    """A stem (3x3 stride 2, RGB -> 32, RELU6) then a 1x1 conv: both steps native."""
+    """A stem (3x3 stride 2, RGB -> 32, ActivationType.RELU6) then a 1x1 conv: both steps native."""
     from msv0.builder import Builder
 
     def w(*shape):
@@ -401,9 +401,9 @@ def stem_model(rng):
     b = Builder("stem")
     x = b.input("x", (1, 29, 31, 3))
     t = b.node("Conv2D", [x, b.const("w0", w(32, 3, 3, 3), format=7), b.const("b0", w(32))], kernelH=3, kernelW=3,
-               strideH=2, strideW=2, dilateH=1, dilateW=1, group=1, padMode=SAME_UPPER, activationType=RELU6)
+               strideH=2, strideW=2, dilateH=1, dilateW=1, group=1, padMode=PadMode.SAME_UPPER, activationType=ActivationType.RELU6)
     t = b.node("Conv2D", [t, b.const("w1", w(17, 1, 1, 32), format=7)], kernelH=1, kernelW=1, strideH=1, strideW=1,
-               dilateH=1, dilateW=1, group=1, padMode=CAFFE)
+               dilateH=1, dilateW=1, group=1, padMode=PadMode.CAFFE)
     b.output(t)
     return b.finish(), rng.standard_normal((1, 29, 31, 3)).astype(np.float32)
 

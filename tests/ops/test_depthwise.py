@@ -4,10 +4,10 @@ import pytest
 
 from msv0 import ModelError, _core
 from oprun import Const, run_op
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.PadMode import PadMode
 
 CHANNELS = [1, 3, 7, 8, 9, 15, 16, 17, 31, 33]  # lane counts 1/4/8/16, each +-1, plus odd ones
-NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
-RELU, RELU6 = 1, 3
 
 
 def dwconv_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, mult=1, lo=-np.inf, hi=np.inf):
@@ -79,11 +79,11 @@ def test_dwconv2d_f32_threads(isa, rng, shape, stride):
     pt = pl = 1 if stride == 1 else 0
     want = dwconv_ref(x, wt, None, stride, stride, 1, 1, pt, pl, oh, ow)
     got = run_op("DepthwiseConv2D", [x, Const(wt[..., None], format=7)], num_threads=2, channelMultiplier=1,
-                 kernelH=3, kernelW=3, strideH=stride, strideW=stride, dilateH=1, dilateW=1, padMode=SAME_UPPER)[0]
+                 kernelH=3, kernelW=3, strideH=stride, strideW=stride, dilateH=1, dilateW=1, padMode=PadMode.SAME_UPPER)[0]
     np.testing.assert_allclose(got, want, **tol(3, 3))
 
 
-def dw_attrs(k=3, s=1, d=1, pads=(0, 0, 0, 0), pad_mode=NOTSET, mult=1, act=0):
+def dw_attrs(k=3, s=1, d=1, pads=(0, 0, 0, 0), pad_mode=PadMode.NOTSET, mult=1, act=0):
     return dict(channelMultiplier=mult, kernelH=k, kernelW=k, strideH=s, strideW=s, dilateH=d, dilateW=d,
                 padMode=pad_mode, padUp=pads[0], padDown=pads[1], padLeft=pads[2], padRight=pads[3],
                 activationType=act)
@@ -91,14 +91,14 @@ def dw_attrs(k=3, s=1, d=1, pads=(0, 0, 0, 0), pad_mode=NOTSET, mult=1, act=0):
 
 # (pad mode, stored pads (u, d, l, r), stride, dilation, h, w) -> expected (pt, pl, oh, ow)
 PAD_CASES = [
-    (NOTSET, (1, 2, 0, 1), 1, 1, 9, 7, (1, 0, 10, 6)),
-    (CAFFE, (1, 1, 1, 1), 2, 1, 9, 7, (1, 1, 5, 4)),
-    (VALID, (0, 0, 0, 0), 1, 1, 9, 7, (0, 0, 7, 5)),
-    (SAME_LOWER, (1, 0, 1, 0), 2, 1, 9, 7, (1, 1, 4, 3)),  # stored pads used as is
-    (SAME_UPPER, (5, 5, 5, 5), 2, 1, 13, 6, (1, 0, 7, 3)),  # totals 2, 1: recomputed (1/1, 0/1)
-    (SAME_UPPER, (9, 9, 9, 9), 1, 2, 9, 7, (2, 2, 9, 7)),  # totals 4, 4: recomputed (2/2)
+    (PadMode.NOTSET, (1, 2, 0, 1), 1, 1, 9, 7, (1, 0, 10, 6)),
+    (PadMode.CAFFE, (1, 1, 1, 1), 2, 1, 9, 7, (1, 1, 5, 4)),
+    (PadMode.VALID, (0, 0, 0, 0), 1, 1, 9, 7, (0, 0, 7, 5)),
+    (PadMode.SAME_LOWER, (1, 0, 1, 0), 2, 1, 9, 7, (1, 1, 4, 3)),  # stored pads used as is
+    (PadMode.SAME_UPPER, (5, 5, 5, 5), 2, 1, 13, 6, (1, 0, 7, 3)),  # totals 2, 1: recomputed (1/1, 0/1)
+    (PadMode.SAME_UPPER, (9, 9, 9, 9), 1, 2, 9, 7, (2, 2, 9, 7)),  # totals 4, 4: recomputed (2/2)
     # stride 3, 3x3 on 9x6: totals 0, 0 -> DepthwiseConv2D keeps the stored pads (unlike Conv2D)
-    (SAME_UPPER, (1, 1, 1, 0), 3, 1, 9, 6, (1, 1, 3, 2)),
+    (PadMode.SAME_UPPER, (1, 1, 1, 0), 3, 1, 9, 6, (1, 1, 3, 2)),
 ]
 
 
@@ -115,7 +115,7 @@ def test_depthwise_pad_modes(isa, rng, case):
     np.testing.assert_allclose(got, dwconv_ref(x, wt, bias, s, s, d, d, pt, pl, oh, ow), **tol(3, 3))
 
 
-@pytest.mark.parametrize("act,lo,hi", [(RELU, 0, np.inf), (RELU6, 0, 6), (2, -np.inf, np.inf)])
+@pytest.mark.parametrize("act,lo,hi", [(ActivationType.RELU, 0, np.inf), (ActivationType.RELU6, 0, 6), (2, -np.inf, np.inf)])
 def test_depthwise_activation(isa, rng, act, lo, hi):
     x = 4 * rng.standard_normal((1, 9, 7, 17), dtype=np.float32)
     wt = rng.standard_normal((17, 3, 3), dtype=np.float32)
@@ -188,12 +188,12 @@ def dedw_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, lo=-np.inf, hi=np.inf)
 
 # (pad mode, pads (u, d, l, r), k, s, d, h, w) -> expected (pt, pl, oh, ow)
 DEDW_CASES = [
-    (NOTSET, (1, 1, 0, 1), 3, 2, 1, 5, 4, (1, 0, 9, 8)),
-    (CAFFE, (0, 0, 0, 0), 3, 1, 2, 5, 4, (0, 0, 9, 8)),
-    (SAME_UPPER, (0, 0, 0, 0), 3, 2, 1, 5, 4, (0, 0, 10, 8)),  # pu = (11 - 10) / 2 = 0
-    (SAME_UPPER, (0, 0, 0, 0), 5, 1, 1, 5, 4, (2, 2, 5, 4)),
-    (SAME_UPPER, (0, 0, 0, 0), 2, 4, 1, 3, 2, (-1, -1, 12, 8)),  # s > k: negative pad, bias-only rows
-    (VALID, (3, 3, 3, 3), 3, 2, 2, 5, 4, (0, 0, 11, 9)),  # dilation ignored in the size
+    (PadMode.NOTSET, (1, 1, 0, 1), 3, 2, 1, 5, 4, (1, 0, 9, 8)),
+    (PadMode.CAFFE, (0, 0, 0, 0), 3, 1, 2, 5, 4, (0, 0, 9, 8)),
+    (PadMode.SAME_UPPER, (0, 0, 0, 0), 3, 2, 1, 5, 4, (0, 0, 10, 8)),  # pu = (11 - 10) / 2 = 0
+    (PadMode.SAME_UPPER, (0, 0, 0, 0), 5, 1, 1, 5, 4, (2, 2, 5, 4)),
+    (PadMode.SAME_UPPER, (0, 0, 0, 0), 2, 4, 1, 3, 2, (-1, -1, 12, 8)),  # s > k: negative pad, bias-only rows
+    (PadMode.VALID, (3, 3, 3, 3), 3, 2, 2, 5, 4, (0, 0, 11, 9)),  # dilation ignored in the size
 ]
 
 
@@ -205,7 +205,7 @@ def test_dedepthwise(isa, rng, case, c):
     wt = rng.standard_normal((c, k, k), dtype=np.float32)
     bias = rng.standard_normal(c, dtype=np.float32)
     got = run_op("DeDepthwiseConv2D", [x, Const(wt[..., None], format=7), Const(bias)],
-                 **dw_attrs(k, s, d, pads, mode, act=RELU6))[0]
+                 **dw_attrs(k, s, d, pads, mode, act=ActivationType.RELU6))[0]
     assert got.shape == (2, oh, ow, c)
     want = dedw_ref(x, wt, bias, s, s, d, d, pt, pl, oh, ow, lo=0, hi=6)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -215,4 +215,4 @@ def test_dedepthwise_same_lower_fails(rng):
     x = rng.standard_normal((1, 5, 4, 3), dtype=np.float32)
     wt = rng.standard_normal((3, 3, 3, 1), dtype=np.float32)
     with pytest.raises(ModelError, match="pad mode"):
-        run_op("DeDepthwiseConv2D", [x, Const(wt, format=7)], **dw_attrs(3, 2, 1, (1, 1, 1, 1), SAME_LOWER))
+        run_op("DeDepthwiseConv2D", [x, Const(wt, format=7)], **dw_attrs(3, 2, 1, (1, 1, 1, 1), PadMode.SAME_LOWER))

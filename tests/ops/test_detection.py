@@ -1,10 +1,11 @@
-"""PriorBox, ROIPooling, DetectionPostProcess against loop references of the r1.1 rules."""
+"""PriorBox, ROIPooling, DetectionPostProcess against loop references of the r1.1 rules;
+NonMaxSuppression (a data-dependent output shape) against ONNX Runtime."""
 import math
 
 import msv0
 import numpy as np
 import pytest
-from oprun import Const, run_op
+from oprun import Const, ort_run, run_op
 
 
 def prior_ref(fh, fw, img_h, img_w, mins, maxs, ratios, flip, offset, var):
@@ -122,3 +123,78 @@ def test_detection_post_process_bad():
                **{**ATTRS, "numClasses": 4})
     with pytest.raises(msv0.ModelError):
         run_op("DetectionPostProcess", [enc, scores, Const(anchors[:3])], outputs=4, maxClassesPerDetection=1, **ATTRS)
+
+
+def random_boxes(rng, n):
+    yx = rng.random((n, 2)).astype(np.float32) * 10
+    hw = rng.random((n, 2)).astype(np.float32) * 4 + 0.5
+    return np.concatenate([yx, yx + hw], 1)
+
+
+@pytest.mark.parametrize("n,iou,score", [(1, 0.5, 0.0), (7, 0.3, 0.2), (40, 0.5, 0.1), (40, 0.0, 0.5)])
+def test_nms_matches_onnxruntime(rng, n, iou, score):
+    boxes = random_boxes(rng, n)[None]
+    scores = rng.permutation(n).astype(np.float32)[None, None] / n + 0.01  # distinct, positive
+    args = [boxes, scores, np.array([n], np.int64), np.array([iou], np.float32), np.array([score], np.float32)]
+    (got,) = run_op("NonMaxSuppression", args, out_dtypes=[np.int32])
+    (want,) = ort_run("NonMaxSuppression", args)
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_nms_center_point_box_matches_onnxruntime(rng):
+    n = 20
+    c = random_boxes(rng, n)
+    xywh = np.stack([(c[:, 1] + c[:, 3]) / 2, (c[:, 0] + c[:, 2]) / 2, c[:, 3] - c[:, 1], c[:, 2] - c[:, 0]], 1)
+    scores = (rng.permutation(n).astype(np.float32) + 1)[None, None]
+    args = [xywh[None], scores, np.array([5], np.int64), np.array([0.4], np.float32)]
+    (got,) = run_op("NonMaxSuppression", args, out_dtypes=[np.int32], centerPointBox=1)
+    (want,) = ort_run("NonMaxSuppression", args, center_point_box=1)
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_nms_limit_counts_all_classes_like_r11():
+    """r1.1 caps the total selection, not each class: class 1 gets what class 0 left."""
+    boxes = np.array([[[0, 0, 1, 1], [2, 2, 3, 3], [4, 4, 5, 5]]], np.float32)
+    scores = np.array([[[0.9, 0.8, 0.7], [0.6, 0.95, 0.5]]], np.float32)
+    (got,) = run_op("NonMaxSuppression", [boxes, scores, np.array([4], np.int32)], out_dtypes=[np.int32])
+    np.testing.assert_array_equal(got, [[0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 1, 1]])
+
+
+def test_nms_defaults_and_ties():
+    boxes = np.array([[[0, 0, 1, 1], [0, 0, 1, 1], [5, 5, 6, 6]]], np.float32)
+    scores = np.array([[[0.5, 0.5, 0.0]]], np.float32)
+    # no max_output input: 0 boxes; score threshold defaults to 0 (strict >), iou to 0
+    (got,) = run_op("NonMaxSuppression", [boxes, scores], out_dtypes=[np.int32])
+    assert got.shape == (0, 3)
+    (got,) = run_op("NonMaxSuppression", [boxes, scores, Const(np.array([9], np.int32))], out_dtypes=[np.int32])
+    np.testing.assert_array_equal(got, [[0, 0, 0]])  # tie -> lower index; box 2 scores 0
+
+
+def test_nms_bad_inputs():
+    with pytest.raises(msv0.ModelError):
+        run_op("NonMaxSuppression", [np.zeros((1, 3, 3), np.float32), np.zeros((1, 1, 3), np.float32)],
+               out_dtypes=[np.int32])
+    with pytest.raises(msv0.ModelError):
+        run_op("NonMaxSuppression", [np.zeros((1, 3, 4), np.float32), np.zeros((1, 1, 2), np.float32)],
+               out_dtypes=[np.int32])
+    with pytest.raises(msv0.ModelError):
+        run_op("NonMaxSuppression", [np.zeros((1, 3, 4), np.float32), np.zeros((1, 1, 3), np.float32)],
+               out_dtypes=[np.int32], centerPointBox=2)
+
+
+def test_nms_reruns_with_new_data(rng):
+    from msv0.builder import Builder
+
+    b = Builder("nms")
+    x = b.input("boxes", (1, 6, 4), np.float32)
+    s = b.input("scores", (1, 1, 6), np.float32)
+    m = b.const("max", np.array([6], np.int32))
+    out = b.tensor("out", np.int32)
+    b.node("NonMaxSuppression", [x, s, m], outputs=[out])
+    b.output(out)
+    sess = msv0.Session(b.finish())
+    for _ in range(3):
+        boxes = random_boxes(rng, 6)[None]
+        scores = rng.random((1, 1, 6)).astype(np.float32) + 0.01
+        want = ort_run("NonMaxSuppression", [boxes, scores, np.array([6], np.int64)])[0]
+        np.testing.assert_array_equal(sess.run([boxes, scores])["out"], want.astype(np.int32))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import msv0
-from oprun import Const, run_op
+from oprun import Const, run_op, ort_run
 
 # (shape a, shape b): r1.1 broadcasting corners.
 BROADCASTS = [
@@ -242,3 +242,11 @@ def test_native_binary_keeps_nan_without_activation():
     assert np.isnan(y[0]) and y[1] == 2 and y[2] == np.inf
     (y,) = run_op("Add", [a, np.ones(3, np.float32)], activationType=1)  # r1.1: x > 0 ? x : 0
     np.testing.assert_array_equal(y, [0, 2, np.inf])
+
+
+def test_logical_xor_matches_onnxruntime(rng):
+    a, b = rng.random((2, 1, 4)) > 0.5, rng.random((3, 1)) > 0.5
+    (y,) = run_op("LogicalXor", [a, b], out_dtypes=[np.bool_])
+    np.testing.assert_array_equal(y, ort_run("Xor", [a, b])[0])
+    with pytest.raises(msv0.ModelError):
+        run_op("LogicalXor", [a, np.zeros(3, bool)], out_dtypes=[np.bool_])

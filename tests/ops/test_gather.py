@@ -40,3 +40,18 @@ def test_gather_bad_attrs(rng):
             run_op("Gather", [x, i], **attrs)
     with pytest.raises(msv0.ModelError):
         run_op("Gather", [x, Const(np.array([0], np.int8))], axis=0)
+
+
+def test_unsorted_segment_sum(rng):
+    data = rng.standard_normal((6, 3)).astype(np.float32)
+    ids = np.array([0, 2, 0, 5, -1, 2], np.int32)  # 5 and -1 fall outside 4 segments: dropped
+    (y,) = run_op("UnsortedSegmentSum", [data, Const(ids)], numSegments=4)
+    want = np.zeros((4, 3), np.float32)
+    for i, s in enumerate(ids):
+        if 0 <= s < 4:
+            want[s] += data[i]
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    (y,) = run_op("UnsortedSegmentSum", [data, ids, Const(np.array(4, np.int32))])
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    with pytest.raises(msv0.ModelError):
+        run_op("UnsortedSegmentSum", [data, np.zeros(5, np.int32)], numSegments=2)

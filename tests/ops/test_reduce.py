@@ -80,3 +80,11 @@ def test_arg_topk(rng):
         run_op("ArgMax", [x], axis=0, topK=0)
     with pytest.raises(msv0.ModelError):
         run_op("ArgMax", [rng.standard_normal((1, 2, 1, 2, 2)).astype(np.float32)], axis=0)
+
+
+@pytest.mark.parametrize("axes,keep", [([1], 0), ([0, -1], 1), ([0, 1, 2], 0)])
+def test_all(rng, axes, keep):
+    x = rng.random((3, 4, 2)) > 0.2
+    (y,) = run_op("All", [x, Const(np.array(axes, np.int32))], out_dtypes=[np.bool_], keepDims=keep)
+    want = np.all(x, axis=tuple(a % 3 for a in axes), keepdims=bool(keep))
+    np.testing.assert_array_equal(y, want)

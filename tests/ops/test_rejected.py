@@ -22,3 +22,10 @@ def test_rejected_ops_are_not_registered():
     for reason in REJECTED.values():
         assert reason.split(":")[0] in ("training only", "converter-internal quantization op", "graph plumbing",
                                         "under-specified")
+
+
+@pytest.mark.parametrize("name", ["Min", "Broadcast", "Scatter", "Constant", "ToFormat", "EmbeddingLookupSparse",
+                                  "Proposal"])
+def test_rejected(name):
+    with pytest.raises(msv0.UnsupportedOpError):
+        run_op(name, [np.zeros(2, np.float32)])

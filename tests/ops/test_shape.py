@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import dtypes
 from msv0.builder import Builder
+from msv0.fb.TypeId import TypeId
 from oprun import Const, run_op
 
 
@@ -21,7 +21,7 @@ def test_reshape_attr(rng, spec, expect):
 
 
 @pytest.mark.parametrize("dt,tid", [(np.int32, None), (np.int64, None), (np.int8, None), (np.uint32, None),
-                                    (np.float32, dtypes.FLOAT)])
+                                    (np.float32, TypeId.kNumberTypeFloat)])
 def test_reshape_tensor_types(rng, dt, tid):
     x = arr((2, 3, 4), rng)
     spec = np.array([3, -1]).astype(dt) if dt != np.uint32 else np.array([3, 2**32 - 1], dt)
@@ -370,3 +370,11 @@ def test_shape_of_runtime_input_folds_into_reshape():
     v = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     out = msv0.Session(b.finish()).run([v])
     np.testing.assert_array_equal(out[b.graph.allTensors[y].name], v.reshape(2, 12))
+
+
+def test_permute(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    (y,) = run_op("Permute", [x], order=[2, 0, 1])
+    np.testing.assert_array_equal(y, x.transpose(2, 0, 1))
+    with pytest.raises(msv0.ModelError):
+        run_op("Permute", [x], order=[0, 0, 1])

@@ -8,9 +8,9 @@ import pytest
 import msv0
 from msv0.ops.strings import string_hash64
 from oprun import Const, run_op
+from msv0.fb.TypeId import TypeId
 
 I32, F32, U8 = np.int32, np.float32, np.uint8
-STRING = 12
 
 
 def pack(strings):
@@ -85,7 +85,7 @@ def test_hashtable_lookup():
     values = [b"zero", b"", b"two", b"three!"]
     keys = np.array([-5, 0, 7, 9], I32)
     look = np.array([7, 8, -5, 9, 100], I32)
-    out, hits = run_op("HashtableLookup", [look, Const(keys), Const(pack(values), type_id=STRING)], outputs=2,
+    out, hits = run_op("HashtableLookup", [look, Const(keys), Const(pack(values), type_id=TypeId.kObjectTypeString)], outputs=2,
                        out_dtypes=[U8, U8])
     assert unpack(out) == [b"two", b"", b"zero", b"three!", b""]
     np.testing.assert_array_equal(hits, [1, 0, 1, 1, 0])
@@ -94,7 +94,7 @@ def test_hashtable_lookup():
 def test_hashtable_lookup_too_few_keys():
     with pytest.raises(msv0.ModelError):
         run_op("HashtableLookup", [np.array([1], I32), Const(np.array([1], I32)),
-                                   Const(pack([b"a", b"b"]), type_id=STRING)], outputs=2, out_dtypes=[U8, U8])
+                                   Const(pack([b"a", b"b"]), type_id=TypeId.kObjectTypeString)], outputs=2, out_dtypes=[U8, U8])
 
 
 def skip_gram_ref(sentence, n, k, include_all):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import msv0
-from oprun import Const, run_op
+from oprun import Const, run_op, ort_run
 
 SHAPES = [(1,), (3, 7), (2, 5, 3, 9), (1, 17, 33)]
 
@@ -161,3 +161,16 @@ def test_power_one_element_exponent_broadcasts(rng):
 def test_power_exponent_shape_mismatch_fails():
     with pytest.raises(msv0.ModelError, match="exponent"):
         run_op("Power", [np.ones((2, 3), np.float32), np.ones(3, np.float32)], scale=1.0)
+
+
+@pytest.mark.parametrize("name,onnx_op", [("Tan", "Tan"), ("Atan", "Atan"), ("Asin", "Asin")])
+def test_trig_matches_onnxruntime(rng, name, onnx_op):
+    x = (rng.random((3, 17)) * 2.2 - 1.1).astype(np.float32)  # Asin: some outside [-1, 1] -> NaN
+    (y,) = run_op(name, [x])
+    (want,) = ort_run(onnx_op, [x])
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-7, equal_nan=True)
+
+
+def test_trig_rejects_int():
+    with pytest.raises(msv0.ModelError):
+        run_op("Tan", [np.zeros(3, np.int32)], out_dtypes=[np.int32])

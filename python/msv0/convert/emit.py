@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from msv0.builder import Builder
+from msv0.fb.Format import Format
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 # Where a logical NCHW axis lives in NHWC storage.
 NHWC_AXIS = (0, 3, 1, 2)
-FORMAT_NCHW, FORMAT_NHWC, FORMAT_KHWC = 0, 1, 7
 
 
 class Unsupported(Exception):
@@ -56,7 +56,7 @@ class Emitter:
         self._count += 1
         return f"{base}_{self._count}"
 
-    def const(self, value: np.ndarray, name: str, fmt: int = FORMAT_NHWC) -> int:
+    def const(self, value: np.ndarray, name: str, fmt: int = Format.NHWC) -> int:
         value = np.asarray(value)
         if value.dtype == np.float64:
             value = value.astype(np.float32)

@@ -4,7 +4,7 @@ The ONNX graph is first made static: dynamic batch dims become `batch`, onnx sha
 gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
 chains become constants. Then Conv+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are
-fused, and onnx_ops emits each remaining node.
+fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit each remaining node.
 """
 from __future__ import annotations
 
@@ -14,8 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from msv0 import dtypes
+from msv0.convert import onnx_nn, onnx_ops, onnx_shape  # noqa: F401 (importing them registers their handlers)
 from msv0.convert.emit import Emitter, Unsupported, Val
+from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.errors import Error, ModelError, UnsupportedOpError
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.Format import Format
+from msv0.fb.NodeType import NodeType
 
 # Ops that are never folded at conversion time (random or with side effects).
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
@@ -30,7 +35,7 @@ class ONode:
     outputs: list[str]
     attrs: dict
     proto: object = None
-    fused_act: int = 0  # activationType fused into this node (RELU 1, RELU6 3)
+    fused_act: int = ActivationType.NO_ACTIVATION  # activationType fused into this node
     extra: dict = field(default_factory=dict)
 
 
@@ -226,25 +231,25 @@ def _fuse(graph: OGraph) -> None:
 
 def _activation_of(n: ONode, graph: OGraph) -> int:
     if n.op == "Relu":
-        return 1
+        return ActivationType.RELU
     if n.op != "Clip":
-        return 0
+        return ActivationType.NO_ACTIVATION
     if graph.opset < 11:
         lo, hi = n.attrs.get("min", -3.4e38), n.attrs.get("max", 3.4e38)
     else:
         ins = n.inputs + ["", ""]
         # Bounds are scalars by the spec; exporters also write one-element tensors.
         if any(i and (i not in graph.consts or graph.consts[i].size != 1) for i in ins[1:3]):
-            return 0
+            return ActivationType.NO_ACTIVATION
         lo = graph.consts[ins[1]].item() if ins[1] else None
         hi = graph.consts[ins[2]].item() if ins[2] else None
         if lo is None:
-            return 0
+            return ActivationType.NO_ACTIVATION
     if lo == 0 and hi == 6:
-        return 3
+        return ActivationType.RELU6
     if lo == 0 and (hi is None or hi >= 3.4e38):
-        return 1
-    return 0
+        return ActivationType.RELU
+    return ActivationType.NO_ACTIVATION
 
 
 def _progress(i: int, total: int) -> None:
@@ -267,7 +272,6 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
 
 
 def _convert(src, keep_nchw_input: bool, batch) -> bytes:
-    from msv0.convert import onnx_ops
     graph = load_graph(src, batch)
     _fuse(graph)
     e = Emitter(graph.name)
@@ -288,7 +292,7 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
             v.index = e.b.input(name, v.stored_shape, dtype)
         else:
             v = Val(shape, dtype)
-            v.index = e.b.input(name, shape, dtype, format=0 if len(shape) == 4 else 1)
+            v.index = e.b.input(name, shape, dtype, format=Format.NCHW if len(shape) == 4 else Format.NHWC)
         vals[name] = v
     poisoned = {name for name, _, _ in bad}  # already reported: do not report their consumers again
     for i, n in enumerate(graph.nodes):
@@ -297,13 +301,13 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
             poisoned.update(o for o in n.outputs if o)
             continue
         try:
-            handler = onnx_ops.HANDLERS.get(n.op)
+            handler = HANDLERS.get(n.op)
             if handler is None:
                 raise Unsupported("no v0 equivalent")
             if any(i and i not in vals for i in n.inputs):
                 raise Unsupported("an input has no static shape")
             _check_dtypes(n, graph, vals)
-            ctx = onnx_ops.Ctx(e, graph, vals, n)
+            ctx = Ctx(e, graph, vals, n)
             handler(ctx)
         except Unsupported as err:
             bad.append((n.name, n.op, str(err)))
@@ -347,7 +351,7 @@ def _outputs(e: Emitter, graph: OGraph, vals: dict[str, Val]) -> None:
         else:
             v = e.plain(v, name)
         idx = e.index(v, name)
-        if idx in used or v.const is not None and v.index is not None and e.b.graph.allTensors[idx].nodeType == 0:
+        if idx in used or v.const is not None and v.index is not None and e.b.graph.allTensors[idx].nodeType == NodeType.ValueNode:
             # an input or a constant returned as is, or a value returned twice: copy it
             copy = Val(v.shape, v.dtype, index=idx, nhwc=v.nhwc)
             idx = e.op("Reshape", [copy], v.shape, v.dtype, name + "/copy", v.nhwc,

@@ -5,12 +5,16 @@ import math
 
 import numpy as np
 
-from msv0.convert.emit import FORMAT_KHWC, Unsupported, Val
-from msv0.convert.onnx_ops import Ctx, _binary, handles
+from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.Format import Format
+from msv0.fb.PadMode import PadMode
+from msv0.fb.PoolMode import PoolMode
+from msv0.fb.ReduceMode import ReduceMode
+from msv0.fb.ResizeMethod import ResizeMethod
+from msv0.fb.RoundMode import RoundMode
 
-NOTSET = 0
-MAX_POOL, MEAN_POOL = 0, 1
-LINEAR, NEAREST = 0, 1
 
 
 def _spatial_pads(c: Ctx, in_hw, kernel, strides, dilations):
@@ -37,12 +41,12 @@ def _window_attrs(c: Ctx, x: Val, kernel):
     strides = list(c.attr("strides", [1, 1]))
     dil = list(c.attr("dilations", [1, 1]))
     up, left, down, right = _spatial_pads(c, x.shape[2:], kernel, strides, dil)
-    return strides, dil, dict(padMode=NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right,
+    return strides, dil, dict(padMode=PadMode.NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right,
                               strideH=strides[0], strideW=strides[1])
 
 
 def _weight(c: Ctx, w: np.ndarray, tag: str) -> Val:
-    idx = c.e.const(np.ascontiguousarray(w.astype(np.float32)), f"{c.name}/{tag}", fmt=FORMAT_KHWC)
+    idx = c.e.const(np.ascontiguousarray(w.astype(np.float32)), f"{c.name}/{tag}", fmt=Format.KHWC)
     return Val(w.shape, np.dtype(np.float32), index=idx)
 
 
@@ -97,7 +101,7 @@ def conv_transpose(c: Ctx):
             raise Unsupported("output_padding beyond the transposed-convolution extent (r1.1 crops only)")
         begin.append(lo)
         end.append(hi)
-    attrs = dict(padMode=NOTSET, padUp=begin[0], padLeft=begin[1], padDown=end[0], padRight=end[1],
+    attrs = dict(padMode=PadMode.NOTSET, padUp=begin[0], padLeft=begin[1], padDown=end[0], padRight=end[1],
                  strideH=strides[0], strideW=strides[1], kernelH=kernel[0], kernelW=kernel[1],
                  dilateH=dil[0], dilateW=dil[1], activationType=c.node.fused_act)
     cin = x.shape[1]
@@ -135,8 +139,9 @@ def pool(c: Ctx):
     for i, (n, k, s) in enumerate(zip(x.shape[2:], kernel, strides)):
         if rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1 != shape[2 + i]:
             raise Unsupported("ceil_mode output size differs from r1.1's (last window starts in the padding)")
-    c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=MEAN_POOL if avg else MAX_POOL,
-                  windowH=kernel[0], windowW=kernel[1], roundMode=ceil, activationType=c.node.fused_act, **attrs))
+    mode = PoolMode.MEAN_POOLING if avg else PoolMode.MAX_POOLING
+    c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=mode, windowH=kernel[0], windowW=kernel[1],
+                  roundMode=RoundMode.CEIL if ceil else RoundMode.FLOOR, activationType=c.node.fused_act, **attrs))
 
 
 @handles("GlobalAveragePool", "GlobalMaxPool")
@@ -146,12 +151,12 @@ def global_pool(c: Ctx):
         raise Unsupported("only 4-D global pooling")
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
-    mode = MEAN_POOL if c.node.op == "GlobalAveragePool" else MAX_POOL
+    mode = PoolMode.MEAN_POOLING if c.node.op == "GlobalAveragePool" else PoolMode.MAX_POOLING
     c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=mode, global_=True, windowH=x.shape[2],
                   windowW=x.shape[3], strideH=1, strideW=1))
 
 
-def _dense(c: Ctx, a: Val, w_nk: np.ndarray, bias, shape, dtype, act=0) -> Val:
+def _dense(c: Ctx, a: Val, w_nk: np.ndarray, bias, shape, dtype, act=ActivationType.NO_ACTIVATION) -> Val:
     """FullConnection y = a·Wᵀ (+b) over a's last axis."""
     ins = [a, Val(w_nk.shape, np.dtype(np.float32), const=np.ascontiguousarray(w_nk, np.float32))]
     if bias is not None:
@@ -173,9 +178,9 @@ def gemm(c: Ctx):
     if b.const is None:
         y = c.op("MatMul", [a, c.e.plain(b, c.name)], shape, dtype, transposeB=bool(c.attr("transB", 0)))
         if alpha != 1.0:
-            y = _binary(c, "Mul", y, c.scalar(alpha, dtype), shape, dtype)
+            y = emit_binary(c, "Mul", y, c.scalar(alpha, dtype), shape, dtype)
         if cv is not None:
-            y = _binary(c, "Add", y, _scaled(c, cv, beta), shape, dtype, c.node.fused_act)
+            y = emit_binary(c, "Add", y, _scaled(c, cv, beta), shape, dtype, c.node.fused_act)
         elif c.node.fused_act:
             raise Unsupported("fused activation on a MatMul-form Gemm")
         c.set(0, y)
@@ -192,7 +197,7 @@ def gemm(c: Ctx):
         c.set(0, _dense(c, a, w, bias, shape, dtype, c.node.fused_act))
         return
     y = _dense(c, a, w, None, shape, dtype)
-    c.set(0, _binary(c, "Add", y, _scaled(c, late, beta), shape, dtype, c.node.fused_act))
+    c.set(0, emit_binary(c, "Add", y, _scaled(c, late, beta), shape, dtype, c.node.fused_act))
 
 
 def _scaled(c: Ctx, v: Val, beta: float) -> Val:
@@ -202,7 +207,7 @@ def _scaled(c: Ctx, v: Val, beta: float) -> Val:
     if v.const is not None:
         a = (v.const * beta).astype(v.dtype)
         return Val(a.shape, a.dtype, const=a)
-    return _binary(c, "Mul", v, c.scalar(beta, v.dtype), v.shape, v.dtype)
+    return emit_binary(c, "Mul", v, c.scalar(beta, v.dtype), v.shape, v.dtype)
 
 
 @handles("MatMul")
@@ -270,10 +275,10 @@ def layer_norm(c: Ctx):
     if c.used(1) or c.used(2):  # training-style statistics outputs: mean and 1/sqrt(var + eps), two-pass
         axes = list(range(axis, len(shape)))
         stat = tuple(shape[:axis]) + (1,) * len(norm)
-        mean = c.op("Reduce", [x], stat, dtype, axes=axes, keepDims=1, mode=0)
-        d = _binary(c, "Sub", x, mean, shape, dtype)
-        var = c.op("Reduce", [_binary(c, "Mul", d, d, shape, dtype)], stat, dtype, axes=axes, keepDims=1, mode=0)
-        std = c.op("Sqrt", [_binary(c, "Add", var, c.scalar(eps, dtype), stat, dtype)], stat, dtype)
+        mean = c.op("Reduce", [x], stat, dtype, axes=axes, keepDims=1, mode=ReduceMode.ReduceMean)
+        d = emit_binary(c, "Sub", x, mean, shape, dtype)
+        var = c.op("Reduce", [emit_binary(c, "Mul", d, d, shape, dtype)], stat, dtype, axes=axes, keepDims=1, mode=ReduceMode.ReduceMean)
+        std = c.op("Sqrt", [emit_binary(c, "Add", var, c.scalar(eps, dtype), stat, dtype)], stat, dtype)
         c.set(1, mean)
         if len(c.node.outputs) > 2:
             c.set(2, c.op("Reciprocal", [std], stat, dtype))
@@ -321,16 +326,16 @@ def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
     if mode == "nearest":
         ok = (coord == "asymmetric" and nearest_mode == "floor") or (
             coord in ("half_pixel", "pytorch_half_pixel") and nearest_mode.startswith("round") and integer_up)
-        method, align = 1, False
+        method, align = ResizeMethod.NEAREST, False
     elif mode == "linear":
-        ok, method, align = coord in ("asymmetric", "align_corners"), 0, coord == "align_corners"
+        ok, method, align = coord in ("asymmetric", "align_corners"), ResizeMethod.LINEAR, coord == "align_corners"
     else:
-        ok, method, align = False, 0, False
+        ok, method, align = False, ResizeMethod.LINEAR, False
     if not ok:
         raise Unsupported(f"mode={mode} coordinate_transformation_mode={coord} nearest_mode={nearest_mode}: "
                           "r1.1 Resize is asymmetric (no half-pixel offset) or align_corners only")
     x = c.e.to_nhwc(x, c.name)
-    c.set(0, c.op("Resize", [x], shape, dtype, True, format=1, method=method, newHeight=shape[2], newWidth=shape[3],
+    c.set(0, c.op("Resize", [x], shape, dtype, True, format=Format.NHWC, method=method, newHeight=shape[2], newWidth=shape[3],
                   alignCorners=align))
 
 
@@ -370,5 +375,5 @@ def depth_space(c: Ctx):
         raise Unsupported(f"{c.node.op} mode {c.attr('mode')} (r1.1 uses the DCR order only)")
     x = c.e.to_nhwc(c.inp(0), c.name)
     shape, dtype = c.out()
-    c.set(0, c.op(c.node.op, [x], shape, dtype, True, blockSize=int(c.attr("blocksize")), format=1))
+    c.set(0, c.op(c.node.op, [x], shape, dtype, True, blockSize=int(c.attr("blocksize")), format=Format.NHWC))
 

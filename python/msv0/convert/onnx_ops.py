@@ -1,4 +1,4 @@
-"""One emitter per ONNX op type (HANDLERS), mapping it onto v0 primitives (format-v0.md §5).
+"""ONNX arithmetic, activation and cast ops -> v0 primitives (format-v0.md §5).
 
 Layout rule: conv/pool/resize/norm ops work on NHWC storage; element-wise ops follow their
 inputs; ops with an axis remap it when their input is stored NHWC; ops that reshape data
@@ -11,101 +11,15 @@ import math
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_ctx import Ctx, align_layouts, emit_binary, handles
+from msv0.fb.ActivationType import ActivationType
 
 FLT_MAX = 3.4028234663852886e38
-RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HSIGMOID, HARD_TANH = 1, 2, 3, 5, 10, 12, 13, 16
-HANDLERS, handles = handler_table()
-
-
-class Ctx:
-    """What a handler sees: the node, its input values, its ONNX output shapes, the emitter."""
-
-    def __init__(self, e, graph, vals, node):
-        self.e, self.graph, self.vals, self.node = e, graph, vals, node
-        self.attrs = node.attrs
-        self.name = node.name
-        self._n = 0
-
-    def inp(self, k) -> Val | None:
-        if k >= len(self.node.inputs) or not self.node.inputs[k]:
-            return None
-        return self.vals[self.node.inputs[k]]
-
-    def const(self, k, what) -> np.ndarray | None:
-        v = self.inp(k)
-        if v is None:
-            return None
-        if v.const is None:
-            raise Unsupported(f"{what} must be a constant")
-        return v.const
-
-    def attr(self, name, default=None):
-        v = self.attrs.get(name, default)
-        return v.decode() if isinstance(v, bytes) else v
-
-    def out(self, k=0):
-        name = self.node.outputs[k]
-        if name not in self.graph.shapes:
-            raise Unsupported(f"no static shape for output '{name}'")
-        return self.graph.shapes[name]
-
-    def used(self, k) -> bool:
-        if k >= len(self.node.outputs) or not self.node.outputs[k]:
-            return False
-        o = self.node.outputs[k]
-        return o in self.graph.outputs or any(o in n.inputs for n in self.graph.nodes)
-
-    def set(self, k, v: Val):
-        self.vals[self.node.outputs[k]] = v
-
-    def sub(self, tag=""):
-        self._n += 1
-        return f"{self.name}/{tag}{self._n}"
-
-    def op(self, op, ins, shape, dtype, nhwc=False, /, **attrs) -> Val:
-        return self.e.op(op, ins, shape, dtype, self.sub(op + "_"), nhwc, **attrs)
-
-    def scalar(self, value, dtype) -> Val:
-        a = np.array([value], dtype)
-        return Val(a.shape, a.dtype, const=a)
-
-
-def _axis(a, rank):
-    a = int(a)
-    return a + rank if a < 0 else a
-
-
-def _align(c: Ctx, ins: list[Val], rank: int) -> tuple[list[Val], bool]:
-    """Bring broadcasting operands to one layout: NHWC when every runtime 4-D operand allows it."""
-    runtime = [v for v in ins if v.const is None]
-    if rank == 4 and any(v.nhwc for v in runtime) and all(len(v.shape) == 4 for v in runtime):
-        out = []
-        for v in ins:
-            if v.const is None:
-                out.append(c.e.to_nhwc(v, c.name))
-            elif v.const.size == 1:
-                out.append(Val((1,) * v.const.ndim, v.dtype, const=v.const))
-            else:
-                a = v.const.reshape((1,) * (4 - v.const.ndim) + v.const.shape)
-                out.append(Val(a.shape, a.dtype, const=a, nhwc=True))
-        return out, True
-    return [c.e.plain(v, c.name) for v in ins], False
-
-
 BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Max": "Maximum", "Min": "Minimum",
           "Equal": "Equal", "Less": "Less", "Greater": "Greater", "LessOrEqual": "LessEqual",
           "GreaterOrEqual": "GreaterEqual", "And": "LogicalAnd", "Or": "LogicalOr", "Xor": "LogicalXor",
           "Sum": "Add", "Mean": "Add"}
-_ACT_ATTR = {"Add", "Sub", "Mul", "Div"}
-
-
-def _binary(c: Ctx, op, a: Val, b: Val, shape, dtype, act=0) -> Val:
-    (a, b), nhwc = _align(c, [a, b], len(shape))
-    attrs = {"activationType": act} if op in _ACT_ATTR else {}
-    return c.op(op, [a, b], shape, dtype, nhwc, **attrs)
-
-
 @handles(*BINARY)
 def binary(c: Ctx):
     shape, dtype = c.out()
@@ -118,9 +32,9 @@ def binary(c: Ctx):
     for k, v in enumerate(ins[1:]):
         last = k == len(ins) - 2
         step_shape = shape if last else tuple(np.broadcast_shapes(acc.shape, v.shape))
-        acc = _binary(c, op, acc, v, step_shape, dtype, c.node.fused_act if last else 0)
+        acc = emit_binary(c, op, acc, v, step_shape, dtype, c.node.fused_act if last else 0)
     if c.node.op == "Mean":
-        acc = _binary(c, "Mul", acc, c.scalar(1.0 / len(ins), dtype), shape, dtype)
+        acc = emit_binary(c, "Mul", acc, c.scalar(1.0 / len(ins), dtype), shape, dtype)
     c.set(0, acc)
 
 
@@ -129,13 +43,13 @@ def mod(c: Ctx):
     shape, dtype = c.out()
     a, b = c.inp(0), c.inp(1)
     if c.attr("fmod", 0) or np.dtype(dtype).kind == "f":
-        c.set(0, _binary(c, "Mod" if c.attr("fmod", 0) else "FloorMod", a, b, shape, dtype))
+        c.set(0, emit_binary(c, "Mod" if c.attr("fmod", 0) else "FloorMod", a, b, shape, dtype))
         return
     # r1.1 integer FloorMod truncates (= fmod). Floor mod from two truncating ones:
     # t = fmod(a, b) has |t| < |b|, so fmod(t + b, b) is t when t and b agree in sign, else t + b.
-    t = _binary(c, "FloorMod", a, b, shape, dtype)
+    t = emit_binary(c, "FloorMod", a, b, shape, dtype)
     if np.dtype(dtype).kind == "i":
-        t = _binary(c, "FloorMod", _binary(c, "Add", t, b, shape, dtype), b, shape, dtype)
+        t = emit_binary(c, "FloorMod", emit_binary(c, "Add", t, b, shape, dtype), b, shape, dtype)
     c.set(0, t)
 
 
@@ -148,7 +62,7 @@ def power(c: Ctx):
         return
     if tuple(p.shape) != tuple(shape) or tuple(x.shape) != tuple(shape):
         raise Unsupported("Pow with a broadcast exponent tensor")
-    (x, p), nhwc = _align(c, [x, p], len(shape))
+    (x, p), nhwc = align_layouts(c, [x, p], len(shape))
     c.set(0, c.op("Power", [x, p], shape, dtype, nhwc, scale=1.0, shift=0.0))
 
 
@@ -170,10 +84,10 @@ def _act(c: Ctx, x: Val, type_, **kw) -> Val:
 
 @handles("Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu")
 def activation(c: Ctx):
-    t = {"Relu": RELU, "Sigmoid": SIGMOID, "Tanh": TANH, "HardSwish": HSWISH, "LeakyRelu": LEAKY_RELU}[c.node.op]
+    t = {"Relu": ActivationType.RELU, "Sigmoid": ActivationType.SIGMOID, "Tanh": ActivationType.TANH, "HardSwish": ActivationType.HSWISH, "LeakyRelu": ActivationType.LEAKY_RELU}[c.node.op]
     if c.inp(0).dtype != np.float32:
         raise Unsupported("activations are float32 only")
-    kw = {"alpha": float(c.attr("alpha", 0.01))} if t == LEAKY_RELU else {}
+    kw = {"alpha": float(c.attr("alpha", 0.01))} if t == ActivationType.LEAKY_RELU else {}
     c.set(0, _act(c, c.inp(0), t, **kw))
 
 
@@ -182,11 +96,11 @@ def hard_sigmoid(c: Ctx):
     x = c.inp(0)
     alpha, beta = float(c.attr("alpha", 0.2)), float(c.attr("beta", 0.5))
     if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:
-        c.set(0, _act(c, x, HSIGMOID))
+        c.set(0, _act(c, x, ActivationType.HSIGMOID))
         return
-    y = _binary(c, "Mul", x, c.scalar(alpha, x.dtype), x.shape, x.dtype)
-    y = _binary(c, "Add", y, c.scalar(beta, x.dtype), x.shape, x.dtype)
-    c.set(0, _act(c, y, HARD_TANH, minVal=0.0, maxVal=1.0))
+    y = emit_binary(c, "Mul", x, c.scalar(alpha, x.dtype), x.shape, x.dtype)
+    y = emit_binary(c, "Add", y, c.scalar(beta, x.dtype), x.shape, x.dtype)
+    c.set(0, _act(c, y, ActivationType.HARD_TANH, minVal=0.0, maxVal=1.0))
 
 
 @handles("Clip")
@@ -203,16 +117,16 @@ def clip(c: Ctx):
         info = np.iinfo(x.dtype) if x.dtype.kind in "iu" else np.finfo(x.dtype)
         y = x
         if lo > info.min:
-            y = _binary(c, "Maximum", y, c.scalar(lo, x.dtype), x.shape, x.dtype)
+            y = emit_binary(c, "Maximum", y, c.scalar(lo, x.dtype), x.shape, x.dtype)
         if hi < info.max:
-            y = _binary(c, "Minimum", y, c.scalar(hi, x.dtype), x.shape, x.dtype)
+            y = emit_binary(c, "Minimum", y, c.scalar(hi, x.dtype), x.shape, x.dtype)
         c.set(0, y)
     elif lo == 0 and hi == 6:
-        c.set(0, _act(c, x, RELU6))
+        c.set(0, _act(c, x, ActivationType.RELU6))
     elif lo == 0 and hi >= FLT_MAX:
-        c.set(0, _act(c, x, RELU))
+        c.set(0, _act(c, x, ActivationType.RELU))
     else:
-        c.set(0, _act(c, x, HARD_TANH, minVal=float(max(lo, -FLT_MAX)), maxVal=float(min(hi, FLT_MAX))))
+        c.set(0, _act(c, x, ActivationType.HARD_TANH, minVal=float(max(lo, -FLT_MAX)), maxVal=float(min(hi, FLT_MAX))))
 
 
 @handles("Elu")
@@ -237,25 +151,25 @@ def prelu(c: Ctx):
         vec = np.ascontiguousarray(np.moveaxis(full, chan, -1).reshape(-1, shape[chan])[0])
         c.set(0, c.op("PReLU", [x, Val(vec.shape, dtype, const=vec)], shape, dtype, x.nhwc))
     else:  # max(x,0) + slope·min(x,0)
-        pos = _act(c, x, RELU)
-        neg = _binary(c, "Minimum", x, c.scalar(0, dtype), shape, dtype)
-        neg = _binary(c, "Mul", neg, s, shape, dtype)
-        c.set(0, _binary(c, "Add", pos, neg, shape, dtype))
+        pos = _act(c, x, ActivationType.RELU)
+        neg = emit_binary(c, "Minimum", x, c.scalar(0, dtype), shape, dtype)
+        neg = emit_binary(c, "Mul", neg, s, shape, dtype)
+        c.set(0, emit_binary(c, "Add", pos, neg, shape, dtype))
 
 
 def _erfc_half(c: Ctx, ax: Val) -> Val:
     """0.5·erfc-like tail t·poly(t)·exp(-a²) for a = |x| ≥ 0 (Abramowitz-Stegun 7.1.26, |err| < 1.5e-7)."""
     dt, shape = ax.dtype, ax.shape
-    t = _binary(c, "Mul", ax, c.scalar(0.3275911, dt), shape, dt)
-    t = _binary(c, "Add", t, c.scalar(1.0, dt), shape, dt)
+    t = emit_binary(c, "Mul", ax, c.scalar(0.3275911, dt), shape, dt)
+    t = emit_binary(c, "Add", t, c.scalar(1.0, dt), shape, dt)
     t = c.op("Reciprocal", [t], shape, dt, t.nhwc)
     poly = None
     for coef in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592):
-        poly = c.scalar(coef, dt) if poly is None else _binary(c, "Add", poly, c.scalar(coef, dt), shape, dt)
-        poly = _binary(c, "Mul", poly, t, shape, dt)
-    sq = _binary(c, "Mul", ax, ax, shape, dt)
-    ex = c.op("Exp", [_binary(c, "Mul", sq, c.scalar(-1.0, dt), shape, dt)], shape, dt, ax.nhwc)
-    return _binary(c, "Mul", poly, ex, shape, dt)  # = erfc(a) for a ≥ 0
+        poly = c.scalar(coef, dt) if poly is None else emit_binary(c, "Add", poly, c.scalar(coef, dt), shape, dt)
+        poly = emit_binary(c, "Mul", poly, t, shape, dt)
+    sq = emit_binary(c, "Mul", ax, ax, shape, dt)
+    ex = c.op("Exp", [emit_binary(c, "Mul", sq, c.scalar(-1.0, dt), shape, dt)], shape, dt, ax.nhwc)
+    return emit_binary(c, "Mul", poly, ex, shape, dt)  # = erfc(a) for a ≥ 0
 
 
 @handles("Erf")
@@ -263,10 +177,10 @@ def erf(c: Ctx):
     x = c.inp(0)
     shape, dt = x.shape, x.dtype
     ax = c.op("Abs", [x], shape, dt, x.nhwc)
-    one_minus = _binary(c, "Sub", c.scalar(1.0, dt), _erfc_half(c, ax), shape, dt)  # erf(|x|)
+    one_minus = emit_binary(c, "Sub", c.scalar(1.0, dt), _erfc_half(c, ax), shape, dt)  # erf(|x|)
     # sign(x)·erf(|x|) = erf(|x|)·x/|x|, written as Where(x < 0, -e, e) to stay finite at 0
-    neg = _binary(c, "Less", x, c.scalar(0.0, dt), shape, np.bool_)
-    minus = _binary(c, "Mul", one_minus, c.scalar(-1.0, dt), shape, dt)
+    neg = emit_binary(c, "Less", x, c.scalar(0.0, dt), shape, np.bool_)
+    minus = emit_binary(c, "Mul", one_minus, c.scalar(-1.0, dt), shape, dt)
     c.set(0, c.op("Where", [neg, minus, one_minus], shape, dt, x.nhwc))
 
 
@@ -275,31 +189,31 @@ def gelu(c: Ctx):
     x = c.inp(0)
     shape, dt = x.shape, x.dtype
     if c.attr("approximate", "none") == "tanh":
-        x3 = _binary(c, "Mul", _binary(c, "Mul", x, x, shape, dt), x, shape, dt)
-        inner = _binary(c, "Add", x, _binary(c, "Mul", x3, c.scalar(0.044715, dt), shape, dt), shape, dt)
-        inner = _binary(c, "Mul", inner, c.scalar(math.sqrt(2 / math.pi), dt), shape, dt)
-        th = _binary(c, "Add", _act(c, inner, TANH), c.scalar(1.0, dt), shape, dt)
-        c.set(0, _binary(c, "Mul", _binary(c, "Mul", x, th, shape, dt), c.scalar(0.5, dt), shape, dt))
+        x3 = emit_binary(c, "Mul", emit_binary(c, "Mul", x, x, shape, dt), x, shape, dt)
+        inner = emit_binary(c, "Add", x, emit_binary(c, "Mul", x3, c.scalar(0.044715, dt), shape, dt), shape, dt)
+        inner = emit_binary(c, "Mul", inner, c.scalar(math.sqrt(2 / math.pi), dt), shape, dt)
+        th = emit_binary(c, "Add", _act(c, inner, ActivationType.TANH), c.scalar(1.0, dt), shape, dt)
+        c.set(0, emit_binary(c, "Mul", emit_binary(c, "Mul", x, th, shape, dt), c.scalar(0.5, dt), shape, dt))
         return
     # x·Φ(x) = relu(x) − |x|·q with q = 0.5·erfc(|x|/√2)
     ax = c.op("Abs", [x], shape, dt, x.nhwc)
-    q = _erfc_half(c, _binary(c, "Mul", ax, c.scalar(1 / math.sqrt(2), dt), shape, dt))
-    q = _binary(c, "Mul", q, c.scalar(0.5, dt), shape, dt)
-    c.set(0, _binary(c, "Sub", _act(c, x, RELU), _binary(c, "Mul", ax, q, shape, dt), shape, dt))
+    q = _erfc_half(c, emit_binary(c, "Mul", ax, c.scalar(1 / math.sqrt(2), dt), shape, dt))
+    q = emit_binary(c, "Mul", q, c.scalar(0.5, dt), shape, dt)
+    c.set(0, emit_binary(c, "Sub", _act(c, x, ActivationType.RELU), emit_binary(c, "Mul", ax, q, shape, dt), shape, dt))
 
 
 @handles("Softplus")
 def softplus(c: Ctx):
     x = c.inp(0)
     e = c.op("Exp", [x], x.shape, x.dtype, x.nhwc)
-    c.set(0, c.op("Log", [_binary(c, "Add", e, c.scalar(1.0, x.dtype), x.shape, x.dtype)], x.shape, x.dtype, x.nhwc))
+    c.set(0, c.op("Log", [emit_binary(c, "Add", e, c.scalar(1.0, x.dtype), x.shape, x.dtype)], x.shape, x.dtype, x.nhwc))
 
 
 @handles("Softsign")
 def softsign(c: Ctx):
     x = c.inp(0)
-    d = _binary(c, "Add", c.op("Abs", [x], x.shape, x.dtype, x.nhwc), c.scalar(1.0, x.dtype), x.shape, x.dtype)
-    c.set(0, _binary(c, "Div", x, d, x.shape, x.dtype))
+    d = emit_binary(c, "Add", c.op("Abs", [x], x.shape, x.dtype, x.nhwc), c.scalar(1.0, x.dtype), x.shape, x.dtype)
+    c.set(0, emit_binary(c, "Div", x, d, x.shape, x.dtype))
 
 
 @handles("Identity", "Dropout")
@@ -323,5 +237,3 @@ def cast(c: Ctx):
         return
     c.set(0, c.op("Cast", [x], shape, dtype, x.nhwc, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype)))
 
-
-from msv0.convert import onnx_nn, onnx_shape  # noqa: E402, F401 (register their handlers)

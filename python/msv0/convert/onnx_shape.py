@@ -4,11 +4,17 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import NHWC_AXIS, TO_NHWC, Unsupported, Val, dense_order_matches
-from msv0.convert.onnx_ops import Ctx, _align, _axis, _binary, handles
+from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, emit_binary, handles
+from msv0.fb.PaddingMode import PaddingMode
+from msv0.fb.ReduceMode import ReduceMode
+from msv0.fb.TypeId import TypeId
 
-CONSTANT, REFLECT = 0, 1
-REDUCE = {"ReduceMean": 0, "ReduceMax": 1, "ReduceMin": 2, "ReduceProd": 3, "ReduceSum": 4, "ReduceSumSquare": 5,
-          "ReduceL1": 6, "ReduceL2": 5, "ReduceLogSum": 4, "ReduceLogSumExp": 4}
+# The v0 Reduce mode of each ONNX reduction (L2, LogSum and LogSumExp add element-wise steps).
+REDUCE = {"ReduceMean": ReduceMode.ReduceMean, "ReduceMax": ReduceMode.ReduceMax, "ReduceMin": ReduceMode.ReduceMin,
+          "ReduceProd": ReduceMode.ReduceProd, "ReduceSum": ReduceMode.ReduceSum,
+          "ReduceSumSquare": ReduceMode.ReduceSumSquare, "ReduceL1": ReduceMode.ReduceASum,
+          "ReduceL2": ReduceMode.ReduceSumSquare, "ReduceLogSum": ReduceMode.ReduceSum,
+          "ReduceLogSumExp": ReduceMode.ReduceSum}
 
 
 @handles("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -38,8 +44,8 @@ def transpose(c: Ctx):
 def concat(c: Ctx):
     shape, dtype = c.out()
     ins = [c.inp(k) for k in range(len(c.node.inputs)) if c.inp(k) is not None and 0 not in c.inp(k).shape]
-    ins, nhwc = _align(c, ins, len(shape))
-    axis = _axis(c.attr("axis"), len(shape))
+    ins, nhwc = align_layouts(c, ins, len(shape))
+    axis = axis_index(c.attr("axis"), len(shape))
     if len(ins) == 1:
         c.set(0, ins[0])
         return
@@ -49,7 +55,7 @@ def concat(c: Ctx):
 @handles("Split")
 def split(c: Ctx):
     v = c.inp(0)
-    axis = _axis(c.attr("axis", 0), len(v.shape))
+    axis = axis_index(c.attr("axis", 0), len(v.shape))
     outs = [c.out(k) for k in range(len(c.node.outputs))]
     sizes = [s[0][axis] for s in outs]
     stored = [Val(s, d, nhwc=v.nhwc).stored_shape for s, d in outs]
@@ -75,7 +81,7 @@ def slice_(c: Ctx):
         steps = [1] * len(starts) if steps is None else steps
     begin, end, stride = [0] * rank, list(v.shape), [1] * rank
     for s, e, a, st in zip(starts, ends, axes, steps):
-        a = _axis(a, rank)
+        a = axis_index(a, rank)
         b_, e_, st_ = slice(int(s), int(e), int(st)).indices(v.shape[a])
         if st_ < 0 and e_ < 0:
             raise Unsupported("negative-step slice through index 0 (r1.1 StridedSlice adds dim to a negative end)")
@@ -107,7 +113,7 @@ def pad(c: Ctx):
         if axes is not None:
             full = [0] * (2 * rank)
             for k, a in enumerate(axes):
-                a = _axis(a, rank)
+                a = axis_index(a, rank)
                 full[a], full[a + rank] = pads[k], pads[k + len(axes)]
             pads = full
     if any(p < 0 for p in pads):
@@ -115,14 +121,14 @@ def pad(c: Ctx):
     order = TO_NHWC if v.nhwc else range(rank)
     paddings = [x for p in order for x in (pads[p], pads[p + rank])]
     c.set(0, c.op("Pad", [v], shape, dtype, v.nhwc, paddings=paddings,
-                  paddingMode=CONSTANT if mode == "constant" else REFLECT, constantValue=value))
+                  paddingMode=PaddingMode.CONSTANT if mode == "constant" else PaddingMode.REFLECT, constantValue=value))
 
 
 @handles("Gather")
 def gather(c: Ctx):
     v, ind = c.inp(0), c.inp(1)
     shape, dtype = c.out()
-    axis = _axis(c.attr("axis", 0), len(v.shape))
+    axis = axis_index(c.attr("axis", 0), len(v.shape))
     if ind.const is not None:
         k = ind.const.astype(np.int64)
         k = np.where(k < 0, k + v.shape[axis], k).astype(np.int32)
@@ -130,8 +136,8 @@ def gather(c: Ctx):
     else:
         ind = c.e.plain(ind, c.name)
         if ind.dtype.kind == "i":  # ONNX wraps negative indices, r1.1 rejects them: wrap first
-            neg = _binary(c, "Less", ind, c.scalar(0, ind.dtype), ind.shape, np.bool_)
-            up = _binary(c, "Add", ind, c.scalar(v.shape[axis], ind.dtype), ind.shape, ind.dtype)
+            neg = emit_binary(c, "Less", ind, c.scalar(0, ind.dtype), ind.shape, np.bool_)
+            up = emit_binary(c, "Add", ind, c.scalar(v.shape[axis], ind.dtype), ind.shape, ind.dtype)
             ind = c.op("Where", [neg, up, ind], ind.shape, ind.dtype)
     if not (v.nhwc and len(ind.shape) == 1):
         v = c.e.plain(v, c.name)
@@ -159,7 +165,7 @@ def reduce(c: Ctx):
             c.set(0, v)
             return
         axes = range(rank)
-    axes = sorted(_axis(a, rank) for a in axes)
+    axes = sorted(axis_index(a, rank) for a in axes)
     keep = int(c.attr("keepdims", 1))
     v = _reduce_input(c, v, axes, keep)
     op = c.node.op
@@ -182,20 +188,20 @@ def argmax(c: Ctx):
     shape, dtype = c.out()
     if v.dtype != np.float32:
         raise Unsupported("ArgMax/ArgMin on non-float input")
-    axis = _axis(c.attr("axis", 0), len(v.shape))
+    axis = axis_index(c.attr("axis", 0), len(v.shape))
     keep = int(c.attr("keepdims", 1))
     v = _reduce_input(c, v, [axis], keep)
     nhwc = v.nhwc and bool(keep)
     # r1.1 writes the indices as float values of the input's dtype; cast them to ONNX's int64
     y = c.op(c.node.op, [v], shape, np.float32, nhwc, axis=v.axis(axis), topK=1, keepDims=bool(keep))
-    c.set(0, c.op("Cast", [y], shape, dtype, nhwc, srcT=43, dstT=35))
+    c.set(0, c.op("Cast", [y], shape, dtype, nhwc, srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt64))
 
 
 @handles("TopK")
 def topk(c: Ctx):
     v = c.e.plain(c.inp(0), c.name)
     rank = len(v.shape)
-    if _axis(c.attr("axis", -1), rank) != rank - 1:
+    if axis_index(c.attr("axis", -1), rank) != rank - 1:
         raise Unsupported("TopK along an axis other than the last")
     if not c.attr("sorted", 1):
         raise Unsupported("TopK sorted=0")
@@ -205,7 +211,7 @@ def topk(c: Ctx):
     vi, ii = c.e.node("TopK", [c.e.index(v)], [(vs, vd), (ishape, np.dtype(np.int32))], c.sub("TopK_"), k=k,
                       sorted=bool(c.attr("largest", 1)))
     c.set(0, Val(vs, vd, index=vi))
-    c.set(1, c.op("Cast", [Val(ishape, np.dtype(np.int32), index=ii)], ishape, idt, srcT=34, dstT=35))
+    c.set(1, c.op("Cast", [Val(ishape, np.dtype(np.int32), index=ii)], ishape, idt, srcT=TypeId.kNumberTypeInt32, dstT=TypeId.kNumberTypeInt64))
 
 
 def _full(c: Ctx, v: Val, shape) -> Val:
@@ -223,7 +229,7 @@ def _full(c: Ctx, v: Val, shape) -> Val:
 def where(c: Ctx):
     shape, dtype = c.out()
     ins = [_full(c, c.inp(k), shape) for k in range(3)]
-    ins, nhwc = _align(c, ins, len(shape))
+    ins, nhwc = align_layouts(c, ins, len(shape))
     c.set(0, c.op("Where", ins, shape, dtype, nhwc))
 
 

@@ -11,12 +11,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0.convert.emit import FORMAT_KHWC, Emitter, Unsupported, Val, handler_table
+from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
 from msv0.errors import Error, ModelError, UnsupportedOpError
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.Format import Format
+from msv0.fb.PadMode import PadMode
+from msv0.fb.PaddingMode import PaddingMode
+from msv0.fb.PoolMode import PoolMode
+from msv0.fb.ReduceMode import ReduceMode
+from msv0.fb.ResizeMethod import ResizeMethod
+from msv0.fb.RoundMode import RoundMode
 
-NOTSET = 0
-RELU, SIGMOID, RELU6, LEAKY_RELU, TANH, HSWISH, HARD_TANH = 1, 2, 3, 5, 10, 12, 16
-SAME, VALID = 0, 1
+# TFLite's own schema numbers (ActivationFunctionType, Padding), read from its options tables;
+# the tflite package is optional, so they are named here.
+TFL_NONE, TFL_RELU, TFL_RELU_N1_TO_1, TFL_RELU6, TFL_TANH = 0, 1, 2, 3, 4
+TFL_SAME, TFL_VALID = 0, 1
+# The TFLite fused activations that v0 ops fuse themselves.
+OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
 HANDLERS, handles = handler_table()
@@ -81,21 +92,21 @@ class Op:
 
 def _fused(o: Op, y: Val, act: int) -> Val:
     """TFLite fused activations beyond what v0 fuses (RELU/RELU6 go into the op itself)."""
-    if act in (0, 1, 3):
+    if act == TFL_NONE or act in OWN_ACT:
         return y
-    if act == 2:  # RELU_N1_TO_1
-        return o.op("Activation", [y], y.shape, y.dtype, type=HARD_TANH, minVal=-1.0, maxVal=1.0)
-    if act == 4:
-        return o.op("Activation", [y], y.shape, y.dtype, type=TANH)
+    if act == TFL_RELU_N1_TO_1:
+        return o.op("Activation", [y], y.shape, y.dtype, type=ActivationType.HARD_TANH, minVal=-1.0, maxVal=1.0)
+    if act == TFL_TANH:
+        return o.op("Activation", [y], y.shape, y.dtype, type=ActivationType.TANH)
     raise Unsupported(f"fused activation {act}")
 
 
 def _own_act(act: int) -> int:
-    return act if act in (1, 3) else 0
+    return OWN_ACT.get(act, ActivationType.NO_ACTIVATION)
 
 
 def _pads(padding, in_hw, k_hw, s_hw, d_hw):
-    if padding == VALID:
+    if padding == TFL_VALID:
         return 0, 0, 0, 0
     pads = []
     for n, k, s, d in zip(in_hw, k_hw, s_hw, d_hw):
@@ -111,7 +122,7 @@ def _bias(o: Op, k):
 
 
 def _weight(o: Op, w: np.ndarray) -> Val:
-    idx = o.e.const(np.ascontiguousarray(w, np.float32), f"{o.name}/weight", fmt=FORMAT_KHWC)
+    idx = o.e.const(np.ascontiguousarray(w, np.float32), f"{o.name}/weight", fmt=Format.KHWC)
     return Val(w.shape, np.dtype(np.float32), index=idx)
 
 
@@ -124,7 +135,7 @@ def conv(o: Op):
     s, d = (opt.StrideH(), opt.StrideW()), (opt.DilationHFactor(), opt.DilationWFactor())
     k = w.shape[1:3]
     up, down, left, right = _pads(opt.Padding(), x.shape[1:3], k, s, d)
-    attrs = dict(padMode=NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right, strideH=s[0], strideW=s[1],
+    attrs = dict(padMode=PadMode.NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right, strideH=s[0], strideW=s[1],
                  kernelH=k[0], kernelW=k[1], dilateH=d[0], dilateW=d[1],
                  activationType=_own_act(opt.FusedActivationFunction()))
     cin = x.shape[3]
@@ -154,11 +165,11 @@ def transpose_conv(o: Op):
         total = (x.shape[1 + i] - 1) * s[i] + k[i] - shape[1 + i]  # the full result is cropped to the output
         if total < 0:
             raise Unsupported("TRANSPOSE_CONV output larger than the full transposed convolution")
-        lo = total // 2 if opt.Padding() == SAME else 0
+        lo = total // 2 if opt.Padding() == TFL_SAME else 0
         pads.append((lo, total - lo))
     act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
     y = o.op("DeConv2D", [x, _weight(o, w.transpose(3, 1, 2, 0))] + _bias(o, 3), shape, dtype, group=1,
-             channelIn=x.shape[3], channelOut=w.shape[0], padMode=NOTSET, padUp=pads[0][0], padDown=pads[0][1],
+             channelIn=x.shape[3], channelOut=w.shape[0], padMode=PadMode.NOTSET, padUp=pads[0][0], padDown=pads[0][1],
              padLeft=pads[1][0], padRight=pads[1][1], strideH=s[0], strideW=s[1], kernelH=k[0], kernelW=k[1],
              dilateH=1, dilateW=1, activationType=_own_act(act))
     o.set(_fused(o, y, act))
@@ -189,9 +200,9 @@ def pool(o: Op):
     k, s = (opt.FilterHeight(), opt.FilterWidth()), (opt.StrideH(), opt.StrideW())
     up, down, left, right = _pads(opt.Padding(), x.shape[1:3], k, s, (1, 1))
     # TFLite's average pool divides by the valid cells, like r1.1's fp32 kernel
-    y = o.op("Pooling", [x], shape, dtype, poolingMode=1 if o.code == "AVERAGE_POOL_2D" else 0, windowH=k[0],
-             windowW=k[1], strideH=s[0], strideW=s[1], padMode=NOTSET, padUp=up, padDown=down, padLeft=left,
-             padRight=right, roundMode=0, activationType=_own_act(opt.FusedActivationFunction()))
+    mode = PoolMode.MEAN_POOLING if o.code == "AVERAGE_POOL_2D" else PoolMode.MAX_POOLING
+    y = o.op("Pooling", [x], shape, dtype, poolingMode=mode, windowH=k[0], windowW=k[1], strideH=s[0], strideW=s[1],
+             padMode=PadMode.NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right, roundMode=RoundMode.FLOOR, activationType=_own_act(opt.FusedActivationFunction()))
     o.set(_fused(o, y, opt.FusedActivationFunction()))
 
 
@@ -209,14 +220,15 @@ def binary(o: Op):
     o.set(_fused(o, y, act))
 
 
-ACT = {"RELU": RELU, "RELU6": RELU6, "LOGISTIC": SIGMOID, "TANH": TANH, "HARD_SWISH": HSWISH}
+ACT = {"RELU": ActivationType.RELU, "RELU6": ActivationType.RELU6, "LOGISTIC": ActivationType.SIGMOID,
+       "TANH": ActivationType.TANH, "HARD_SWISH": ActivationType.HSWISH}
 
 
 @handles(*ACT, "LEAKY_RELU")
 def activation(o: Op):
     x = o.inp(0)
     kw = {"alpha": float(o.options("LeakyReluOptions").Alpha())} if o.code == "LEAKY_RELU" else {}
-    o.set(o.op("Activation", [x], x.shape, x.dtype, type=ACT.get(o.code, LEAKY_RELU), **kw))
+    o.set(o.op("Activation", [x], x.shape, x.dtype, type=ACT.get(o.code, ActivationType.LEAKY_RELU), **kw))
 
 
 @handles("PRELU")
@@ -255,7 +267,7 @@ def pad(o: Op):
     p = o.const(1, "paddings").astype(np.int64)
     value = o.const(2, "constant_values") if len(o.inputs) > 2 else None
     value = 0.0 if value is None else float(value.reshape(-1)[0])
-    o.set(o.op("Pad", [o.inp(0)], shape, dtype, paddings=[int(v) for v in p.reshape(-1)], paddingMode=0,
+    o.set(o.op("Pad", [o.inp(0)], shape, dtype, paddings=[int(v) for v in p.reshape(-1)], paddingMode=PaddingMode.CONSTANT,
                constantValue=value))
 
 
@@ -268,7 +280,7 @@ def resize(o: Op):
     if opt is not None and opt.HalfPixelCenters():
         raise Unsupported("half_pixel_centers=True (r1.1 Resize has no half-pixel offset)")
     align = bool(opt.AlignCorners()) if opt is not None else False
-    o.set(o.op("Resize", [x], shape, dtype, format=1, method=0 if bilinear else 1, newHeight=shape[1],
+    o.set(o.op("Resize", [x], shape, dtype, format=Format.NHWC, method=ResizeMethod.LINEAR if bilinear else ResizeMethod.NEAREST, newHeight=shape[1],
                newWidth=shape[2], alignCorners=align))
 
 
@@ -288,7 +300,7 @@ def mean(o: Op):
     shape, dtype = o.out()
     axes = sorted({int(a) + len(x.shape) if a < 0 else int(a) for a in o.const(1, "axes").reshape(-1)})
     keep = bool(o.options("ReducerOptions").KeepDims())
-    o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=0))
+    o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=ReduceMode.ReduceMean))
 
 
 @handles("STRIDED_SLICE")

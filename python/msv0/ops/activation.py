@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.fb.ActivationType import ActivationType
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
 F32 = np.dtype(np.float32)
@@ -50,24 +51,24 @@ def _relu6_of_x_plus_3(x, out):
 def activation_kernel(node, act_type: int, alpha: float, min_val: float, max_val: float):
     """The f(x, out) of one ActivationType; types r1.1's fp32 kernel lacks fail at plan time."""
     alpha, lo, hi = np.float32(alpha), np.float32(min_val), np.float32(max_val)
-    if act_type == 1:  # RELU
+    if act_type == ActivationType.RELU:
         return lambda x, out: np.maximum(x, ZERO, out=out)
-    if act_type == 3:  # RELU6
+    if act_type == ActivationType.RELU6:
         return lambda x, out: np.clip(x, ZERO, SIX, out=out)
-    if act_type == 5:  # LEAKY_RELU: x > 0 ? x : alpha·x
+    if act_type == ActivationType.LEAKY_RELU:  # x > 0 ? x : alpha·x
         return lambda x, out: leaky_relu(x, alpha, out)
-    if act_type == 2:  # SIGMOID
+    if act_type == ActivationType.SIGMOID:
         return sigmoid
-    if act_type == 10:  # TANH
+    if act_type == ActivationType.TANH:
         return tanh_pade
-    if act_type == 18:  # SWISH = x·sigmoid(x)
+    if act_type == ActivationType.SWISH:  # x·sigmoid(x)
 
         def swish(x, out):
             sigmoid(x, out)
             out *= x
 
         return swish
-    if act_type == 12:  # HSWISH = x·relu6(x+3)/6, multiplied before dividing
+    if act_type == ActivationType.HSWISH:  # x·relu6(x+3)/6, multiplied before dividing
 
         def hswish(x, out):
             _relu6_of_x_plus_3(x, out)
@@ -75,14 +76,14 @@ def activation_kernel(node, act_type: int, alpha: float, min_val: float, max_val
             out /= SIX
 
         return hswish
-    if act_type == 13:  # HSIGMOID = relu6(x+3)/6
+    if act_type == ActivationType.HSIGMOID:  # relu6(x+3)/6
 
         def hsigmoid(x, out):
             _relu6_of_x_plus_3(x, out)
             out /= SIX
 
         return hsigmoid
-    if act_type == 16:  # HARD_TANH: x < min ? min : (x > max ? max : x)
+    if act_type == ActivationType.HARD_TANH:  # x < min ? min : (x > max ? max : x)
 
         def hard_tanh(x, out):
             np.minimum(x, hi, out=out)

@@ -2,7 +2,9 @@
 
 These are cold ops, so NumPy does the work. Output shapes must be known at plan time: an op
 whose output size depends on tensor values (Range bounds, Tile multiples, a shape input)
-needs those inputs constant, which constant folding makes true for shape arithmetic.
+needs those inputs constant, which constant folding makes true for shape arithmetic. The
+exceptions, one-input Where and Unique, size their outputs from the data: they are registered
+data_dependent, so the data-flow executor plans them with every input's value known.
 """
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ import math
 
 import numpy as np
 
-from msv0 import dtypes
-from msv0.registry import Plan, expect_inputs, fail, normalize_axis, op, same_dtype
+from msv0.fb.TypeId import TypeId
+from msv0.registry import Plan, expect_inputs, fail, known_value, normalize_axis, op, same_dtype
 
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -162,9 +164,9 @@ def constant_of_shape(node, ins):
         raise fail(node, f"shape input must be int32 or int64, got {ins[0].dtype}")
     shape = _dims(node, _data_shaped(node, ins[0], "shape"), "shape")
     tid = node.attrs.dataType
-    if tid in (0, dtypes.FLOAT, dtypes.FLOAT32):
+    if tid in (TypeId.kTypeUnknown, TypeId.kNumberTypeFloat, TypeId.kNumberTypeFloat32):
         dtype = np.dtype(np.float32)
-    elif tid in (dtypes.INT, dtypes.INT32):
+    elif tid in (TypeId.kNumberTypeInt, TypeId.kNumberTypeInt32):
         dtype = np.dtype(np.int32)
     else:
         raise fail(node, f"dataType {tid} is not supported (float32 or int32 only)")
@@ -647,3 +649,50 @@ def top_k(node, ins):
         np.copyto(outputs[1], order, casting="unsafe")
 
     return Plan([(out_shape, x.dtype), (out_shape, np.dtype(np.int32))], run)
+
+
+@op("Unique", data_dependent=True)
+def unique(node, ins):
+    """r1.1: the distinct values in first-occurrence order (compared with ==, so every NaN is
+    new and -0 equals 0) and, per input element, the int32 index of its value among them.
+    Output 0 is the input's shape with the last dim set to the distinct count; output 1 has
+    the input's shape. `outType` is deprecated and ignored."""
+    expect_inputs(node, ins, 1)
+    x = known_value(node, ins[0], "input")
+    if x.ndim < 1:
+        raise fail(node, "input must have at least one dimension")
+    flat = x.reshape(-1)
+    seen: dict = {}
+    values, index = [], np.empty(flat.size, np.int32)
+    for i, v in enumerate(flat.tolist()):
+        key = None if isinstance(v, float) and math.isnan(v) else v
+        if key is None or key not in seen:
+            if key is not None:
+                seen[key] = len(values)
+            index[i] = len(values)
+            values.append(flat[i])
+        else:
+            index[i] = seen[key]
+    out = np.array(values, x.dtype)
+    shape = x.shape[:-1] + (out.size,)
+    if int(np.prod(shape)) != out.size:
+        raise fail(node, f"{out.size} distinct values do not fit shape {shape} (input {x.shape})")
+    out = out.reshape(shape)
+    index = index.reshape(x.shape)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], out)
+        np.copyto(outputs[1], index)
+
+    return Plan([(out.shape, out.dtype), (index.shape, index.dtype)], run)
+
+
+@op("OnesLike")
+def ones_like(node, ins):
+    """Ones with the input's shape and dtype (r1.1 builds it only for training; TF semantics)."""
+    expect_inputs(node, ins, 1)
+
+    def run(inputs, outputs):
+        outputs[0].fill(1)
+
+    return Plan([(ins[0].shape, ins[0].dtype)], run)

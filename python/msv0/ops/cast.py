@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import dtypes
+from msv0.fb.TypeId import TypeId
 from msv0.registry import Plan, expect_inputs, fail, op
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -15,7 +16,7 @@ _CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (BOOL
 
 
 def _dtype(node, type_id: int, what: str) -> np.dtype:
-    if type_id not in dtypes.TO_NUMPY or type_id in (dtypes.STRING, dtypes.TENSOR_LIST):
+    if type_id not in dtypes.TO_NUMPY or type_id in dtypes.OBJECT_TYPES:
         raise fail(node, f"{what} {type_id} is not a supported TypeId")
     return dtypes.TO_NUMPY[type_id]
 
@@ -25,7 +26,7 @@ def cast(node, ins):
     expect_inputs(node, ins, 1)
     x = ins[0]
     a = node.attrs
-    if a.srcT != 0 and _dtype(node, a.srcT, "srcT") != x.dtype:
+    if a.srcT != TypeId.kTypeUnknown and _dtype(node, a.srcT, "srcT") != x.dtype:
         raise fail(node, f"srcT {a.srcT} does not match the input dtype {x.dtype}")
     dst = _dtype(node, a.dstT, "dstT")
     if dst != x.dtype and (x.dtype, dst) not in _CAST_PAIRS:

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from msv0 import _core
+from msv0.fb.PadMode import PadMode
 from msv0.fusion import Conv1x1, Depthwise
+from msv0.geometry import conv_size, deconv_size
 from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
 from msv0.weights import float_weight
 
-NOTSET, SAME_UPPER, VALID, CAFFE, SAME_LOWER = 0, 1, 2, 4, 5
 # Up to this many input channels (network stems: RGB), a group-1 conv takes the direct kernel:
 # with K = kh*kw*c this small, the im2col copy and the GEMM's panel overhead outweigh the sums.
 DIRECT_MAX_CHANNELS = 4
@@ -43,17 +44,6 @@ def _x_nhwc(node, x):
     if len(x.shape) != 4:
         raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
     return x.shape
-
-
-def conv_out_size(size, k, s, d, pad_mode, p0, p1):
-    """Output size and (leading pad, trailing pad) of one conv axis."""
-    if pad_mode == SAME_UPPER:
-        out = -(-size // s)
-        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
-        p0, p1 = total // 2, total - total // 2
-    else:
-        out = -(-(size + p0 + p1 - (k - 1) * d) // s)
-    return max(out, 1), p0, p1
 
 
 @dataclass(frozen=True)
@@ -98,10 +88,10 @@ def conv_geometry(node, ins) -> ConvGeometry:
     group = a.group
     if group < 1 or c % group or oc % group or cg * group != c:
         raise fail(node, f"group {group} does not fit input channels {c}, weight {weight.shape}")
-    if a.padMode != SAME_UPPER and min(a.padUp, a.padDown, a.padLeft, a.padRight) < 0:
+    if a.padMode != PadMode.SAME_UPPER and min(a.padUp, a.padDown, a.padLeft, a.padRight) < 0:
         raise fail(node, f"negative pads {a.padUp, a.padDown, a.padLeft, a.padRight}")
-    oh, pt, _ = conv_out_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
-    ow, pl, _ = conv_out_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
+    oh, pt = conv_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
+    ow, pl = conv_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
     return ConvGeometry(n, h, w, c, weight, _bias(node, ins, oc), group, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl,
                         lo, hi)
@@ -143,29 +133,6 @@ def conv2d(node, ins):
                 parts=parts)
 
 
-def _trunc_half(v):
-    """C `v / 2` on ints: truncates toward zero."""
-    return -((-v) // 2) if v < 0 else v // 2
-
-
-def deconv_out_size(node, size, k, s, d, pad_mode, p0, p1):
-    """Output size and leading pad (the crop offset) of one DeConv2D axis."""
-    if pad_mode in (NOTSET, CAFFE):
-        if p0 < 0 or p1 < 0:
-            raise fail(node, f"negative pads {p0}, {p1}")
-        out = (size - 1) * s + (k - 1) * d + 1 - p0 - p1
-    elif pad_mode == SAME_UPPER:
-        out = size * s
-        p0 = _trunc_half((size - 1) * s + (k - 1) * d + 1 - out)
-    elif pad_mode == VALID:
-        out, p0 = (size - 1) * s + k, 0
-    else:
-        raise fail(node, f"unsupported pad mode {pad_mode} for deconv")
-    if out <= 0:
-        raise fail(node, f"output size {out} <= 0 (input {size}, kernel {k}, stride {s}, pads {p0}, {p1})")
-    return out, p0
-
-
 @op("DeConv2D")
 def deconv2d(node, ins):
     a = node.attrs
@@ -181,8 +148,8 @@ def deconv2d(node, ins):
     oc = weight.shape[3]
     kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape[1:3])
     bias = _bias(node, ins, oc)
-    oh, pt = deconv_out_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
-    ow, pl = deconv_out_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
+    oh, pt = deconv_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
+    ow, pl = deconv_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     kernel = _core.Deconv2dF32(weight, bias, sh, sw, dh, dw, pt, pl)
     lo, hi = activation_range(a.activationType)
     out_shape = (n, oh, ow, oc)

@@ -9,10 +9,9 @@ import numpy as np
 
 from msv0 import _core
 from msv0.fusion import Depthwise
-from msv0.ops.conv import SAME_UPPER, deconv_out_size
+from msv0.geometry import deconv_size, depthwise_size
 from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 from msv0.weights import float_weight
-
 
 
 def _geometry(node, a, weight_shape):
@@ -49,23 +48,6 @@ def _inputs(node, ins, rule):
     return x, weight, bias
 
 
-def _conv_size(node, size, k, s, d, p0, p1, pad_mode, axis):
-    """Output size and pads of one axis (§5 Conv2D, with DepthwiseConv2D's differences)."""
-    if pad_mode == SAME_UPPER:
-        out = -(-size // s)
-        total = (out - 1) * s + (k - 1) * d + 1 - size
-        if total > 0:  # otherwise r1.1 keeps the stored pads (unlike Conv2D, which zeroes them)
-            p0 = total // 2
-            p1 = total - p0
-    else:
-        out = -(-(size + p0 + p1 - (k - 1) * d) // s)
-    if p0 < 0 or p1 < 0:
-        raise fail(node, f"negative pads {p0}, {p1} on {axis}")
-    if out <= 0:  # r1.1 does not raise it to 1 for depthwise, so the model cannot run
-        raise fail(node, f"output {axis} would be {out} (input {size}, kernel {k}, dilation {d}, stride {s})")
-    return out, p0, p1
-
-
 @op("DepthwiseConv2D")
 def depthwise_conv2d(node, ins):
     a = node.attrs
@@ -77,8 +59,8 @@ def depthwise_conv2d(node, ins):
                          f"!= weight dim 0 {weight.shape[0]}")
     mult = a.channelMultiplier
     kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape)
-    oh, pt, _ = _conv_size(node, h, kh, sh, dh, a.padUp, a.padDown, a.padMode, "height")
-    ow, pl, _ = _conv_size(node, w, kw, sw, dw, a.padLeft, a.padRight, a.padMode, "width")
+    oh, pt = depthwise_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown, "height")
+    ow, pl = depthwise_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight, "width")
     lo, hi = activation_range(a.activationType)
     packed_weight = np.ascontiguousarray(weight.reshape(cout, kh, kw))
     conv = _core.PackedDwConv(packed_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
@@ -110,8 +92,8 @@ def de_depthwise_conv2d(node, ins):
     if weight.shape[0] != c:
         raise fail(node, f"weight has {weight.shape[0]} channels, the input {c}")
     kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape)
-    oh, pt = deconv_out_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
-    ow, pl = deconv_out_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
+    oh, pt = deconv_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
+    ow, pl = deconv_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
     wk = weight[..., 0]  # [c, kh, kw]
     b = np.zeros(c, np.float32) if bias is None else bias

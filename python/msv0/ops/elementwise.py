@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.EltwiseMode import EltwiseMode
 from msv0.registry import Plan, activation_range, expect_inputs, fail, op, same_dtype
 
 MAX_RANK = 10  # r1.1 ArithmeticParameter holds 10 dims
@@ -36,9 +38,9 @@ def broadcast_shape(node, a: tuple, b: tuple) -> tuple:
 
 def fused_activation(activation_type: int):
     """The in-place clamp of a fused RELU/RELU6; every other type is silently none (§4)."""
-    if activation_type == 1:
+    if activation_type == ActivationType.RELU:
         return lambda out: np.maximum(out, out.dtype.type(0), out=out)
-    if activation_type == 3:
+    if activation_type == ActivationType.RELU6:
         return lambda out: np.clip(out, out.dtype.type(0), out.dtype.type(6), out=out)
     return None
 
@@ -163,7 +165,8 @@ def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:
 def _arithmetic(name: str, has_activation: bool):
     @op(name)
     def build(node, ins):
-        return arithmetic_plan(node, ins, name, node.attrs.activationType if has_activation else 0)
+        act = node.attrs.activationType if has_activation else ActivationType.NO_ACTIVATION
+        return arithmetic_plan(node, ins, name, act)
 
     return build
 
@@ -174,7 +177,7 @@ for _name in ("Add", "Sub", "Mul", "Div"):
 for _name in ("RealDiv", "Maximum", "Minimum", "FloorDiv", "FloorMod", "Mod", "SquaredDifference"):
     _arithmetic(_name, False)
 
-ELTWISE_MODES = {0: "Mul", 1: "Add", 2: "Maximum"}  # PROD, SUM, MAXIMUM
+ELTWISE_MODES = {EltwiseMode.PROD: "Mul", EltwiseMode.SUM: "Add", EltwiseMode.MAXIMUM: "Maximum"}
 
 
 @op("Eltwise")
@@ -182,7 +185,7 @@ def eltwise(node, ins):
     name = ELTWISE_MODES.get(node.attrs.mode)
     if name is None:
         raise fail(node, f"unsupported Eltwise mode {node.attrs.mode}")
-    return arithmetic_plan(node, ins, name, 0)
+    return arithmetic_plan(node, ins, name, ActivationType.NO_ACTIVATION)
 
 
 @op("AddN")
@@ -267,3 +270,17 @@ def logical_not(node, ins):
         np.logical_not(inputs[0], out=outputs[0])
 
     return Plan([(ins[0].shape, ins[0].dtype)], run)
+
+
+@op("LogicalXor")
+def logical_xor(node, ins):
+    """No r1.1 kernel: like LogicalAnd/Or (format-v0.md §4 broadcasting, output 0/1 in
+    input 0's dtype)."""
+    expect_inputs(node, ins, 2)
+    dtype = same_dtype(node, ins)
+    shape = broadcast_shape(node, ins[0].shape, ins[1].shape)
+
+    def run(inputs, outputs):
+        np.logical_xor(inputs[0], inputs[1], out=outputs[0])
+
+    return Plan([(shape, dtype)], run)

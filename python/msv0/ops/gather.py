@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.errors import InputError
-from msv0.registry import Plan, expect_inputs, fail, op
+from msv0.registry import Plan, const_input, expect_inputs, fail, op
 
 _INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32))
 
@@ -51,3 +51,37 @@ def gather(node, ins):
             np.take(inputs[0], idx, axis=axis, out=outputs[0])
 
     return Plan([(out_shape, x.dtype)], run)
+
+
+@op("UnsortedSegmentSum")
+def unsorted_segment_sum(node, ins):
+    """No r1.1 kernel: TF semantics. (data, segment_ids[, num_segments]): out[s, ...] = sum of
+    data[i..., ...] whose segment_ids[i...] == s; out shape = [num] + data.shape[ids.ndim:].
+    num comes from input 2 when present, else from `numSegments`. Ids outside [0, num) are
+    dropped (TF's CPU kernel rejects them at run time; nothing is read out of bounds here)."""
+    expect_inputs(node, ins, 2, 3)
+    data, ids = ins[0], ins[1]
+    if ids.dtype.kind not in "iu":
+        raise fail(node, f"segment_ids must be integers, got {ids.dtype}")
+    if tuple(data.shape[:len(ids.shape)]) != tuple(ids.shape):
+        raise fail(node, f"segment_ids shape {ids.shape} is not a prefix of data shape {data.shape}")
+    if len(ins) == 3:
+        n = np.asarray(const_input(node, ins[2], "num_segments")).reshape(-1)
+        if n.size != 1 or n.dtype.kind not in "iu":
+            raise fail(node, "num_segments must be one integer")
+        num = int(n[0])
+    else:
+        num = node.attrs.numSegments
+    if num < 0:
+        raise fail(node, f"num_segments {num} is negative")
+    inner = tuple(data.shape[len(ids.shape):])
+
+    def run(inputs, outputs):
+        seg = inputs[1].reshape(-1).astype(np.int64)
+        rows = inputs[0].reshape((seg.size,) + inner)
+        ok = (seg >= 0) & (seg < num)
+        out = outputs[0]
+        out.fill(0)
+        np.add.at(out, seg[ok], rows[ok])
+
+    return Plan([((num,) + inner, data.dtype)], run)

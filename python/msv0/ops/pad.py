@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.fb.PaddingMode import PaddingMode
 from msv0.ops.shape import int_values
 from msv0.registry import Plan, expect_inputs, fail, op
 
-CONSTANT, REFLECT, SYMMETRIC = 0, 1, 2
 
 
 def _source_index(n_out: int, before: int, size: int, mode: int) -> np.ndarray:
     """For each output position along one dim, the input position it copies."""
     s = np.arange(n_out) - before
-    if mode == REFLECT:
+    if mode == PaddingMode.REFLECT:
         s = np.where(s < 0, -s, s)
         return np.where(s >= size, 2 * (size - 1) - s, s)
     s = np.where(s < 0, -s - 1, s)
@@ -39,7 +39,7 @@ def pad(node, ins):
     mode = a.paddingMode
     before, after = pads[0::2], pads[1::2]
     out_shape = tuple(d + b + e for d, b, e in zip(x.shape, before, after))
-    if mode == CONSTANT:
+    if mode == PaddingMode.CONSTANT:
         value = x.dtype.type(a.constantValue)
         inner = tuple(slice(b, b + d) for b, d in zip(before, x.shape))
 
@@ -48,9 +48,9 @@ def pad(node, ins):
             outputs[0][inner] = inputs[0]
 
         return Plan([(out_shape, x.dtype)], run)
-    if mode not in (REFLECT, SYMMETRIC):
+    if mode not in (PaddingMode.REFLECT, PaddingMode.SYMMETRIC):
         raise fail(node, f"unsupported paddingMode {mode}")
-    limit = 1 if mode == REFLECT else 0  # reflect needs pad < dim, symmetric pad <= dim
+    limit = 1 if mode == PaddingMode.REFLECT else 0  # reflect needs pad < dim, symmetric pad <= dim
     for d, b, e in zip(x.shape, before, after):
         if max(b, e) > d - limit:
             raise fail(node, f"paddings {pads} are too large for input {x.shape} in mode {mode}")

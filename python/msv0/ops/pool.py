@@ -4,27 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
-from msv0.ops.conv import SAME_UPPER
+from msv0.fb.PoolMode import PoolMode
+from msv0.fb.RoundMode import RoundMode
+from msv0.geometry import pool_size
 from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 
-MAX_POOLING, MEAN_POOLING = 0, 1
-FLOOR, CEIL = 0, 1
 FLT_MAX = float(np.finfo(np.float32).max)
 
-KERNELS = {MAX_POOLING: _core.maxpool2d_f32, MEAN_POOLING: _core.avgpool2d_f32}
-
-
-def _pool_size(node, size, k, s, p0, p1, pad_mode, round_mode, axis):
-    """Output size and leading pad of one axis."""
-    if pad_mode == SAME_UPPER:  # like Conv2D with dilation 1: the stored pads are replaced
-        out = -(-size // s)
-        p0 = max(0, (out - 1) * s + k - size) // 2
-        return out, p0
-    if p0 < 0 or p1 < 0:
-        raise fail(node, f"negative pads {p0}, {p1} on {axis}")
-    span = size + p0 + p1 - k
-    out = (span // s if round_mode == FLOOR else -(-span // s)) + 1
-    return max(out, 1), p0
+KERNELS = {PoolMode.MAX_POOLING: _core.maxpool2d_f32, PoolMode.MEAN_POOLING: _core.avgpool2d_f32}
 
 
 def _empty_window(size, k, s, p0, out):
@@ -43,7 +30,7 @@ def pooling(node, ins):
         raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
     if a.poolingMode not in KERNELS:
         raise fail(node, f"unsupported poolingMode {a.poolingMode}")
-    if a.roundMode not in (FLOOR, CEIL):
+    if a.roundMode not in (RoundMode.FLOOR, RoundMode.CEIL):
         raise fail(node, f"unsupported roundMode {a.roundMode}")
     n, h, w, c = x.shape
     kh, kw, sh, sw = a.windowH, a.windowW, a.strideH, a.strideW
@@ -55,9 +42,10 @@ def pooling(node, ins):
         raise fail(node, f"window must be >= 1, got {kh}x{kw}")
     if sh < 1 or sw < 1:
         raise fail(node, f"strides must be >= 1, got {sh}x{sw}")
-    oh, pt = _pool_size(node, h, kh, sh, a.padUp, a.padDown, a.padMode, a.roundMode, "height")
-    ow, pl = _pool_size(node, w, kw, sw, a.padLeft, a.padRight, a.padMode, a.roundMode, "width")
-    if a.poolingMode == MEAN_POOLING and (_empty_window(h, kh, sh, pt, oh) or _empty_window(w, kw, sw, pl, ow)):
+    oh, pt = pool_size(node, h, kh, sh, a.padMode, a.roundMode, a.padUp, a.padDown, "height")
+    ow, pl = pool_size(node, w, kw, sw, a.padMode, a.roundMode, a.padLeft, a.padRight, "width")
+    mean = a.poolingMode == PoolMode.MEAN_POOLING
+    if mean and (_empty_window(h, kh, sh, pt, oh) or _empty_window(w, kw, sw, pl, ow)):
         # r1.1 fails at run time (a zero divisor); the geometry is known now.
         raise fail(node, f"a mean window lies entirely in padding (input {h}x{w}, window {kh}x{kw}, "
                          f"stride {sh}x{sw}, pads {pt},{pl})")
@@ -68,5 +56,5 @@ def pooling(node, ins):
     def run(inputs, outputs):
         kernel(inputs[0], outputs[0], kh, kw, sh, sw, pt, pl, lo, hi)
 
-    native = _core.pool2d_native(a.poolingMode == MAX_POOLING, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi)
+    native = _core.pool2d_native(not mean, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi)
     return Plan([((n, oh, ow, c), np.dtype(np.float32))], run, native=native)

@@ -3,35 +3,35 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.fb.ReduceMode import ReduceMode
 from msv0.ops.shape import int_values
-from msv0.registry import Plan, expect_inputs, fail, normalize_axis, op
-
-MEAN, MAX, MIN, PROD, SUM, SUM_SQUARE, ASUM, ALL = range(8)
+from msv0.registry import Plan, const_input, expect_inputs, fail, normalize_axis, op
 
 
 def _reduce_one(x: np.ndarray, axis: int, mode: int) -> np.ndarray:
     """One axis, kept as size 1; r1.1 reduces the axes one after another in list order."""
-    if mode == MEAN:
+    if mode == ReduceMode.ReduceMean:
         s = x.sum(axis=axis, keepdims=True, dtype=x.dtype)
         if x.dtype.kind == "f":
             return s / x.dtype.type(x.shape[axis])
         return np.trunc(s / x.shape[axis]).astype(x.dtype)  # C integer division
-    if mode == MAX:
+    if mode == ReduceMode.ReduceMax:
         return x.max(axis=axis, keepdims=True)
-    if mode == MIN:
+    if mode == ReduceMode.ReduceMin:
         return x.min(axis=axis, keepdims=True)
-    if mode == PROD:
+    if mode == ReduceMode.ReduceProd:
         return x.prod(axis=axis, keepdims=True, dtype=x.dtype)
-    if mode == ALL:
+    if mode == ReduceMode.ReduceAll:
         return x.all(axis=axis, keepdims=True).astype(x.dtype)
-    return x.sum(axis=axis, keepdims=True, dtype=x.dtype)  # SUM; SUM_SQUARE/ASUM after their map
+    return x.sum(axis=axis, keepdims=True, dtype=x.dtype)  # ReduceSum; ReduceSumSquare/ReduceASum after their map
 
 
 def reduce_plan(node, x, axes: list[int], keep_dims: bool, mode: int, coeff: float | None) -> Plan:
     rank = len(x.shape)
-    if mode not in range(8):
+    if mode not in range(ReduceMode.ReduceAll + 1):
         raise fail(node, f"unsupported mode {mode}")
-    if mode == ALL and x.dtype != np.bool_ or mode != ALL and x.dtype not in (np.float32, np.int32):
+    boolean = mode == ReduceMode.ReduceAll
+    if boolean and x.dtype != np.bool_ or not boolean and x.dtype not in (np.float32, np.int32):
         raise fail(node, f"mode {mode} does not take {x.dtype} input")
     axes = [normalize_axis(node, ax, rank) for ax in axes] if axes else list(range(rank))
     if len(set(axes)) != len(axes):
@@ -46,9 +46,9 @@ def reduce_plan(node, x, axes: list[int], keep_dims: bool, mode: int, coeff: flo
 
     def run(inputs, outputs):
         y = inputs[0]
-        if mode == SUM_SQUARE:
+        if mode == ReduceMode.ReduceSumSquare:
             y = y * y
-        elif mode == ASUM:
+        elif mode == ReduceMode.ReduceASum:
             y = np.abs(y)
         for ax in axes:
             y = _reduce_one(y, ax, mode)
@@ -79,7 +79,8 @@ def reduce_op(node, ins):
 @op("Mean")
 def mean(node, ins):
     expect_inputs(node, ins, 1)
-    return reduce_plan(node, ins[0], list(node.attrs.axis or ()), bool(node.attrs.keepDims), MEAN, None)
+    return reduce_plan(node, ins[0], list(node.attrs.axis or ()), bool(node.attrs.keepDims), ReduceMode.ReduceMean,
+                       None)
 
 
 def _arg_plan(node, ins, largest: bool) -> Plan:
@@ -128,3 +129,27 @@ def argmax(node, ins):
 @op("ArgMin")
 def argmin(node, ins):
     return _arg_plan(node, ins, False)
+
+
+def _axes(node, v, rank):
+    a = np.asarray(const_input(node, v, "axes")).reshape(-1)
+    if a.dtype.kind not in "iu":
+        raise fail(node, f"axes must be integers, got {a.dtype}")
+    axes = sorted({normalize_axis(node, int(x), rank) for x in a})
+    return tuple(axes)
+
+
+@op("All")
+def all_(node, ins):
+    """No r1.1 kernel: TF All, (x, axes) -> logical AND over the constant axes (empty: none),
+    bool output; `keepDims` keeps the reduced dims as 1."""
+    expect_inputs(node, ins, 2)
+    x = ins[0]
+    axes = _axes(node, ins[1], len(x.shape))
+    keep = bool(node.attrs.keepDims)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], np.all(inputs[0], axis=axes, keepdims=keep).reshape(shape))
+
+    return Plan([(shape, np.dtype(np.bool_))], run)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.fb.Format import Format
+from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.registry import Plan, as_float32, const_input, expect_inputs, fail, op
 
-LINEAR, NEAREST = 0, 1
-FORMAT_NCHW, FORMAT_NHWC = 0, 1
 
 
 def _out_size(node, x, ins, method) -> tuple[int, int]:
@@ -20,15 +20,15 @@ def _out_size(node, x, ins, method) -> tuple[int, int]:
     s = ins[1]
     data = const_input(node, s, "size tensor")
     if data.size == 4:
-        if method == LINEAR:
+        if method == ResizeMethod.LINEAR:
             # r1.1's bilinear kernel reads the scales as int32 [newH, newW]: broken, refuse it.
             raise fail(node, "LINEAR with a 4-element scale input is broken in r1.1")
         if data.dtype not in (np.int32, np.float32):
             raise fail(node, f"scale tensor must be int32 or float32, got {data.dtype}")
         fmt = s.tensor.format
-        if fmt not in (FORMAT_NCHW, FORMAT_NHWC):
+        if fmt not in (Format.NCHW, Format.NHWC):
             raise fail(node, f"scale tensor format {fmt} is neither NCHW nor NHWC")
-        sh, sw = (data.reshape(-1)[2:4] if fmt == FORMAT_NCHW else data.reshape(-1)[1:3]).tolist()
+        sh, sw = (data.reshape(-1)[2:4] if fmt == Format.NCHW else data.reshape(-1)[1:3]).tolist()
         return int(np.float32(x.shape[1]) * np.float32(sh)), int(np.float32(x.shape[2]) * np.float32(sw))
     if data.size != 2 or data.dtype != np.int32:
         raise fail(node, f"size tensor must be 2 int32 values [newH, newW], got {data.size} {data.dtype}")
@@ -68,7 +68,7 @@ def resize(node, ins):
     as_float32(node, x, "input")
     if len(x.shape) != 4:
         raise fail(node, f"input must be 4-D NHWC, got {x.shape}")
-    if a.method not in (LINEAR, NEAREST):
+    if a.method not in (ResizeMethod.LINEAR, ResizeMethod.NEAREST):
         raise fail(node, f"unsupported method {a.method} (r1.1 has LINEAR and NEAREST only)")
     if a.preserveAspectRatio:
         raise fail(node, "preserveAspectRatio is rejected by r1.1")
@@ -80,7 +80,7 @@ def resize(node, ins):
         raise fail(node, f"empty input {x.shape}")
     out_shape = (n, oh, ow, c)
     align = bool(a.alignCorners)
-    if a.method == NEAREST:
+    if a.method == ResizeMethod.NEAREST:
         ys, xs = _nearest(h, oh, align), _nearest(w, ow, align)
 
         def run(inputs, outputs):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import dtypes
+from msv0.fb.TypeId import TypeId
 from msv0.registry import Plan, Value, const_input, expect_inputs, fail, normalize_axis, op, same_dtype
 
 
@@ -34,11 +35,12 @@ def _same_size(node, in_shape, out_shape):
 def _view_plan(node, x: Value, out_shape) -> Plan:
     out_shape = tuple(int(d) for d in out_shape)
     _same_size(node, x.shape, out_shape)
-    return Plan([(out_shape, x.dtype)], copy_run)
+    return Plan([(out_shape, x.dtype)], copy_run, views={0: 0})
 
 
-# Reshape shape tensors r1.1 accepts; Float (41, not Float32 43) is read as float.
-_RESHAPE_SHAPE_TYPES = (dtypes.INT8, dtypes.INT32, dtypes.INT64, dtypes.FLOAT, dtypes.UINT32)
+# Reshape shape tensors r1.1 accepts; Float (not Float32) is read as float.
+_RESHAPE_SHAPE_TYPES = (TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt64,
+                        TypeId.kNumberTypeFloat, TypeId.kNumberTypeUInt32)
 
 
 @op("Reshape")
@@ -389,3 +391,19 @@ def nchw2nhwc(node, ins):
 def nhwc2nchw(node, ins):
     expect_inputs(node, ins, 1)
     return _transpose_plan(node, ins[0], (0, 3, 1, 2))
+
+
+@op("Permute")
+def permute(node, ins):
+    """Deprecated Transpose: out dim i = in dim order[i]."""
+    expect_inputs(node, ins, 1)
+    order = [int(v) for v in node.attrs.order]
+    rank = len(ins[0].shape)
+    if sorted(order) != list(range(rank)):
+        raise fail(node, f"order {order} is not a permutation of {rank} dims")
+    shape = tuple(ins[0].shape[i] for i in order)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], np.transpose(inputs[0], order))
+
+    return Plan([(shape, ins[0].dtype)], run)

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 
+from msv0.fb.LshProjectionType import LshProjectionType
 from msv0.registry import Plan, expect_inputs, fail, op
 
 I32, F32, U8 = np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.uint8)
@@ -177,7 +178,6 @@ def _signed(h: int) -> int:
 
 # --- ops -----------------------------------------------------------------------------------
 
-SPARSE, DENSE = 1, 2
 
 
 @op("LshProjection")
@@ -192,15 +192,15 @@ def lsh_projection(node, ins):
     if seeds.dtype != F32 or len(seeds.shape) != 2:
         raise fail(node, f"hash seeds must be float32 [n, m], got {seeds.dtype} {seeds.shape}")
     n, m = seeds.shape
-    if m > 32 or (kind == SPARSE and m > 30):
+    if m > 32 or (kind == LshProjectionType.SPARSE and m > 30):
         raise fail(node, f"{m} hash functions per row overflow the int32 output")
     if feats.dtype.itemsize != 4 or len(feats.shape) < 1:
         raise fail(node, f"features must hold 4-byte values, got {feats.dtype} {feats.shape}")
     if len(ins) == 3 and (ins[2].dtype != F32 or ins[2].size != feats.size):
         raise fail(node, f"weights must be float32 with one value per feature ({feats.size})")
-    if kind not in (SPARSE, DENSE):
-        raise fail(node, f"type {kind} is neither SPARSE (1) nor DENSE (2)")
-    shape = (n,) if kind == SPARSE else (n * m,)
+    if kind not in (LshProjectionType.SPARSE, LshProjectionType.DENSE):
+        raise fail(node, f"type {kind} is neither SPARSE nor DENSE")
+    shape = (n,) if kind == LshProjectionType.SPARSE else (n * m,)
 
     def run(inputs, outputs):
         fb = [np.int32(v).tobytes() for v in np.ascontiguousarray(inputs[1]).view(np.int32).reshape(-1)]
@@ -214,7 +214,7 @@ def lsh_projection(node, ins):
                     h = float(_signed(string_hash64(sb + f)))
                     score += h if w is None else float(w[k]) * h
                 bits[i, j] = score > 0
-        if kind == DENSE:
+        if kind == LshProjectionType.DENSE:
             np.copyto(outputs[0], bits.reshape(-1).astype(np.int32))
         else:
             sign = (bits << np.arange(m - 1, -1, -1)).sum(1) + np.arange(n) * (1 << m)

@@ -156,3 +156,24 @@ def power(node, ins):
                           casting="unsafe")
 
     return Plan([(x.shape, F32)], run)
+
+
+def _trig(name, ufunc):
+    @op(name)
+    def build(node, ins):
+        """No r1.1 kernel: the float32 libm function element-wise (NaN outside the domain)."""
+        expect_inputs(node, ins, 1)
+        as_float32(node, ins[0], "input")
+
+        def run(inputs, outputs):
+            with np.errstate(all="ignore"):
+                ufunc(inputs[0], out=outputs[0])
+
+        return Plan([(ins[0].shape, F32)], run)
+
+    return build
+
+
+_trig("Tan", np.tan)
+_trig("Atan", np.arctan)
+_trig("Asin", np.arcsin)

@@ -1,0 +1,98 @@
+"""What every ONNX handler shares: the handler table, the context a handler sees (Ctx), and
+the helpers that more than one handler module uses. onnx_ops, onnx_nn and onnx_shape import
+from here and never from each other."""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.fb.ActivationType import ActivationType
+
+HANDLERS, handles = handler_table()
+
+
+class Ctx:
+    """What a handler sees: the node, its input values, its ONNX output shapes, the emitter."""
+
+    def __init__(self, e, graph, vals, node):
+        self.e, self.graph, self.vals, self.node = e, graph, vals, node
+        self.attrs = node.attrs
+        self.name = node.name
+        self._n = 0
+
+    def inp(self, k) -> Val | None:
+        if k >= len(self.node.inputs) or not self.node.inputs[k]:
+            return None
+        return self.vals[self.node.inputs[k]]
+
+    def const(self, k, what) -> np.ndarray | None:
+        v = self.inp(k)
+        if v is None:
+            return None
+        if v.const is None:
+            raise Unsupported(f"{what} must be a constant")
+        return v.const
+
+    def attr(self, name, default=None):
+        v = self.attrs.get(name, default)
+        return v.decode() if isinstance(v, bytes) else v
+
+    def out(self, k=0):
+        name = self.node.outputs[k]
+        if name not in self.graph.shapes:
+            raise Unsupported(f"no static shape for output '{name}'")
+        return self.graph.shapes[name]
+
+    def used(self, k) -> bool:
+        if k >= len(self.node.outputs) or not self.node.outputs[k]:
+            return False
+        o = self.node.outputs[k]
+        return o in self.graph.outputs or any(o in n.inputs for n in self.graph.nodes)
+
+    def set(self, k, v: Val):
+        self.vals[self.node.outputs[k]] = v
+
+    def sub(self, tag=""):
+        self._n += 1
+        return f"{self.name}/{tag}{self._n}"
+
+    def op(self, op, ins, shape, dtype, nhwc=False, /, **attrs) -> Val:
+        return self.e.op(op, ins, shape, dtype, self.sub(op + "_"), nhwc, **attrs)
+
+    def scalar(self, value, dtype) -> Val:
+        a = np.array([value], dtype)
+        return Val(a.shape, a.dtype, const=a)
+
+
+def axis_index(a, rank):
+    """A non-negative axis from ONNX's possibly negative one."""
+    a = int(a)
+    return a + rank if a < 0 else a
+
+
+def align_layouts(c: Ctx, ins: list[Val], rank: int) -> tuple[list[Val], bool]:
+    """Bring broadcasting operands to one layout: NHWC when every runtime 4-D operand allows it."""
+    runtime = [v for v in ins if v.const is None]
+    if rank == 4 and any(v.nhwc for v in runtime) and all(len(v.shape) == 4 for v in runtime):
+        out = []
+        for v in ins:
+            if v.const is None:
+                out.append(c.e.to_nhwc(v, c.name))
+            elif v.const.size == 1:
+                out.append(Val((1,) * v.const.ndim, v.dtype, const=v.const))
+            else:
+                a = v.const.reshape((1,) * (4 - v.const.ndim) + v.const.shape)
+                out.append(Val(a.shape, a.dtype, const=a, nhwc=True))
+        return out, True
+    return [c.e.plain(v, c.name) for v in ins], False
+
+
+# The v0 binary ops with a fused activationType field.
+_ACT_ATTR = {"Add", "Sub", "Mul", "Div"}
+
+
+def emit_binary(c: Ctx, op, a: Val, b: Val, shape, dtype, act=ActivationType.NO_ACTIVATION) -> Val:
+    """A two-input v0 op with broadcasting operands brought to one layout."""
+    (a, b), nhwc = align_layouts(c, [a, b], len(shape))
+    attrs = {"activationType": act} if op in _ACT_ATTR else {}
+    return c.op(op, [a, b], shape, dtype, nhwc, **attrs)
