@@ -59,6 +59,20 @@ inline void check_pads(int64_t pt, int64_t pl) {
   if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
 }
 
+// A shape a kernel object is built for: dims >= 0 and `rank` of them.
+inline const std::vector<int64_t>& checked_shape(const std::vector<int64_t>& s, size_t rank, const char* what) {
+  if (s.size() != rank) throw ArgError(std::string(what) + ": expected " + std::to_string(rank) + " dims");
+  for (int64_t d : s)
+    if (d < 0) throw ArgError(std::string(what) + ": negative dim");
+  return s;
+}
+
+inline int64_t elements(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
 inline std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }

@@ -64,7 +64,9 @@ def test_dwconv2d_f32(isa, rng, c, geom):
     ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
     want = dwconv_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, lo=-1.5, hi=2.0)
     got = np.full_like(want, np.nan)  # canary: an element the kernel skips stays NaN
-    _core.PackedDwConv(wt, bias, sh, sw, dh, dw, pt, pl, -1.5, 2.0).run(x, got)
+    conv = _core.conv2d_f32(wt[..., None], bias, c, sh, sw, dh, dw, pt, pl, x.shape, got.shape, -1.5, 2.0)
+    assert conv.name == "depthwise"
+    conv([x], [got])
     np.testing.assert_allclose(got, want, **tol(kh, kw))
 
 
@@ -163,11 +165,13 @@ def test_depthwise_errors(rng, bad, match):
 
 
 def test_dwconv2d_f32_bad_args():
-    conv = _core.PackedDwConv(np.zeros((4, 3, 3), np.float32), None, 1, 1, 1, 1, 1, 1)
-    with pytest.raises(ValueError, match="x"):
-        conv.run(np.zeros((1, 5, 5, 3), np.float32), np.zeros((1, 5, 5, 4), np.float32))
-    with pytest.raises(ValueError, match="y"):
-        conv.run(np.zeros((1, 5, 5, 4), np.float32), np.zeros((1, 5, 5, 3), np.float32))
+    conv = _core.conv2d_f32(np.zeros((4, 3, 3, 1), np.float32), None, 4, 1, 1, 1, 1, 1, 1, (1, 5, 5, 4), (1, 5, 5, 4))
+    with pytest.raises(ValueError, match="input 0"):
+        conv([np.zeros((1, 5, 5, 3), np.float32)], [np.zeros((1, 5, 5, 4), np.float32)])
+    with pytest.raises(ValueError, match="output 0"):
+        conv([np.zeros((1, 5, 5, 4), np.float32)], [np.zeros((1, 5, 5, 3), np.float32)])
+    with pytest.raises(ValueError, match="x_shape"):
+        _core.conv2d_f32(np.zeros((4, 3, 3, 1), np.float32), None, 4, 1, 1, 1, 1, 1, 1, (1, 5, 5, 3), (1, 5, 5, 4))
 
 
 def dedw_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, lo=-np.inf, hi=np.inf):
