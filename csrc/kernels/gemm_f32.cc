@@ -252,6 +252,8 @@ class Gemm : public NativeOp {
 };
 
 MSV0_BIND(m) {
+  m.def("sgemm_tile", [] { return py::make_tuple(sgemm_config().mr, sgemm_config().nr); },
+        "(mr, nr): the rows and columns of C per micro-kernel tile on the active tier.");
   py::class_<Gemm, NativeOp, std::shared_ptr<Gemm>>(m, "Gemm",
       "y = clamp(x · B + bias, lo, hi) with B (k x n, or n x k when transposed) packed once, on x of x_shape "
       "(rows x k elements) into y of y_shape (rows x n).")

@@ -30,23 +30,14 @@ struct ArgError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Arrays handed to kernels: C-contiguous, of dtype T. `what` names the argument in errors.
-template <class T>
-using CArray = py::array_t<T, py::array::c_style>;
-
+// Arrays handed to kernels (weights, biases): C-contiguous, of dtype T. `what` names the
+// argument in errors.
 template <class T>
 const T* in_ptr(const py::array& a, const char* what) {
   if (!py::isinstance<py::array_t<T>>(a) || !(a.flags() & py::array::c_style))
     throw ArgError(std::string(what) + ": expected a C-contiguous array of " +
                    py::str(py::dtype::of<T>()).cast<std::string>());
   return static_cast<const T*>(a.data());
-}
-
-template <class T>
-T* out_ptr(py::array& a, const char* what) {
-  if (!a.writeable()) throw ArgError(std::string(what) + ": output array is read-only");
-  in_ptr<T>(a, what);
-  return static_cast<T*>(a.mutable_data());
 }
 
 // Geometry every windowed kernel object checks at construction (the op layer has already

@@ -47,6 +47,28 @@ BLOCK_SIZES = [(13, 20, 255), (13, 20, 256), (13, 20, 257), (25, 40, 513), (5, 5
 FEW_ROWS_SIZES = [(49, 80, 600), (119, 33, 300), (120, 48, 513), (121, 17, 257), (2, 49, 520)]
 
 
+# The tile each tier's slot declares: rows by the register file, columns in 16-float panels.
+SGEMM_TILES = {"scalar": (4, 16), "avx2": (6, 16), "avx512": (12, 32), "avx512vnni": (12, 32),
+               "neon": (6, 16), "neondot": (6, 16)}
+
+
+def test_gemm_tile_of_the_active_tier(isa, rng):
+    """The scheduler splits on the slot's tile: sizes 1 around it, on rows and columns, and
+    split over two threads by rows and by panels."""
+    mr, nr = _core.sgemm_tile()
+    assert (mr, nr) == SGEMM_TILES[isa]
+    for m in (mr - 1, mr, mr + 1, 2 * mr + 1):
+        for n in (nr - 1, nr, nr + 1, 3 * nr + 1):
+            check(rng, m, n, 19, True)
+    pool = _core.ThreadPool(2)
+    pool.bind()
+    try:
+        for m, n in ((mr + 1, 5 * nr + 3), (64 + mr + 1, nr + 1)):
+            check(rng, m, n, 19, True)
+    finally:
+        _core.ThreadPool.unbind()
+
+
 @pytest.mark.parametrize("m,n,k", TILE_SIZES + BLOCK_SIZES + FEW_ROWS_SIZES, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_gemm_tiles(isa, rng, m, n, k, transposed):
