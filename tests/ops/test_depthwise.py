@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import msv0
 from msv0 import ModelError, _core
 from oprun import Const, run_op
 
@@ -220,3 +221,21 @@ def test_dedepthwise_same_lower_fails(rng):
     wt = rng.standard_normal((3, 3, 3, 1), dtype=np.float32)
     with pytest.raises(ModelError, match="pad mode"):
         run_op("DeDepthwiseConv2D", [x, Const(wt, format=7)], **dw_attrs(3, 2, 1, (1, 1, 1, 1), SAME_LOWER))
+
+
+def test_kernel_object_keeps_the_tier_it_was_built_for(rng):
+    """A kernel object packs its weights for the slot active when it is built (channels padded to
+    that tier's lane count) and keeps that slot: raising the cap later must not make it read
+    whole vectors past a narrower tier's padding, nor change its result."""
+    c = 5
+    x = rng.standard_normal((1, 9, 7, c), dtype=np.float32)
+    wt = rng.standard_normal((c, 3, 3), dtype=np.float32)
+    bias = rng.standard_normal(c, dtype=np.float32)
+    with msv0.isa_cap("scalar"):
+        conv = _core.conv2d_f32(wt[..., None], bias, c, 1, 1, 1, 1, 1, 1, x.shape, x.shape)
+        built = np.full(x.shape, np.nan, np.float32)
+        conv([x], [built])
+    later = np.full(x.shape, np.nan, np.float32)
+    conv([x], [later])
+    np.testing.assert_array_equal(later, built)
+    np.testing.assert_allclose(later, dwconv_ref(x, wt, bias, 1, 1, 1, 1, 1, 1, 9, 7), **tol(3, 3))
