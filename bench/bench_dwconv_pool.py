@@ -25,18 +25,20 @@ def test_dwconv2d_f32(benchmark, h, c, s, k):
     oh = -(-h // s)
     total = (oh - 1) * s + k - h
     y = np.empty((1, oh, oh, c), np.float32)
-    conv = _core.PackedDwConv(wt, bias, s, s, 1, 1, total // 2, total // 2, 0.0, 6.0)
-    benchmark(conv.run, x, y)
+    conv = _core.conv2d_f32(wt[..., None], bias, c, s, s, 1, 1, total // 2, total // 2, x.shape, y.shape, 0.0, 6.0)
+    benchmark(conv, [x], [y])
 
 
 @pytest.mark.parametrize("shape", [(1, 7, 7, 1280), (1, 7, 7, 2048)], ids=str)
 def test_global_avgpool2d_f32(benchmark, shape):
     x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
     y = np.empty((1, 1, 1, shape[3]), np.float32)
-    benchmark(_core.avgpool2d_f32, x, y, shape[1], shape[2], 1, 1, 0, 0, -FLT_MAX, FLT_MAX)
+    pool = _core.Pool2d(False, shape[1], shape[2], 1, 1, 0, 0, x.shape, y.shape, -FLT_MAX, FLT_MAX)
+    benchmark(pool, [x], [y])
 
 
 def test_maxpool2d_f32_resnet_stem(benchmark):
     x = np.random.default_rng(0).standard_normal((1, 112, 112, 64), dtype=np.float32)
     y = np.empty((1, 56, 56, 64), np.float32)
-    benchmark(_core.maxpool2d_f32, x, y, 3, 3, 2, 2, 1, 1, -FLT_MAX, FLT_MAX)
+    pool = _core.Pool2d(True, 3, 3, 2, 2, 1, 1, x.shape, y.shape, -FLT_MAX, FLT_MAX)
+    benchmark(pool, [x], [y])

@@ -33,11 +33,11 @@ def test_sgemm(benchmark, fma_peak, n, threads):
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     y = np.empty((n, n), np.float32)
-    gemm = _core.PackedGemm(b, False)
+    gemm = _core.Gemm(b, False, None, a.shape, y.shape)
     pool = _core.ThreadPool(threads)
     pool.bind()
     try:
-        benchmark(gemm.run, a, y)
+        benchmark(gemm, [a], [y])
     finally:
         _core.ThreadPool.unbind()
     np.testing.assert_allclose(y, a @ b, rtol=1e-3, atol=1e-3 * np.sqrt(n))

@@ -40,13 +40,13 @@ def main() -> None:
         with msv0.isa_cap(isa):
             for n in sizes:
                 a = rng.standard_normal((n, n), dtype=np.float32)
-                gemm = _core.PackedGemm(rng.standard_normal((n, n), dtype=np.float32), False)
+                gemm = _core.Gemm(rng.standard_normal((n, n), dtype=np.float32), False, None, (n, n), (n, n))
                 y = np.empty((n, n), np.float32)
-                gemm.run(a, y)
+                gemm([a], [y])
                 times = []
                 for _ in range(runs):
                     t = time.thread_time()
-                    gemm.run(a, y)
+                    gemm([a], [y])
                     times.append(time.thread_time() - t)
                 gflops = 2 * n**3 / np.median(times) / 1e9
                 print(f"sgemm {n}^3 1t [{isa}]: {gflops:.1f} GFLOP/s = {gflops / peak[isa]:.0%} of {peak[isa]:.0f}")

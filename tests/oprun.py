@@ -64,21 +64,29 @@ def ort_run(op: str, inputs: Sequence[np.ndarray], n_out: int = 1, opset: int = 
     return sess.run(None, {n: np.asarray(x) for n, x in zip(names, inputs)})
 
 
-def assert_native_matches_python(model, feeds, num_threads: int, python_steps: int | None = None) -> None:
-    """The model's native steps run as C++ Programs (all of it as one Program when
-    `python_steps`, the per-node step count, is given), and its results equal, bit for bit, those
-    of the per-node Python path (Session.native = False) with the same kernels and threads."""
-    native = msv0.Session(model, num_threads=num_threads)
-    (plan,) = native._plans.values()
+def assert_program_matches_single_calls(model, feeds, num_threads: int, program_steps: int | None = None) -> None:
+    """The model's native steps run as C++ Programs (all of it as one Program of `program_steps`
+    kernel objects when that is given), and its results equal, bit for bit, those of calling
+    each step's kernel object on its own (NativeOp.__call__), step by step, with the same threads."""
+    session = msv0.Session(model, num_threads=num_threads)
+    model = session.model
+    (plan,) = session._plans.values()
     labels = [s.label for s in plan.steps]
-    assert labels == ["native program"] if python_steps is not None else "native program" in labels
-    saved, msv0.Session.native = msv0.Session.native, False
+    assert labels == ["native program"] if program_steps is not None else "native program" in labels
+    (sig,) = session._plans
+    values, planned = session._infer(sig)
+    if program_steps is not None:
+        assert len(planned) == program_steps and all(p.kernel is not None for _, p, _, _ in planned)
+    env = {k: v.const for k, v in values.items() if v.const is not None}
+    env.update(zip(model.graph_inputs, feeds))
+    pool = msv0._core.ThreadPool(num_threads)
+    pool.bind()
     try:
-        python = msv0.Session(model, num_threads=num_threads)
+        for _, step, ins, outs in planned:
+            results = [np.empty(s, d) for s, d in step.outputs]
+            step.run([np.require(env[k], requirements="C") for k in ins], results)  # a kernel's run calls it alone
+            env.update(zip(outs, results))
     finally:
-        msv0.Session.native = saved
-    if python_steps is not None:
-        (plan,) = python._plans.values()
-        assert len(plan.steps) == python_steps
-    for got, want in zip(native.run(feeds).values(), python.run(feeds).values()):
-        np.testing.assert_array_equal(got, want)
+        msv0._core.ThreadPool.unbind()
+    for k, got in zip(model.graph_outputs, session.run(feeds).values()):
+        np.testing.assert_array_equal(got, env[k])

@@ -1,11 +1,11 @@
-"""C++ Programs (runs of native steps) compute exactly what the per-node Python path does."""
+"""C++ Programs (runs of native steps) compute exactly what calling each kernel object alone does."""
 import numpy as np
 import pytest
 
 import msv0
 from msv0.builder import Builder
 from msv0.fb.Format import Format
-from oprun import assert_native_matches_python
+from oprun import assert_program_matches_single_calls
 
 
 def small_cnn(rng) -> bytes:
@@ -28,6 +28,6 @@ def small_cnn(rng) -> bytes:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_program_matches_python_steps(isa, rng, threads):
+def test_program_matches_single_calls(isa, rng, threads):
     x = rng.standard_normal((1, 13, 11, 5)).astype(np.float32)
-    assert_native_matches_python(msv0.load(small_cnn(rng)), [x], threads)
+    assert_program_matches_single_calls(msv0.load(small_cnn(rng)), [x], threads)

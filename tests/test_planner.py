@@ -76,11 +76,9 @@ def _reshape_model(reshape_of_input: bool):
 
 
 @pytest.mark.parametrize("reshape_of_input", [False, True])
-@pytest.mark.parametrize("native", [True, False])
-def test_session_skips_reshape_steps_and_stays_correct(monkeypatch, reshape_of_input, native):
+def test_session_skips_reshape_steps_and_stays_correct(reshape_of_input):
     import msv0
 
-    monkeypatch.setattr(msv0.Session, "native", native)
     s = msv0.Session(_reshape_model(reshape_of_input))
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     src = x if reshape_of_input else -x

@@ -89,68 +89,64 @@ MSV0_EXPORT(binary_f32)
 
 #else  // binding pass
 #include <string>
+#include <vector>
+#include <pybind11/stl.h>
 
 #include "runtime/native.h"
 
 namespace msv0 {
 namespace {
 
-void binary_exec(BinaryArgs g, const float* a, const float* b, float* y) {
-  g.a = a;
-  g.b = b;
-  g.y = y;
-  const BinaryFn fn = MSV0_DISPATCH(binary_f32);
-  // 16K elements per chunk: large enough that a chunk outweighs a thread hand-off.
-  parallel_for(g.size, 16384, [&](int64_t e0, int64_t e1) { fn(g, e0, e1); });
-}
-
 int64_t operand_size(int32_t kind, int64_t size, int64_t inner) {
   return kind == kOperandFull ? size : kind == kOperandRow ? inner : 1;
 }
 
-BinaryArgs binary_args(int32_t op, int32_t a_kind, int32_t b_kind, int64_t size, int64_t inner, float lo, float hi) {
-  if (op < kBinAdd || op > kBinDiv) throw ArgError("unknown binary op " + std::to_string(op));
-  for (int32_t k : {a_kind, b_kind})
-    if (k < kOperandFull || k > kOperandOne) throw ArgError("unknown operand kind " + std::to_string(k));
-  if (size < 0 || inner < 1 || ((a_kind == kOperandRow || b_kind == kOperandRow) && size % inner))
-    throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
-  const bool clamp = lo > -INFINITY || hi < INFINITY;
-  return BinaryArgs{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind, clamp, lo, hi};
-}
-
-class BinaryOp : public NativeOp {
+// y = clamp(a op b, lo, hi) on arrays of the shapes fixed here.
+class Binary : public NativeOp {
  public:
-  explicit BinaryOp(const BinaryArgs& g) : g_(g) {}
-  void run(const void* const* in, void* const* out) const override {
-    binary_exec(g_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out[0]));
+  Binary(int32_t op, int32_t a_kind, int32_t b_kind, int64_t inner, const std::vector<int64_t>& a_shape,
+         const std::vector<int64_t>& b_shape, const std::vector<int64_t>& y_shape, float lo, float hi)
+      : fn_(MSV0_DISPATCH(binary_f32)) {
+    if (op < kBinAdd || op > kBinDiv) throw ArgError("unknown binary op " + std::to_string(op));
+    for (int32_t k : {a_kind, b_kind})
+      if (k < kOperandFull || k > kOperandOne) throw ArgError("unknown operand kind " + std::to_string(k));
+    const int64_t size = elements(checked_shape(y_shape, y_shape.size(), "y_shape"));
+    if (inner < 1 || ((a_kind == kOperandRow || b_kind == kOperandRow) && size % inner))
+      throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
+    if (elements(checked_shape(a_shape, a_shape.size(), "a_shape")) != operand_size(a_kind, size, inner))
+      throw ArgError("a_shape: wrong number of elements for its kind");
+    if (elements(checked_shape(b_shape, b_shape.size(), "b_shape")) != operand_size(b_kind, size, inner))
+      throw ArgError("b_shape: wrong number of elements for its kind");
+    const bool clamp = lo > -INFINITY || hi < INFINITY;
+    g_ = BinaryArgs{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind, clamp, lo, hi};
+    set_operands({{a_shape}, {b_shape}}, {{y_shape}});
   }
-  const BinaryArgs& args() const { return g_; }
+
+  void run(const void* const* in, void* const* out) const override {
+    BinaryArgs g = g_;
+    g.a = static_cast<const float*>(in[0]);
+    g.b = static_cast<const float*>(in[1]);
+    g.y = static_cast<float*>(out[0]);
+    // 16K elements per chunk: large enough that a chunk outweighs a thread hand-off.
+    parallel_for(g.size, 16384, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
+  }
+  const char* name() const override { return "binary"; }
 
  private:
+  BinaryFn fn_;
   BinaryArgs g_;
 };
 
 }  // namespace
 
 MSV0_BIND(m) {
-  py::class_<BinaryOp, NativeOp, std::shared_ptr<BinaryOp>>(m, "BinaryOp",
+  py::class_<Binary, NativeOp, std::shared_ptr<Binary>>(m, "Binary",
       "y = clamp(a op b, lo, hi) on float32; op 0..3 = add, sub, mul, div; operand kinds 0 = full, "
-      "1 = a row of `inner` repeated, 2 = one value.")
-      .def(py::init([](int32_t op, int32_t a_kind, int32_t b_kind, int64_t size, int64_t inner, float lo, float hi) {
-             return std::make_shared<BinaryOp>(binary_args(op, a_kind, b_kind, size, inner, lo, hi));
-           }), py::arg("op"), py::arg("a_kind"), py::arg("b_kind"), py::arg("size"), py::arg("inner"),
-           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
-      .def("__call__", [](const BinaryOp& self, const py::array& a, const py::array& b, py::array& y) {
-        const BinaryArgs& g = self.args();
-        if (a.size() != operand_size(g.a_kind, g.size, g.inner)) throw ArgError("a: wrong number of elements");
-        if (b.size() != operand_size(g.b_kind, g.size, g.inner)) throw ArgError("b: wrong number of elements");
-        if (y.size() != g.size) throw ArgError("y: wrong number of elements");
-        const float* pa = in_ptr<float>(a, "a");
-        const float* pb = in_ptr<float>(b, "b");
-        float* py_ = out_ptr<float>(y, "y");
-        py::gil_scoped_release unlocked;
-        binary_exec(g, pa, pb, py_);
-      }, py::arg("a"), py::arg("b"), py::arg("y"));
+      "1 = a row of `inner` repeated, 2 = one value; arrays of exactly a_shape, b_shape, y_shape.")
+      .def(py::init<int32_t, int32_t, int32_t, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, float, float>(),
+           py::arg("op"), py::arg("a_kind"), py::arg("b_kind"), py::arg("inner"), py::arg("a_shape"),
+           py::arg("b_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY);
 }
 
 }  // namespace msv0

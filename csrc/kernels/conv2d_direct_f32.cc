@@ -3,15 +3,13 @@
 // With 1-4 input channels an im2col row is a short strided gather and the GEMM's K is tiny, so
 // both the copy and the GEMM's per-panel overhead dominate. Here the sums run straight from x,
 // vectorised over OUTPUT channels: the weight is packed once per Session as
-// [kh][kw][c][cp], cp = Cout rounded up to 16 and zero-padded, so each tap's weight is whole
+// [kh][kw][c][cp], cp = Cout rounded up to the tier's lane count and zero-padded, so each tap's weight is whole
 // vectors. A block of P pixels of one output row keeps P x V accumulators in registers; each
 // tap loads V weight vectors once and broadcasts one x value per pixel. Taps outside the image
 // are skipped (zero padding); y's Cout tail uses masked stores, so nothing past y is written.
 #include "kernels/kernel.h"
 
 namespace msv0 {
-
-constexpr int64_t kDirectPad = 16;  // the widest VecF
 
 struct DirectConvArgs {
   const float* x;       // n x h x w x c
@@ -24,7 +22,13 @@ struct DirectConvArgs {
 };
 
 // Output rows [r0, r1) of the flattened (b, oy) range.
-MSV0_DECLARE(conv2d_direct_f32, void (*)(const DirectConvArgs&, int64_t r0, int64_t r1))
+using DirectConvFn = void (*)(const DirectConvArgs&, int64_t r0, int64_t r1);
+// A tier's slot: the kernel and the output-channel tile (its lane count) that packing pads to.
+struct DirectConvConfig {
+  DirectConvFn fn;
+  int64_t cr;
+};
+MSV0_DECLARE(conv2d_direct_f32, DirectConvConfig)
 
 }  // namespace msv0
 
@@ -166,112 +170,55 @@ void conv2d_direct_f32(const DirectConvArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
-MSV0_EXPORT(conv2d_direct_f32)
+MSV0_EXPORT_CONFIG(conv2d_direct_f32, conv2d_direct_f32, VecF::kLanes)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
 #else  // binding pass
-#include <optional>
-#include <string>
 #include <vector>
 
-#include <pybind11/stl.h>
-
-#include "runtime/native.h"
+#include "kernels/conv2d_f32.h"
 
 namespace msv0 {
+namespace {
 
-// A direct convolution with its weights packed once (at Session build).
-class PackedDirectConv {
+// A group-1 Conv2D summed straight from x. It runs the tier it was packed for: a wider tier
+// would read whole vectors past a narrower tier's padding.
+class DirectConv2d : public NativeOp {
  public:
-  // weight: [oc, kh, kw, c] float32 (KHWC, group 1); bias: [oc].
-  PackedDirectConv(const py::array& weight, std::optional<py::array> bias, int64_t sh, int64_t sw, int64_t dh,
-                   int64_t dw, int64_t pt, int64_t pl, float lo, float hi)
-      : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl), lo_(lo), hi_(hi) {
-    if (weight.ndim() != 4) throw ArgError("weight: expected a 4-D array [oc, kh, kw, c]");
-    check_strides(sh, sw, dh, dw);
-    check_pads(pt, pl);
-    const float* pw = in_ptr<float>(weight, "weight");
-    oc_ = weight.shape(0);
-    kh_ = weight.shape(1);
-    kw_ = weight.shape(2);
-    c_ = weight.shape(3);
-    cp_ = (oc_ + kDirectPad - 1) / kDirectPad * kDirectPad;
-    const int64_t taps = kh_ * kw_ * c_;  // (ky, kx, ci), the same order in both layouts
-    weight_.assign(static_cast<size_t>(taps * cp_), 0.f);
-    for (int64_t o = 0; o < oc_; ++o)
-      for (int64_t t = 0; t < taps; ++t) weight_[t * cp_ + o] = pw[o * taps + t];
-    bias_.assign(static_cast<size_t>(cp_), 0.f);
-    if (bias) {
-      expect_shape(*bias, {oc_}, "bias");
-      const float* pb = in_ptr<float>(*bias, "bias");
-      for (int64_t o = 0; o < oc_; ++o) bias_[o] = pb[o];
-    }
+  DirectConv2d(const Conv2dShape& s, const float* weight, const float* bias) {
+    const DirectConvConfig& cfg = MSV0_DISPATCH(conv2d_direct_f32);
+    fn_ = cfg.fn;
+    const int64_t cp = (s.oc + cfg.cr - 1) / cfg.cr * cfg.cr;
+    const int64_t taps = s.kh * s.kw * s.c;  // (ky, kx, ci), the same order in both layouts
+    weight_.assign(static_cast<size_t>(taps * cp), 0.f);
+    for (int64_t o = 0; o < s.oc; ++o)
+      for (int64_t t = 0; t < taps; ++t) weight_[static_cast<size_t>(t * cp + o)] = weight[o * taps + t];
+    bias_.assign(static_cast<size_t>(cp), 0.f);
+    if (bias) std::copy(bias, bias + s.oc, bias_.begin());
+    a_ = DirectConvArgs{nullptr, nullptr, weight_.data(), bias_.data(), s.n, s.h, s.w, s.c, s.oh, s.ow, s.oc, cp,
+                        s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt, s.pl, s.lo, s.hi};
+    set_operands({{{s.n, s.h, s.w, s.c}}}, {{{s.n, s.oh, s.ow, s.oc}}});
   }
 
-  // x: [n, h, w, c]; y: [n, oh, ow, oc], the output size chosen by the caller (taps that fall
-  // outside x are skipped, so any oh/ow is memory-safe).
-  void run(const py::array& x, py::array& y) const {
-    if (x.ndim() != 4 || x.shape(3) != c_) throw ArgError("x: expected shape (n, h, w, " + std::to_string(c_) + ")");
-    if (y.ndim() != 4) throw ArgError("y: expected a 4-D array");
-    expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), oc_}, "y");
-    const DirectConvArgs a = args(x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2));
-    const float* px = in_ptr<float>(x, "x");
-    float* py = out_ptr<float>(y, "y");
-    py::gil_scoped_release unlocked;
-    exec(a, px, py);
-  }
-
-  DirectConvArgs args(int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) const {
-    return DirectConvArgs{nullptr, nullptr, weight_.data(), bias_.data(), n, h, w, c_, oh, ow, oc_, cp_,
-                          kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo_, hi_};
-  }
-
-  static void exec(DirectConvArgs a, const float* x, float* y) {
-    a.x = x;
-    a.y = y;
-    const auto fn = MSV0_DISPATCH(conv2d_direct_f32);
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
-  }
-
- private:
-  int64_t oc_ = 0, kh_ = 0, kw_ = 0, c_ = 0, cp_ = 0;
-  int64_t sh_, sw_, dh_, dw_, pt_, pl_;
-  float lo_, hi_;
-  std::vector<float> weight_, bias_;
-};
-
-// A PackedDirectConv on fixed shapes, for a Program.
-class DirectConvOp : public NativeOp {
- public:
-  DirectConvOp(std::shared_ptr<const PackedDirectConv> conv, const DirectConvArgs& a)
-      : conv_(std::move(conv)), a_(a) {}
   void run(const void* const* in, void* const* out) const override {
-    PackedDirectConv::exec(a_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]));
+    DirectConvArgs a = a_;
+    a.x = static_cast<const float*>(in[0]);
+    a.y = static_cast<float*>(out[0]);
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn_(a, r0, r1); });
   }
+  const char* name() const override { return "direct"; }
 
  private:
-  std::shared_ptr<const PackedDirectConv> conv_;  // owns the packed weights a_ points into
+  DirectConvFn fn_;
+  std::vector<float> weight_, bias_;
   DirectConvArgs a_;
 };
 
-MSV0_BIND(m) {
-  py::class_<DirectConvOp, NativeOp, std::shared_ptr<DirectConvOp>>(m, "DirectConvOp");
-  py::class_<PackedDirectConv, std::shared_ptr<PackedDirectConv>>(
-      m, "PackedDirectConv", "Direct conv2d (NHWC float32, group 1, few input channels), weight packed once.")
-      .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
-                    int64_t, float, float>(),
-           py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
-           py::arg("pt"), py::arg("pl"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
-      .def("run", &PackedDirectConv::run, py::arg("x"), py::arg("y"))
-      .def("native",
-           [](std::shared_ptr<PackedDirectConv> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
-             if (n < 0 || h < 0 || w < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
-             const DirectConvArgs a = conv->args(n, h, w, oh, ow);
-             return std::shared_ptr<NativeOp>(std::make_shared<DirectConvOp>(std::move(conv), a));
-           },
-           py::arg("n"), py::arg("h"), py::arg("w"), py::arg("oh"), py::arg("ow"),
-           "A NativeOp running this conv on [n, h, w, c] -> [n, oh, ow, oc].");
+}  // namespace
+
+std::shared_ptr<NativeOp> make_direct_conv2d(const Conv2dShape& s, const float* weight, const float* bias) {
+  return std::make_shared<DirectConv2d>(s, weight, bias);
 }
 
 }  // namespace msv0

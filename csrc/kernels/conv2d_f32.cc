@@ -187,132 +187,138 @@ MSV0_EXPORT(conv2d_f32_winograd)
 #else  // binding pass
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <vector>
 #include <pybind11/stl.h>
 
-#include "runtime/native.h"
+#include "kernels/conv2d_f32.h"
 
 namespace msv0 {
+namespace {
 
-// Where part `part` of `splits` equal shares of `panels` B panels starts: on a pair boundary
-// (pairs are the widest micro-kernel tile) when the pairs divide evenly, else on any panel, as
-// a lone panel costs less than one thread doing a whole extra pair (ten panels: 5 + 5, not 4 + 6).
-int64_t panel_bound(int64_t panels, int64_t part, int64_t splits) {
-  const int64_t pairs = (panels + 1) / 2;
-  return pairs % splits == 0 ? std::min(panels, 2 * (pairs * part / splits)) : panels * part / splits;
+// Up to this many input channels (network stems: RGB), a group-1 conv sums straight from x:
+// with K = kh*kw*c this small, the im2col copy and the GEMM's panel overhead outweigh the sums.
+constexpr int64_t kDirectMaxChannels = 4;
+// Winograd needs enough channels for its transforms to vectorise and enough 4x4 output tiles
+// for each transformed weight block (c x oc) to be reused across several GEMM rows: its
+// weights are 4x those of im2col, streamed from memory once per run. ResNet-50's 14x14 stage
+// (16 tiles) runs 1.5x faster on it; its 7x7 stage (4 tiles, 36 MiB of transformed weights) loses.
+constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 16;
+
+int64_t wino_tiles(const Conv2dShape& s) {
+  return s.n * ((s.oh + kWinoTile - 1) / kWinoTile) * ((s.ow + kWinoTile - 1) / kWinoTile);
 }
 
-// A Conv2D whose weight [oc, kh, kw, c/group] ("KHWC") is packed once per Session: group g's
-// rows form B^T (og x kh*kw*cg) of its GEMM.
-class Conv2dF32 {
+}  // namespace
+
+Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s) {
+  // One channel per group: the depthwise kernel computes the same sums.
+  if (s.group == s.c && s.c == s.oc) return Conv2dAlgorithm::kDepthwise;
+  // A 1x1 unpadded stride-1 conv is a GEMM on x's rows as they are (no im2col copy to save),
+  // and only a GEMM object can be absorbed by a fused block, so it wins even for stems.
+  if (s.group == 1 && s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 &&
+      s.oh == s.h && s.ow == s.w)
+    return Conv2dAlgorithm::kGemm1x1;
+  if (s.group == 1 && s.c <= kDirectMaxChannels) return Conv2dAlgorithm::kDirect;
+  if (s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 && s.group == 1 &&
+      s.c >= kWinoMinChannels && s.oc >= kWinoMinChannels && wino_tiles(s) >= kWinoMinTiles)
+    return Conv2dAlgorithm::kWinograd;
+  return Conv2dAlgorithm::kIm2col;
+}
+
+const char* conv2d_algorithm_name(Conv2dAlgorithm a) {
+  switch (a) {
+    case Conv2dAlgorithm::kDepthwise: return "depthwise";
+    case Conv2dAlgorithm::kDirect: return "direct";
+    case Conv2dAlgorithm::kGemm1x1: return "gemm1x1";
+    case Conv2dAlgorithm::kIm2col: return "im2col";
+    case Conv2dAlgorithm::kWinograd: return "winograd";
+  }
+  return "?";
+}
+
+namespace {
+
+// Where part `part` of `splits` equal shares of `panels` B panels starts: on a micro-kernel
+// tile boundary (`tile` panels) when the tiles divide evenly, else on any panel, as a lone
+// panel costs less than one thread doing a whole extra tile (ten panels in tiles of two:
+// 5 + 5, not 4 + 6).
+int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) {
+  const int64_t tiles = (panels + tile - 1) / tile;
+  return tiles % splits == 0 ? std::min(panels, tile * (tiles * part / splits)) : panels * part / splits;
+}
+
+// A Conv2D through the packed SGEMM: im2col (the 1x1 stride-1 unpadded case reads x's rows
+// directly), or Winograd F(4x4, 3x3). The weight [oc, kh, kw, c/group] ("KHWC") is packed
+// once: group g's rows form B^T (og x kh*kw*cg) of its GEMM; Winograd packs the 36 transformed
+// c x oc blocks instead.
+class Conv2dGemm : public NativeOp {
  public:
-  // out_tiles: how many 4x4 output tiles the Session's shape has (n * ceil(oh/4) * ceil(ow/4)),
-  // which decides whether Winograd pays; 0 keeps im2col.
-  Conv2dF32(const py::array& weight, std::optional<py::array> bias, int64_t group, int64_t sh, int64_t sw,
-            int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t out_tiles)
-      : group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl) {
-    if (weight.ndim() != 4) throw ArgError("weight: expected [oc, kh, kw, c/group]");
-    if (group < 1) throw ArgError("group must be >= 1");
-    check_strides(sh, sw, dh, dw);
-    check_pads(pt, pl);
-    const float* pw = in_ptr<float>(weight, "weight");
-    oc_ = weight.shape(0);
-    kh_ = weight.shape(1);
-    kw_ = weight.shape(2);
-    cg_ = weight.shape(3);
-    if (oc_ % group) throw ArgError("weight: output channels not divisible by group");
-    const int64_t og = oc_ / group, k = kh_ * kw_ * cg_;
-    winograd_ = kh_ == 3 && kw_ == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && group == 1 &&
-                cg_ >= kWinoMinChannels && oc_ >= kWinoMinChannels && out_tiles >= kWinoMinTiles;
-    if (winograd_) {
-      pack_winograd(pw);
-      store_bias(bias);
-      return;
+  Conv2dGemm(const Conv2dShape& s, Conv2dAlgorithm algo, const float* weight, const float* bias)
+      : s_(s), algo_(algo), gemm_(&sgemm_config()),
+        fn_(MSV0_DISPATCH(conv2d_f32)), wino_fn_(MSV0_DISPATCH(conv2d_f32_winograd)) {
+    const int64_t og = s.oc / s.group, k = s.kh * s.kw * (s.c / s.group);
+    if (algo == Conv2dAlgorithm::kWinograd) {
+      pack_winograd(weight, bias);
+    } else {
+      auto b = std::make_shared<PackedB>();
+      b->n = og;
+      b->k = k;
+      group_stride_ = sgemm_packed_size(og, k);
+      b->w.resize(static_cast<size_t>(group_stride_ * s.group));
+      for (int64_t g = 0; g < s.group; ++g) gemm_->pack(weight + g * og * k, k, true, og, k, b->w.data() + g * group_stride_);
+      if (bias) b->bias.assign(bias, bias + s.oc);
+      parts_ = PointwiseParts{std::move(b), s.lo, s.hi};
     }
-    group_stride_ = sgemm_packed_size(og, k);
-    packed_.resize(static_cast<size_t>(group_stride_ * group));
-    for (int64_t g = 0; g < group; ++g)
-      sgemm_pack_b(pw + g * og * k, k, true, og, k, packed_.data() + g * group_stride_);
-    store_bias(bias);
+    set_operands({{{s.n, s.h, s.w, s.c}}}, {{{s.n, s.oh, s.ow, s.oc}}});
   }
 
-  bool winograd() const { return winograd_; }
-
-  // x: n x h x w x (group*cg); y: n x oh x ow x oc, written fully.
-  void run(const py::array& x, py::array& y, float lo, float hi) const {
-    if (x.ndim() != 4 || x.shape(3) != cg_ * group_)
-      throw ArgError("x: expected NHWC with " + std::to_string(cg_ * group_) + " channels");
-    if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
-      throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
-                     std::to_string(oc_) + " channels");
-    const ConvArgs a = args(in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), x.shape(0), x.shape(1), x.shape(2),
-                            y.shape(1), y.shape(2), lo, hi);
-    py::gil_scoped_release unlocked;
-    execute(a);
+  void run(const void* const* in, void* const* out) const override {
+    const PackedB& b = *parts_.b;
+    const ConvArgs a{static_cast<const float*>(in[0]), static_cast<float*>(out[0]), b.w.data(), group_stride_,
+                     b.bias_or_null(), s_.n, s_.h, s_.w, s_.c, s_.oh, s_.ow, s_.oc, s_.group,
+                     s_.kh, s_.kw, s_.sh, s_.sw, s_.dh, s_.dw, s_.pt, s_.pl, s_.lo, s_.hi};
+    if (algo_ == Conv2dAlgorithm::kWinograd) return run_winograd(a);
+    run_gemm(a);
   }
+  const char* name() const override { return conv2d_algorithm_name(algo_); }
+  const PointwiseParts* pointwise() const { return algo_ == Conv2dAlgorithm::kGemm1x1 ? &parts_ : nullptr; }
 
-  // The arguments of one run on raw NHWC buffers of the given sizes.
-  ConvArgs args(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
-                float hi) const {
-    return ConvArgs{x, y, packed_.data(), group_stride_, bias_.empty() ? nullptr : bias_.data(),
-                    n, h, w, cg_ * group_, oh, ow, oc_, group_, kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
-  }
+ private:
+  // Transformed weight floats above which threads split output channels rather than tiles
+  // (each then repeats the input transform, which small layers cannot afford).
+  static constexpr int64_t kWinoBigWeights = 1 << 20;
 
-  int64_t channels() const { return cg_ * group_; }
-  int64_t out_channels() const { return oc_; }
-
-  // Runs over the bound pool; the GIL must be released.
-  void execute(const ConvArgs& a) const {
-    if (winograd_) return run_winograd(a);
-    const int64_t pixels = a.n * a.oh * a.ow, k = kh_ * kw_ * cg_;
-    const int64_t panels = (oc_ / group_ + kGemmNr - 1) / kGemmNr;
+  void run_gemm(const ConvArgs& a) const {
+    const int64_t pixels = a.n * a.oh * a.ow, k = a.kh * a.kw * (a.c / a.group);
+    const int64_t panels = (a.oc / a.group + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1;
     // Each tile of pixels streams all of B once (the SGEMM packs A per k block, so a large
     // gathered tile costs nothing in L1), so tiles are as large as ~240 rows allow. When there
     // are too few pixels to give every thread a tile of >= 48 rows, the threads split the output
-    // channels instead, in pairs of panels (the widest micro-kernel tile), and each streams only
-    // its share of B: ResNet-50's 7x7 stage has 49 pixels and 9 MiB of weights.
+    // channels instead, in whole micro-kernel tiles of panels, and each streams only its share
+    // of B: ResNet-50's 7x7 stage has 49 pixels and 9 MiB of weights.
     const int64_t pixel_tiles = pixels >= 48 * threads ? std::max<int64_t>((pixels + 239) / 240, threads)
                                                        : (pixels + 239) / 240;
     const int64_t rows = (pixels + pixel_tiles - 1) / pixel_tiles;  // equal tiles balance two threads
     const int64_t tiles = (pixels + rows - 1) / rows;
-    const int64_t pairs = (panels + 1) / 2;
-    const int64_t splits = tiles >= threads ? 1 : std::min<int64_t>(pairs, threads);
-    const Conv2dFn fn = MSV0_DISPATCH(conv2d_f32);
+    const int64_t splits = tiles >= threads ? 1 : std::min<int64_t>((panels + tile - 1) / tile, threads);
     parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
       float* buf = thread_scratch(static_cast<size_t>(rows * k));
       for (int64_t t = t0; t < t1; ++t) {
-        const int64_t tile = t / splits, part = t % splits;
-        const int64_t q0 = panel_bound(panels, part, splits), q1 = panel_bound(panels, part + 1, splits);
-        fn(a, tile * rows, std::min(pixels, tile * rows + rows), q0, q1, buf);
+        const int64_t pt = t / splits, part = t % splits;
+        const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
+        fn_(a, pt * rows, std::min(pixels, pt * rows + rows), q0, q1, buf);
       }
     });
   }
 
- private:
-  // Winograd needs enough channels for its transforms to vectorise and enough tiles for each
-  // transformed weight block (c x oc) to be reused across several GEMM rows: its weights are
-  // 4x those of im2col, streamed from memory once per run. ResNet-50's 14x14 stage (16 tiles)
-  // runs 1.5x faster on it; its 7x7 stage (4 tiles, 36 MiB of transformed weights) loses.
-  static constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 16;
-  // Transformed weight floats above which threads split output channels rather than tiles
-  // (each then repeats the input transform, which small layers cannot afford).
-  static constexpr int64_t kWinoBigWeights = 1 << 20;
-
-  void store_bias(const std::optional<py::array>& bias) {
-    if (bias) {
-      expect_shape(*bias, {oc_}, "bias");
-      const float* pb = in_ptr<float>(*bias, "bias");
-      bias_.assign(pb, pb + oc_);
-    }
-  }
-
   // U = G g G^T per (oc, c), in double, then each of the 36 points packed as a c x oc B.
-  void pack_winograd(const float* pw) {
+  void pack_winograd(const float* pw, const float* bias) {
     static const double G[6][3] = {{1 / 4., 0, 0},          {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
                                    {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
-    const int64_t c = cg_, oc = oc_;
+    const int64_t c = s_.c, oc = s_.oc;
     std::vector<float> u(static_cast<size_t>(36 * c * oc));
     for (int64_t o = 0; o < oc; ++o)
       for (int64_t ci = 0; ci < c; ++ci) {
@@ -330,84 +336,107 @@ class Conv2dF32 {
             u[static_cast<size_t>(((i * 6 + j) * c + ci) * oc + o)] = static_cast<float>(acc);
           }
       }
+    auto b = std::make_shared<PackedB>();
+    b->n = oc;
+    b->k = c;
     group_stride_ = sgemm_packed_size(oc, c);
-    packed_.resize(static_cast<size_t>(36 * group_stride_));
+    b->w.resize(static_cast<size_t>(36 * group_stride_));
     for (int64_t xi = 0; xi < 36; ++xi)
-      sgemm_pack_b(u.data() + xi * c * oc, oc, false, oc, c, packed_.data() + xi * group_stride_);
+      gemm_->pack(u.data() + xi * c * oc, oc, false, oc, c, b->w.data() + xi * group_stride_);
+    if (bias) b->bias.assign(bias, bias + oc);
+    parts_ = PointwiseParts{std::move(b), s_.lo, s_.hi};
   }
 
   void run_winograd(const ConvArgs& a) const {
-    const int64_t tiles = a.n * ((a.oh + kWinoTile - 1) / kWinoTile) * ((a.ow + kWinoTile - 1) / kWinoTile);
-    const int64_t panels = (oc_ + kGemmNr - 1) / kGemmNr, pairs = (panels + 1) / 2;
+    const int64_t tiles = wino_tiles(s_);
+    const int64_t panels = (s_.oc + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1;
     // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/36 of it),
     // at least 12 rows per GEMM. With many tiles, the block count is a multiple of the thread
     // count so equal blocks finish together. With few tiles and weights too large for L2 to
-    // serve each thread a copy (ResNet-50's 14x14 stage: 16 tiles, 9 MiB), the threads split the output channels instead, in pairs
-    // of panels, each transforming the same input but streaming only its share of the weights,
-    // and blocks may be twice as large, since re-streaming the weights costs more than L2 misses.
+    // serve each thread a copy (ResNet-50's 14x14 stage: 16 tiles, 9 MiB), the threads split
+    // the output channels instead, in whole micro-kernel tiles of panels, each transforming the
+    // same input but streaming only its share of the weights, and blocks may be twice as
+    // large, since re-streaming the weights costs more than L2 misses.
     const int64_t fit = std::max<int64_t>(12, std::min<int64_t>(262144 / (36 * (a.c + a.oc)), 96));
     const bool few = tiles < 2 * fit * threads && 36 * a.c * a.oc > kWinoBigWeights;
-    const int64_t splits = few ? std::min<int64_t>(pairs, threads) : 1;
+    const int64_t splits = few ? std::min<int64_t>((panels + tile - 1) / tile, threads) : 1;
     const int64_t blocks = few ? (tiles + 2 * fit - 1) / (2 * fit) : ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
     const int64_t rows = (tiles + blocks - 1) / blocks;
-    const Conv2dWinoFn fn = MSV0_DISPATCH(conv2d_f32_winograd);
     parallel_for(blocks * splits, 1, [&](int64_t t0, int64_t t1) {
       float* v = thread_scratch(static_cast<size_t>(36 * rows * (a.c + a.oc)));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / splits, part = t % splits;
-        const int64_t q0 = panel_bound(panels, part, splits), q1 = panel_bound(panels, part + 1, splits);
-        fn(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v, v + 36 * rows * a.c);
+        const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
+        wino_fn_(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v, v + 36 * rows * a.c);
       }
     });
   }
 
-  int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
-  int64_t oc_ = 0, kh_ = 0, kw_ = 0, cg_ = 0, group_stride_ = 0;
-  bool winograd_ = false;
-  std::vector<float> packed_, bias_;
+  Conv2dShape s_;
+  Conv2dAlgorithm algo_;
+  const SgemmConfig* gemm_;  // the tier the weights were packed for, whose tile the split uses
+  Conv2dFn fn_;
+  Conv2dWinoFn wino_fn_;
+  int64_t group_stride_ = 0;
+  PointwiseParts parts_;  // the packed weights, bias and clamp
 };
 
-// A Conv2D on raw buffers with its input and output sizes fixed at plan time, for a Program.
-class Conv2dOp : public NativeOp {
- public:
-  Conv2dOp(std::shared_ptr<const Conv2dF32> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
-           float hi)
-      : conv_(std::move(conv)), n_(n), h_(h), w_(w), oh_(oh), ow_(ow), lo_(lo), hi_(hi) {}
-  void run(const void* const* in, void* const* out) const override {
-    conv_->execute(conv_->args(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, h_, w_, oh_, ow_,
-                               lo_, hi_));
-  }
+// Checks a Conv2D's arguments and geometry (the op layer has already turned a model's bad
+// values into ModelError; these keep direct callers memory-safe).
+Conv2dShape conv2d_shape(const std::vector<int64_t>& weight_shape, int64_t group, int64_t sh, int64_t sw, int64_t dh,
+                         int64_t dw, int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape,
+                         const std::vector<int64_t>& y_shape, float lo, float hi) {
+  const auto& wt = checked_shape(weight_shape, 4, "weight: expected [oc, kh, kw, c/group], shape");
+  if (group < 1) throw ArgError("group must be >= 1");
+  check_strides(sh, sw, dh, dw);
+  check_pads(pt, pl);
+  const auto& x = checked_shape(x_shape, 4, "x_shape");
+  const auto& y = checked_shape(y_shape, 4, "y_shape");
+  const int64_t oc = wt[0], kh = wt[1], kw = wt[2], cg = wt[3];
+  if (oc % group) throw ArgError("weight: output channels not divisible by group");
+  if (x[3] != cg * group) throw ArgError("x_shape: expected " + std::to_string(cg * group) + " channels");
+  if (y[0] != x[0] || y[3] != oc)
+    throw ArgError("y_shape: expected batch " + std::to_string(x[0]) + " and " + std::to_string(oc) + " channels");
+  return Conv2dShape{x[0], x[1], x[2], x[3], y[1], y[2], oc, group, kh, kw, sh, sw, dh, dw, pt, pl, lo, hi};
+}
 
- private:
-  std::shared_ptr<const Conv2dF32> conv_;
-  int64_t n_, h_, w_, oh_, ow_;
-  float lo_, hi_;
-};
+}  // namespace
+
+const PointwiseParts* pointwise_parts(const NativeOp& op) {
+  const auto* c = dynamic_cast<const Conv2dGemm*>(&op);
+  return c ? c->pointwise() : nullptr;
+}
 
 MSV0_BIND(m) {
-  py::class_<Conv2dOp, NativeOp, std::shared_ptr<Conv2dOp>>(m, "Conv2dOp");
-  py::class_<Conv2dF32, std::shared_ptr<Conv2dF32>>(m, "Conv2dF32",
-                        "NHWC float32 Conv2D with its KHWC weight packed once; run(x, y, lo, hi).")
-      .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
-                    int64_t, int64_t, int64_t>(),
-           py::arg("weight"), py::arg("bias"), py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"),
-           py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("out_tiles") = 0)
-      .def_property_readonly("winograd", &Conv2dF32::winograd)
-      .def("run", &Conv2dF32::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
-           py::arg("hi") = INFINITY)
-      .def("native", [](std::shared_ptr<Conv2dF32> c, const std::vector<int64_t>& x_shape,
-                        const std::vector<int64_t>& y_shape, float lo, float hi) {
-             if (x_shape.size() != 4 || y_shape.size() != 4 || x_shape[3] != c->channels() ||
-                 y_shape[0] != x_shape[0] || y_shape[3] != c->out_channels())
-               throw ArgError("native: x/y shapes do not fit this Conv2D");
-             for (int64_t d : x_shape) if (d < 0) throw ArgError("native: negative dim");
-             for (int64_t d : y_shape) if (d < 0) throw ArgError("native: negative dim");
-             return std::shared_ptr<NativeOp>(std::make_shared<Conv2dOp>(
-                 std::move(c), x_shape[0], x_shape[1], x_shape[2], y_shape[1], y_shape[2], lo, hi));
-           }, py::arg("x_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
-           "A NativeOp running this conv from an NHWC x_shape into y_shape.");
+  m.def("conv2d_f32",
+        [](const py::array& weight, std::optional<py::array> bias, int64_t group, int64_t sh, int64_t sw, int64_t dh,
+           int64_t dw, int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape,
+           const std::vector<int64_t>& y_shape, float lo, float hi) -> std::shared_ptr<NativeOp> {
+          const Conv2dShape s = conv2d_shape(shape_of(weight), group, sh, sw, dh, dw, pt, pl, x_shape, y_shape, lo, hi);
+          if (bias) expect_shape(*bias, {s.oc}, "bias");
+          const float* w = in_ptr<float>(weight, "weight");
+          const float* b = bias ? in_ptr<float>(*bias, "bias") : nullptr;
+          const Conv2dAlgorithm algo = conv2d_algorithm(s);
+          if (algo == Conv2dAlgorithm::kDepthwise) return make_dwconv2d(s, w, b);
+          if (algo == Conv2dAlgorithm::kDirect) return make_direct_conv2d(s, w, b);
+          return std::make_shared<Conv2dGemm>(s, algo, w, b);
+        },
+        py::arg("weight"), py::arg("bias"), py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"),
+        py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"),
+        py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
+        "The NHWC float32 Conv2D kernel object for these shapes: weight [oc, kh, kw, c/group] packed once for "
+        "the algorithm conv2d_algorithm picks; its name is that algorithm.");
+  m.def("conv2d_algorithm",
+        [](const std::vector<int64_t>& weight_shape, int64_t group, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+           int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape) {
+          return std::string(conv2d_algorithm_name(conv2d_algorithm(
+              conv2d_shape(weight_shape, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape, -INFINITY, INFINITY))));
+        },
+        py::arg("weight_shape"), py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
+        py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"),
+        "The algorithm conv2d_f32 picks for this geometry: depthwise, direct, gemm1x1, im2col or winograd.");
 }
 
 }  // namespace msv0

@@ -72,105 +72,72 @@ MSV0_EXPORT(deconv2d_f32_col2im)
 
 #else  // binding pass
 #include <optional>
+#include <string>
 #include <vector>
 #include <pybind11/stl.h>
 
 #include "runtime/native.h"
 
 namespace msv0 {
+namespace {
 
 // A DeConv2D whose weight [c, kh, kw, oc] is packed once as the GEMM's B (c x kh*kw*oc).
-class Deconv2dF32 {
+class Deconv2d : public NativeOp {
  public:
-  Deconv2dF32(const py::array& weight, std::optional<py::array> bias, int64_t sh, int64_t sw, int64_t dh,
-              int64_t dw, int64_t pt, int64_t pl)
-      : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl) {
+  Deconv2d(const py::array& weight, std::optional<py::array> bias, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+           int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
+           float lo, float hi)
+      : gemm_(&sgemm_config()), fn_(MSV0_DISPATCH(deconv2d_f32_col2im)) {
     if (weight.ndim() != 4) throw ArgError("weight: expected [c, kh, kw, oc]");
     check_strides(sh, sw, dh, dw);
-    const float* pw = in_ptr<float>(weight, "weight");
-    c_ = weight.shape(0);
-    kh_ = weight.shape(1);
-    kw_ = weight.shape(2);
-    oc_ = weight.shape(3);
-    const int64_t cols = kh_ * kw_ * oc_;
-    packed_.resize(static_cast<size_t>(sgemm_packed_size(cols, c_)));
-    sgemm_pack_b(pw, cols, false, cols, c_, packed_.data());
+    const auto& x = checked_shape(x_shape, 4, "x_shape");
+    const auto& y = checked_shape(y_shape, 4, "y_shape");
+    const int64_t c = weight.shape(0), kh = weight.shape(1), kw = weight.shape(2), oc = weight.shape(3);
+    if (x[3] != c) throw ArgError("x_shape: expected " + std::to_string(c) + " channels");
+    if (y[0] != x[0] || y[3] != oc)
+      throw ArgError("y_shape: expected batch " + std::to_string(x[0]) + " and " + std::to_string(oc) + " channels");
     if (bias) {
-      expect_shape(*bias, {oc_}, "bias");
+      expect_shape(*bias, {oc}, "bias");
       const float* pb = in_ptr<float>(*bias, "bias");
-      bias_.assign(pb, pb + oc_);
+      bias_.assign(pb, pb + oc);
     }
+    const int64_t cols = kh * kw * oc;
+    b_ = pack_b(in_ptr<float>(weight, "weight"), cols, false, cols, c, nullptr);
+    a_ = DeconvArgs{nullptr, bias_.empty() ? nullptr : bias_.data(), nullptr, x[0], x[1], x[2], y[1], y[2], oc,
+                    kh, kw, sh, sw, dh, dw, pt, pl, lo, hi};
+    set_operands({{x}}, {{y}});
   }
 
-  void run(const py::array& x, py::array& y, float lo, float hi) const {
-    if (x.ndim() != 4 || x.shape(3) != c_) throw ArgError("x: expected NHWC with " + std::to_string(c_) + " channels");
-    if (y.ndim() != 4 || y.shape(0) != x.shape(0) || y.shape(3) != oc_)
-      throw ArgError("y: expected NHWC with batch " + std::to_string(x.shape(0)) + " and " +
-                     std::to_string(oc_) + " channels");
-    const float* px = in_ptr<float>(x, "x");
-    float* py_ = out_ptr<float>(y, "y");
-    py::gil_scoped_release unlocked;
-    execute(px, py_, x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2), lo, hi);
-  }
-
-  // x: n x h x w x c, y: n x oh x ow x oc. Runs over the bound pool; the GIL must be released.
-  void execute(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
-               float hi) const {
-    const int64_t pixels = n * h * w, cols = kh_ * kw_ * oc_;
-    const Deconv2dFn fn = MSV0_DISPATCH(deconv2d_f32_col2im);
-    std::vector<float> col(static_cast<size_t>(pixels * cols));
-    sgemm_run(GemmArgs{x, c_, packed_.data(), nullptr, col.data(), cols, pixels, cols, c_, -INFINITY, INFINITY});
-    const DeconvArgs a{col.data(), bias_.empty() ? nullptr : bias_.data(), y, n, h, w, oh, ow, oc_,
-                       kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo, hi};
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
-  }
-
-  int64_t channels() const { return c_; }
-  int64_t out_channels() const { return oc_; }
-
- private:
-  int64_t sh_, sw_, dh_, dw_, pt_, pl_;
-  int64_t c_ = 0, kh_ = 0, kw_ = 0, oc_ = 0;
-  std::vector<float> packed_, bias_;
-};
-
-// A DeConv2D on raw buffers with its input and output sizes fixed at plan time, for a Program.
-class Deconv2dOp : public NativeOp {
- public:
-  Deconv2dOp(std::shared_ptr<const Deconv2dF32> d, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, float lo,
-             float hi)
-      : d_(std::move(d)), n_(n), h_(h), w_(w), oh_(oh), ow_(ow), lo_(lo), hi_(hi) {}
   void run(const void* const* in, void* const* out) const override {
-    d_->execute(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, h_, w_, oh_, ow_, lo_, hi_);
+    const int64_t pixels = a_.n * a_.h * a_.w, cols = b_->n;
+    std::vector<float> col(static_cast<size_t>(pixels * cols));
+    sgemm_run(*gemm_, GemmArgs{static_cast<const float*>(in[0]), b_->k, b_->w.data(), nullptr, col.data(), cols, pixels,
+                       cols, b_->k, -INFINITY, INFINITY});
+    DeconvArgs a = a_;
+    a.col = col.data();
+    a.y = static_cast<float*>(out[0]);
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn_(a, r0, r1); });
   }
+  const char* name() const override { return "deconv2d"; }
 
  private:
-  std::shared_ptr<const Deconv2dF32> d_;
-  int64_t n_, h_, w_, oh_, ow_;
-  float lo_, hi_;
+  const SgemmConfig* gemm_;
+  Deconv2dFn fn_;
+  std::shared_ptr<const PackedB> b_;
+  std::vector<float> bias_;  // oc floats, added by the gather
+  DeconvArgs a_;
 };
+
+}  // namespace
 
 MSV0_BIND(m) {
-  py::class_<Deconv2dOp, NativeOp, std::shared_ptr<Deconv2dOp>>(m, "Deconv2dOp");
-  py::class_<Deconv2dF32, std::shared_ptr<Deconv2dF32>>(m, "Deconv2dF32",
-                          "NHWC float32 DeConv2D with its [c, kh, kw, oc] weight packed once; run(x, y, lo, hi).")
+  py::class_<Deconv2d, NativeOp, std::shared_ptr<Deconv2d>>(m, "Deconv2d",
+      "NHWC float32 DeConv2D on x of x_shape into y of y_shape, its [c, kh, kw, oc] weight packed once.")
       .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
-                    int64_t>(),
+                    int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&, float, float>(),
            py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
-           py::arg("pt"), py::arg("pl"))
-      .def("run", &Deconv2dF32::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
-           py::arg("hi") = INFINITY)
-      .def("native", [](std::shared_ptr<Deconv2dF32> d, const std::vector<int64_t>& x_shape,
-                        const std::vector<int64_t>& y_shape, float lo, float hi) {
-             if (x_shape.size() != 4 || y_shape.size() != 4 || x_shape[3] != d->channels() ||
-                 y_shape[0] != x_shape[0] || y_shape[3] != d->out_channels())
-               throw ArgError("native: x/y shapes do not fit this DeConv2D");
-             for (int64_t v : x_shape) if (v < 0) throw ArgError("native: negative dim");
-             for (int64_t v : y_shape) if (v < 0) throw ArgError("native: negative dim");
-             return std::shared_ptr<NativeOp>(std::make_shared<Deconv2dOp>(
-                 std::move(d), x_shape[0], x_shape[1], x_shape[2], y_shape[1], y_shape[2], lo, hi));
-           }, py::arg("x_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
-           "A NativeOp running this deconv from an NHWC x_shape into y_shape.");
+           py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY,
+           py::arg("hi") = INFINITY);
 }
 
 }  // namespace msv0

@@ -1,14 +1,14 @@
 // Depthwise 2-D convolution, NHWC float32, vectorised along C (contiguous in NHWC):
 //   y[b,oy,ox,c] = clamp(bias[c] + sum_{ky,kx} x[b, oy*sh-pt+ky*dh, ox*sw-pl+kx*dw, c] * w[ky,kx,c])
 // Taps outside the image contribute nothing. Weights are packed once per Session as
-// [kh*kw][cp], cp = C rounded up to 16 and zero-padded, so every weight/bias load is a whole
+// [kh*kw][cp], cp = C rounded up to the lane count and zero-padded, so every weight/bias load is a whole
 // vector; x and y use masked tails and are never over-read or over-written.
 #include "kernels/dwconv2d_f32.h"
 
 #include "kernels/kernel.h"
 
 namespace msv0 {
-MSV0_DECLARE(dwconv2d_f32, DwConvFn)
+MSV0_DECLARE(dwconv2d_f32, DwConvConfig)
 }  // namespace msv0
 
 #if !MSV0_ONCE
@@ -207,115 +207,73 @@ void dwconv2d_f32(const DwArgs& a, int64_t r0, int64_t r1) {
   rows_general(a, r0, r1);
 }
 
-MSV0_EXPORT(dwconv2d_f32)
+MSV0_EXPORT_CONFIG(dwconv2d_f32, dwconv2d_f32, VecF::kLanes)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
 #else  // binding pass
-#include <optional>
 #include <string>
 #include <vector>
 
-#include <pybind11/stl.h>
-
-#include "runtime/native.h"
+#include "kernels/conv2d_f32.h"
 
 namespace msv0 {
 
-void dw_pack(const float* weight, const float* bias, int64_t c, int64_t taps, float* w_out, float* b_out) {
-  const int64_t cp = (c + kDwPad - 1) / kDwPad * kDwPad;
-  for (int64_t i = 0; i < taps * cp; ++i) w_out[i] = 0.f;
-  for (int64_t i = 0; i < cp; ++i) b_out[i] = i < c && bias ? bias[i] : 0.f;
-  for (int64_t ch = 0; ch < c; ++ch)
-    for (int64_t t = 0; t < taps; ++t) w_out[t * cp + ch] = weight[ch * taps + t];
+const DwConvConfig& dwconv_config() { return MSV0_DISPATCH(dwconv2d_f32); }
+
+DwPacked dw_pack(const float* weight, const float* bias, int64_t c, int64_t taps) {
+  const int64_t cr = dwconv_config().cr;
+  DwPacked p;
+  p.cp = (c + cr - 1) / cr * cr;
+  p.w.assign(static_cast<size_t>(taps * p.cp), 0.f);
+  p.bias.assign(static_cast<size_t>(p.cp), 0.f);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    for (int64_t t = 0; t < taps; ++t) p.w[static_cast<size_t>(t * p.cp + ch)] = weight[ch * taps + t];
+    if (bias) p.bias[static_cast<size_t>(ch)] = bias[ch];
+  }
+  return p;
 }
 
-// A depthwise convolution with its weights packed once (at Session build).
-class PackedDwConv {
+namespace {
+
+// A depthwise Conv2D (one output channel per input channel). It runs the tier it was packed
+// for: a wider tier would read whole vectors past a narrower tier's padding.
+class DwConv2d : public NativeOp {
  public:
-  // weight: [c, kh, kw] float32 (the KHWC weight without its last dim of 1); bias: [c].
-  PackedDwConv(const py::array& weight, std::optional<py::array> bias, int64_t sh, int64_t sw, int64_t dh,
-               int64_t dw, int64_t pt, int64_t pl, float lo, float hi)
-      : sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl), lo_(lo), hi_(hi) {
-    if (weight.ndim() != 3) throw ArgError("weight: expected a 3-D array [c, kh, kw]");
-    check_strides(sh, sw, dh, dw);
-    check_pads(pt, pl);
-    const float* pw = in_ptr<float>(weight, "weight");
-    c_ = weight.shape(0);
-    kh_ = weight.shape(1);
-    kw_ = weight.shape(2);
-    cp_ = (c_ + kDwPad - 1) / kDwPad * kDwPad;
-    weight_.resize(static_cast<size_t>(kh_ * kw_ * cp_));
-    bias_.resize(static_cast<size_t>(cp_));
-    if (bias) expect_shape(*bias, {c_}, "bias");
-    dw_pack(pw, bias ? in_ptr<float>(*bias, "bias") : nullptr, c_, kh_ * kw_, weight_.data(), bias_.data());
+  DwConv2d(const Conv2dShape& s, const float* weight, const float* bias)
+      : fn_(dwconv_config().fn), zeros_(static_cast<size_t>(s.w * s.c), 0.f) {
+    parts_.w = std::make_shared<const DwPacked>(dw_pack(weight, bias, s.c, s.kh * s.kw));
+    parts_.args = DwArgs{nullptr, nullptr, parts_.w->w.data(), parts_.w->bias.data(), nullptr,
+                         s.n, s.h, s.w, s.c, s.oh, s.ow, parts_.w->cp,
+                         s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt, s.pl, s.lo, s.hi};
+    set_operands({{{s.n, s.h, s.w, s.c}}}, {{{s.n, s.oh, s.ow, s.c}}});
   }
 
-  // x: [n, h, w, c]; y: [n, oh, ow, c], the output size chosen by the caller (taps that fall
-  // outside x are skipped, so any oh/ow is memory-safe).
-  void run(const py::array& x, py::array& y) const {
-    if (x.ndim() != 4 || x.shape(3) != c_) throw ArgError("x: expected shape (n, h, w, " + std::to_string(c_) + ")");
-    if (y.ndim() != 4) throw ArgError("y: expected a 4-D array");
-    expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), c_}, "y");
-    const DwArgs a = args(x.shape(0), x.shape(1), x.shape(2), y.shape(1), y.shape(2));
-    const std::vector<float> zeros(static_cast<size_t>(a.w * a.c), 0.f);
-    const float* px = in_ptr<float>(x, "x");
-    float* py = out_ptr<float>(y, "y");
-    py::gil_scoped_release unlocked;
-    exec(a, px, py, zeros.data());
-  }
-
-  DwArgs args(int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) const {
-    return DwArgs{nullptr, nullptr, weight_.data(), bias_.data(), nullptr, n, h, w, c_, oh, ow, cp_,
-                  kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, lo_, hi_};
-  }
-
-  // `zeros` holds w * c zeros, the row the kernel reads for taps above or below the image.
-  static void exec(DwArgs a, const float* x, float* y, const float* zeros) {
-    a.x = x;
-    a.y = y;
-    a.zeros = zeros;
-    const auto fn = MSV0_DISPATCH(dwconv2d_f32);
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
-  }
-
- private:
-  int64_t c_ = 0, kh_ = 0, kw_ = 0, cp_ = 0;
-  int64_t sh_, sw_, dh_, dw_, pt_, pl_;
-  float lo_, hi_;
-  std::vector<float> weight_, bias_;
-};
-
-// A PackedDwConv on fixed shapes, for a Program.
-class DwConvOp : public NativeOp {
- public:
-  DwConvOp(std::shared_ptr<const PackedDwConv> conv, const DwArgs& a)
-      : conv_(std::move(conv)), a_(a), zeros_(static_cast<size_t>(a.w * a.c), 0.f) {}
   void run(const void* const* in, void* const* out) const override {
-    PackedDwConv::exec(a_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), zeros_.data());
+    DwArgs a = parts_.args;
+    a.x = static_cast<const float*>(in[0]);
+    a.y = static_cast<float*>(out[0]);
+    a.zeros = zeros_.data();  // the row read for taps above or below the image
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn_(a, r0, r1); });
   }
+  const char* name() const override { return "depthwise"; }
+  const DepthwiseParts& parts() const { return parts_; }
 
  private:
-  std::shared_ptr<const PackedDwConv> conv_;  // owns the packed weights a_ points into
-  DwArgs a_;
+  DwConvFn fn_;
+  DepthwiseParts parts_;
   std::vector<float> zeros_;
 };
 
-MSV0_BIND(m) {
-  py::class_<DwConvOp, NativeOp, std::shared_ptr<DwConvOp>>(m, "DwConvOp");
-  py::class_<PackedDwConv, std::shared_ptr<PackedDwConv>>(m, "PackedDwConv",
-                           "Depthwise conv2d (NHWC float32) with its [c, kh, kw] weight packed once.")
-      .def(py::init<const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t,
-                    int64_t, float, float>(),
-           py::arg("weight"), py::arg("bias"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
-           py::arg("pt"), py::arg("pl"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY)
-      .def("run", &PackedDwConv::run, py::arg("x"), py::arg("y"))
-      .def("native", [](std::shared_ptr<PackedDwConv> conv, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
-             if (n < 0 || h < 0 || w < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
-             const DwArgs a = conv->args(n, h, w, oh, ow);
-             return std::shared_ptr<NativeOp>(std::make_shared<DwConvOp>(std::move(conv), a));
-           }, py::arg("n"), py::arg("h"), py::arg("w"), py::arg("oh"), py::arg("ow"),
-           "A NativeOp running this conv on [n, h, w, c] -> [n, oh, ow, c].");
+}  // namespace
+
+std::shared_ptr<NativeOp> make_dwconv2d(const Conv2dShape& s, const float* weight, const float* bias) {
+  return std::make_shared<DwConv2d>(s, weight, bias);
+}
+
+const DepthwiseParts* depthwise_parts(const NativeOp& op) {
+  const auto* d = dynamic_cast<const DwConv2d*>(&op);
+  return d ? &d->parts() : nullptr;
 }
 
 }  // namespace msv0

@@ -7,7 +7,8 @@
 // scratch that stays in L2. Rows of e shared by consecutive bands (the window's overlap) are
 // kept, so each is computed once per thread. The products are the packed SGEMM's and the
 // depthwise sums the depthwise kernel's (same results as the three layers run apart, up to
-// float reassociation inside the SGEMM's k blocks, which are the same here).
+// float reassociation inside the SGEMM's k blocks, which are the same here). The block borrows
+// the packed weights of the kernel objects it absorbs.
 #include "kernels/dwconv2d_f32.h"
 #include "kernels/gemm_f32.h"
 
@@ -107,12 +108,9 @@ MSV0_EXPORT(fused_block_f32)
 
 #else  // binding pass
 #include <algorithm>
-#include <optional>
 #include <vector>
 
-#include <pybind11/stl.h>
-
-#include "runtime/native.h"
+#include "kernels/conv2d_f32.h"
 
 namespace msv0 {
 namespace {
@@ -121,123 +119,81 @@ namespace {
 // expanded rows, its depthwise output and the weights' panels stay there between the steps.
 constexpr int64_t kBandFloats = 64 * 1024;
 
-class FusedBlockOp : public NativeOp {
+class FusedBlock : public NativeOp {
  public:
-  // expand_w [c, cin]; dw_w [c, kh, kw]; project_w [cout, c] or none; shapes fixed here.
-  // max_band > 0 caps the rows per band below what the scratch budget allows.
-  FusedBlockOp(const py::array& expand_w, std::optional<py::array> expand_b, float e_lo, float e_hi,
-               const py::array& dw_w, std::optional<py::array> dw_b, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
-               int64_t pt, int64_t pl, float d_lo, float d_hi, std::optional<py::array> project_w,
-               std::optional<py::array> project_b, float p_lo, float p_hi, int64_t n, int64_t h, int64_t w,
-               int64_t oh, int64_t ow, int64_t max_band) {
-    if (expand_w.ndim() != 2 || dw_w.ndim() != 3) throw ArgError("expand_w must be 2-D and dw_w 3-D");
-    const int64_t c = expand_w.shape(0), cin = expand_w.shape(1), kh = dw_w.shape(1), kw = dw_w.shape(2);
-    if (dw_w.shape(0) != c) throw ArgError("dw_w: channels differ from the expand conv's");
-    if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || pt < 0 || pl < 0 || kh < 1 || kw < 1)
-      throw ArgError("bad depthwise geometry");
-    if (n < 0 || h < 1 || w < 1 || oh < 0 || ow < 0) throw ArgError("bad shapes");
-    expand_ = pack(expand_w, expand_b, c, cin);
-    const int64_t cp = (c + kDwPad - 1) / kDwPad * kDwPad;
-    dw_w_.resize(static_cast<size_t>(kh * kw * cp));
-    dw_b_.resize(static_cast<size_t>(cp));
-    if (dw_b) expect_shape(*dw_b, {c}, "dw_b");
-    dw_pack(in_ptr<float>(dw_w, "dw_w"), dw_b ? in_ptr<float>(*dw_b, "dw_b") : nullptr, c, kh * kw, dw_w_.data(),
-            dw_b_.data());
-    zeros_.assign(static_cast<size_t>(w * c), 0.f);
-    int64_t cout = c;
-    if (project_w) {
-      if (project_w->ndim() != 2 || project_w->shape(1) != c) throw ArgError("project_w: expected [cout, c]");
-      cout = project_w->shape(0);
-      project_ = pack(*project_w, project_b, cout, c);
-    }
+  // expand: a gemm1x1 Conv2D object; dw: a depthwise one on its output; project: a gemm1x1
+  // Conv2D object on dw's output, or null. max_band > 0 caps the rows per band below what the
+  // scratch budget allows.
+  FusedBlock(const NativeOp& expand, const NativeOp& dw, const NativeOp* project, int64_t max_band)
+      : fn_(MSV0_DISPATCH(fused_block_f32)) {
+    const PointwiseParts* e = pointwise_parts(expand);
+    const DepthwiseParts* d = depthwise_parts(dw);
+    const PointwiseParts* p = project ? pointwise_parts(*project) : nullptr;
+    if (!e || !d || (project && !p)) throw ArgError("FusedBlock: expected gemm1x1, depthwise[, gemm1x1] Conv2D objects");
+    if (expand.outputs()[0].shape != dw.inputs()[0].shape || (project && dw.outputs()[0].shape != project->inputs()[0].shape))
+      throw ArgError("FusedBlock: each object must read the previous one's output");
+    const DwArgs& da = d->args;
+    if (da.h < 1 || da.w < 1) throw ArgError("FusedBlock: empty image");
+    expand_ = e->b;
+    dw_ = d->w;
+    project_ = p ? p->b : nullptr;
+    zeros_.assign(static_cast<size_t>(da.w * da.c), 0.f);
+    const int64_t c = da.c, cin = expand_->k, cout = p ? project_->n : c;
     f_.x = nullptr;
     f_.y = nullptr;
-    f_.expand = GemmArgs{nullptr, 0, expand_.w.data(), bias_of(expand_), nullptr, 0, 0, c, cin, e_lo, e_hi};
-    f_.dw = DwArgs{nullptr, nullptr, dw_w_.data(), dw_b_.data(), zeros_.data(), n, h, w, c, oh, ow, cp,
-                   kh, kw, sh, sw, dh, dw, pt, pl, d_lo, d_hi};
-    f_.project = GemmArgs{nullptr, 0, project_w ? project_.w.data() : nullptr, bias_of(project_), nullptr, 0, 0,
-                          cout, c, p_lo, p_hi};
-    f_.n = n;
-    f_.h = h;
-    f_.oh = oh;
+    f_.expand = GemmArgs{nullptr, 0, expand_->w.data(), expand_->bias_or_null(), nullptr, 0, 0, c, cin, e->lo, e->hi};
+    f_.dw = da;
+    f_.dw.zeros = zeros_.data();
+    f_.project = GemmArgs{nullptr, 0, p ? project_->w.data() : nullptr, p ? project_->bias_or_null() : nullptr,
+                          nullptr, 0, 0, cout, c, p ? p->lo : 0.f, p ? p->hi : 0.f};
+    f_.n = da.n;
+    f_.h = da.h;
+    f_.oh = da.oh;
     // The widest band whose scratch fits kBandFloats, at least one row.
-    const int64_t row = w * c, out_row = project_w ? ow * c : 0;
+    const int64_t row = da.w * c, out_row = p ? da.ow * c : 0;
     int64_t band = 1;
-    while (band < oh && fused_expanded_rows(f_.dw, band + 1) * row + (band + 1) * out_row <= kBandFloats) ++band;
+    while (band < da.oh && fused_expanded_rows(f_.dw, band + 1) * row + (band + 1) * out_row <= kBandFloats) ++band;
     f_.band = max_band > 0 ? std::min(band, max_band) : band;
     scratch_ = fused_expanded_rows(f_.dw, f_.band) * row + f_.band * out_row;
-    x_shape_ = {n, h, w, cin};
-    y_shape_ = {n, oh, ow, cout};
+    set_operands({expand.inputs()[0]}, {(project ? project : &dw)->outputs()[0]});
   }
 
   void run(const void* const* in, void* const* out) const override {
     FusedArgs f = f_;
     f.x = static_cast<const float*>(in[0]);
     f.y = static_cast<float*>(out[0]);
-    const FusedBlockFn fn = MSV0_DISPATCH(fused_block_f32);
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1, rows = f.n * f.oh;
     // One contiguous share of rows per thread: every share recomputes the rows of e its first
     // band shares with the share before it.
     parallel_for(rows, (rows + threads - 1) / threads, [&](int64_t r0, int64_t r1) {
-      fn(f, r0, r1, thread_scratch(static_cast<size_t>(scratch_)));
+      fn_(f, r0, r1, thread_scratch(static_cast<size_t>(scratch_)));
     });
   }
-
-  void run_arrays(const py::array& x, py::array& y) const {
-    expect_shape(x, x_shape_, "x");
-    expect_shape(y, y_shape_, "y");
-    const void* in[1] = {in_ptr<float>(x, "x")};
-    void* out[1] = {out_ptr<float>(y, "y")};
-    py::gil_scoped_release unlocked;
-    run(in, out);
-  }
-
+  const char* name() const override { return "fused_block"; }
   int64_t band() const { return f_.band; }
 
  private:
-  struct Packed {
-    std::vector<float> w, bias;
-  };
-
-  // weight [n, k] is B^T of the 1x1 conv's GEMM.
-  static Packed pack(const py::array& weight, const std::optional<py::array>& bias, int64_t n, int64_t k) {
-    Packed p;
-    p.w.resize(static_cast<size_t>(sgemm_packed_size(n, k)));
-    sgemm_pack_b(in_ptr<float>(weight, "weight"), k, true, n, k, p.w.data());
-    if (bias) {
-      expect_shape(*bias, {n}, "bias");
-      const float* pb = in_ptr<float>(*bias, "bias");
-      p.bias.assign(pb, pb + n);
-    }
-    return p;
-  }
-
-  static const float* bias_of(const Packed& p) { return p.bias.empty() ? nullptr : p.bias.data(); }
-
-  Packed expand_, project_;
-  std::vector<float> dw_w_, dw_b_, zeros_;
+  FusedBlockFn fn_;
+  std::shared_ptr<const PackedB> expand_, project_;  // shared with the absorbed objects
+  std::shared_ptr<const DwPacked> dw_;
+  std::vector<float> zeros_;
   FusedArgs f_;
   int64_t scratch_ = 0;
-  std::vector<int64_t> x_shape_, y_shape_;
 };
 
 }  // namespace
 
 MSV0_BIND(m) {
-  py::class_<FusedBlockOp, NativeOp, std::shared_ptr<FusedBlockOp>>(
-      m, "FusedBlock", "1x1 expand conv -> depthwise conv [-> 1x1 project conv] in bands of output rows.")
-      .def(py::init<const py::array&, std::optional<py::array>, float, float, const py::array&,
-                    std::optional<py::array>, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float,
-                    std::optional<py::array>, std::optional<py::array>, float, float, int64_t, int64_t, int64_t,
-                    int64_t, int64_t, int64_t>(),
-           py::arg("expand_w"), py::arg("expand_b"), py::arg("e_lo"), py::arg("e_hi"), py::arg("dw_w"),
-           py::arg("dw_b"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"), py::arg("pt"), py::arg("pl"),
-           py::arg("d_lo"), py::arg("d_hi"), py::arg("project_w"), py::arg("project_b"), py::arg("p_lo"),
-           py::arg("p_hi"), py::arg("n"), py::arg("h"), py::arg("w"), py::arg("oh"), py::arg("ow"),
-           py::arg("max_band") = 0)
-      .def("run", &FusedBlockOp::run_arrays, py::arg("x"), py::arg("y"))
-      .def_property_readonly("band", &FusedBlockOp::band);
+  py::class_<FusedBlock, NativeOp, std::shared_ptr<FusedBlock>>(
+      m, "FusedBlock", "1x1 expand conv -> depthwise conv [-> 1x1 project conv] in bands of output rows, "
+      "reusing the packed weights of those Conv2D kernel objects.")
+      .def(py::init([](std::shared_ptr<NativeOp> expand, std::shared_ptr<NativeOp> dw,
+                       std::shared_ptr<NativeOp> project, int64_t max_band) {
+             if (!expand || !dw) throw ArgError("FusedBlock: expand and dw are required");
+             return std::make_shared<FusedBlock>(*expand, *dw, project.get(), max_band);
+           }), py::arg("expand"), py::arg("dw"), py::arg("project"), py::arg("max_band") = 0)
+      .def_property_readonly("band", &FusedBlock::band);
 }
 
 }  // namespace msv0

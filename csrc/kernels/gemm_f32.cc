@@ -9,7 +9,7 @@
 #include "kernels/kernel.h"
 
 namespace msv0 {
-MSV0_DECLARE(sgemm_f32, SgemmFn)
+MSV0_DECLARE(sgemm_f32, SgemmConfig)
 }  // namespace msv0
 
 #if !MSV0_ONCE
@@ -165,21 +165,8 @@ void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1
   }
 }
 
-MSV0_EXPORT(sgemm_f32)
-}  // namespace MSV0_ISA
-}  // namespace msv0
-
-#else  // binding pass
-#include <optional>
-#include <vector>
-#include <pybind11/stl.h>
-
-#include "runtime/native.h"
-
-namespace msv0 {
-
-int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }
-
+// One layout on every tier today (panels of kGemmNr columns, k-blocked by kGemmKc), so a
+// Session may change tiers without repacking.
 void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst) {
   const int64_t panels = (n + kGemmNr - 1) / kGemmNr;
   for (int64_t k0 = 0; k0 < k; k0 += kGemmKc)
@@ -191,87 +178,89 @@ void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64
         }
 }
 
-void sgemm_run(const GemmArgs& g) {
-  const SgemmFn fn = MSV0_DISPATCH(sgemm_f32);
-  const int64_t panels = (g.n + kGemmNr - 1) / kGemmNr;
-  // Split rows when there are enough of them, else panels (a batch-1 FullConnection).
-  if (g.m >= 4 * panels || g.m >= 64)
-    parallel_for(g.m, 12, [&](int64_t m0, int64_t m1) { fn(g, m0, m1, 0, panels); });
-  else  // in pairs of panels, the widest micro-kernel tile (two panels on AVX-512)
-    parallel_for((panels + 1) / 2, 1,
-                 [&](int64_t q0, int64_t q1) { fn(g, 0, g.m, 2 * q0, q1 * 2 < panels ? q1 * 2 : panels); });
+MSV0_EXPORT_CONFIG(sgemm_f32, sgemm_f32, kMr, kPt * kGemmNr, sgemm_pack_b)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <optional>
+#include <string>
+#include <vector>
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+
+const SgemmConfig& sgemm_config() { return MSV0_DISPATCH(sgemm_f32); }
+
+std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k,
+                                      const float* bias) {
+  auto p = std::make_shared<PackedB>();
+  p->n = n;
+  p->k = k;
+  p->w.resize(static_cast<size_t>(sgemm_packed_size(n, k)));
+  sgemm_config().pack(b, ldb, transposed, n, k, p->w.data());
+  if (bias) p->bias.assign(bias, bias + n);
+  return p;
 }
 
-// A GEMM with B packed once: the weight of a FullConnection or of a constant MatMul operand.
-class PackedGemm {
+void sgemm_run(const SgemmConfig& cfg, const GemmArgs& g) {
+  const int64_t panels = (g.n + kGemmNr - 1) / kGemmNr, tile = cfg.nr / kGemmNr;
+  // Split rows when there are enough of them, else panels (a batch-1 FullConnection), in
+  // whole micro-kernel tiles either way.
+  if (g.m >= 4 * panels || g.m >= 64)
+    parallel_for(g.m, cfg.mr, [&](int64_t m0, int64_t m1) { cfg.fn(g, m0, m1, 0, panels); });
+  else
+    parallel_for((panels + tile - 1) / tile, 1, [&](int64_t q0, int64_t q1) {
+      cfg.fn(g, 0, g.m, tile * q0, q1 * tile < panels ? q1 * tile : panels);
+    });
+}
+
+// y = clamp(x · B + bias, lo, hi) with B packed once: a FullConnection, or a constant MatMul
+// operand. x holds rows x k floats and y rows x n, in the shapes fixed here.
+class Gemm : public NativeOp {
  public:
-  PackedGemm(const py::array& b, bool transposed, std::optional<py::array> bias)
-      : transposed_(transposed) {
+  Gemm(const py::array& b, bool transposed, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
+       const std::vector<int64_t>& y_shape, float lo, float hi)
+      : gemm_(&sgemm_config()), lo_(lo), hi_(hi) {
     if (b.ndim() != 2) throw ArgError("weight: expected a 2-D array");
-    const float* pb = in_ptr<float>(b, "weight");
-    n_ = transposed ? b.shape(0) : b.shape(1);
-    k_ = transposed ? b.shape(1) : b.shape(0);
-    packed_.resize(static_cast<size_t>(sgemm_packed_size(n_, k_)));
-    sgemm_pack_b(pb, b.shape(1), transposed, n_, k_, packed_.data());
-    if (bias) {
-      expect_shape(*bias, {n_}, "bias");
-      const float* pbias = in_ptr<float>(*bias, "bias");
-      bias_.assign(pbias, pbias + n_);
-    }
+    const int64_t n = transposed ? b.shape(0) : b.shape(1), k = transposed ? b.shape(1) : b.shape(0);
+    if (bias) expect_shape(*bias, {n}, "bias");
+    checked_shape(x_shape, x_shape.size(), "x_shape");
+    checked_shape(y_shape, y_shape.size(), "y_shape");
+    if (y_shape.empty() || y_shape.back() != n) throw ArgError("y_shape: last dim must be " + std::to_string(n));
+    rows_ = n ? elements(y_shape) / n : elements(std::vector<int64_t>(y_shape.begin(), y_shape.end() - 1));
+    if (elements(x_shape) != rows_ * k)
+      throw ArgError("x_shape: expected " + std::to_string(rows_) + " rows of " + std::to_string(k));
+    b_ = pack_b(in_ptr<float>(b, "weight"), b.shape(1), transposed, n, k,
+                bias ? in_ptr<float>(*bias, "bias") : nullptr);
+    set_operands({{x_shape}}, {{y_shape}});
   }
 
-  // y[m, n] = clamp(x[m, k] · B + bias); x and y are 2-D C-contiguous.
-  void run(const py::array& x, py::array& y, float lo, float hi) const {
-    if (x.ndim() != 2 || x.shape(1) != k_) throw ArgError("x: expected shape (m, " + std::to_string(k_) + ")");
-    expect_shape(y, {x.shape(0), n_}, "y");
-    const GemmArgs g = args(in_ptr<float>(x, "x"), out_ptr<float>(y, "y"), x.shape(0), lo, hi);
-    py::gil_scoped_release unlocked;
-    sgemm_run(g);
-  }
-
-  int64_t n() const { return n_; }
-  int64_t k() const { return k_; }
-
-  GemmArgs args(const float* x, float* y, int64_t rows, float lo, float hi) const {
-    return GemmArgs{x, k_, packed_.data(), bias_.empty() ? nullptr : bias_.data(), y, n_, rows, n_, k_, lo, hi};
-  }
-
- private:
-  bool transposed_;
-  int64_t n_ = 0, k_ = 0;
-  std::vector<float> packed_, bias_;
-};
-
-// y[rows, n] = clamp(x[rows, k] · B + bias) on raw buffers, for a Program.
-class GemmOp : public NativeOp {
- public:
-  GemmOp(std::shared_ptr<const PackedGemm> g, int64_t rows, float lo, float hi)
-      : g_(std::move(g)), rows_(rows), lo_(lo), hi_(hi) {}
   void run(const void* const* in, void* const* out) const override {
-    sgemm_run(g_->args(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), rows_, lo_, hi_));
+    sgemm_run(*gemm_, GemmArgs{static_cast<const float*>(in[0]), b_->k, b_->w.data(), b_->bias_or_null(),
+                       static_cast<float*>(out[0]), b_->n, rows_, b_->n, b_->k, lo_, hi_});
   }
+  const char* name() const override { return "gemm"; }
 
  private:
-  std::shared_ptr<const PackedGemm> g_;
+  const SgemmConfig* gemm_;  // the tier b_ was packed for
+  std::shared_ptr<const PackedB> b_;
   int64_t rows_;
   float lo_, hi_;
 };
 
 MSV0_BIND(m) {
-  py::class_<GemmOp, NativeOp, std::shared_ptr<GemmOp>>(m, "GemmOp");
-  py::class_<PackedGemm, std::shared_ptr<PackedGemm>>(m, "PackedGemm",
-                         "y = clamp(x · B + bias, lo, hi) with B (k x n, or n x k when transposed) packed once.")
-      .def(py::init<const py::array&, bool, std::optional<py::array>>(), py::arg("b"), py::arg("transposed"),
-           py::arg("bias") = py::none())
-      .def("run", &PackedGemm::run, py::arg("x"), py::arg("y"), py::arg("lo") = -INFINITY,
-           py::arg("hi") = INFINITY)
-      .def("native", [](std::shared_ptr<PackedGemm> g, int64_t rows, float lo, float hi) {
-             if (rows < 0) throw ArgError("rows must be >= 0");
-             return std::shared_ptr<NativeOp>(std::make_shared<GemmOp>(std::move(g), rows, lo, hi));
-           }, py::arg("rows"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
-           "A NativeOp running this product on rows x k inputs.")
-      .def_property_readonly("n", &PackedGemm::n)
-      .def_property_readonly("k", &PackedGemm::k);
+  m.def("sgemm_tile", [] { return py::make_tuple(sgemm_config().mr, sgemm_config().nr); },
+        "(mr, nr): the rows and columns of C per micro-kernel tile on the active tier.");
+  py::class_<Gemm, NativeOp, std::shared_ptr<Gemm>>(m, "Gemm",
+      "y = clamp(x · B + bias, lo, hi) with B (k x n, or n x k when transposed) packed once, on x of x_shape "
+      "(rows x k elements) into y of y_shape (rows x n).")
+      .def(py::init<const py::array&, bool, std::optional<py::array>, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, float, float>(),
+           py::arg("b"), py::arg("transposed"), py::arg("bias"), py::arg("x_shape"), py::arg("y_shape"),
+           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY);
 }
 
 }  // namespace msv0

@@ -27,6 +27,20 @@ struct GemmArgs {
 
 // Rows [m0, m1) and panels [p0, p1) of C.
 using SgemmFn = void (*)(const GemmArgs&, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
+// Packs row-major B (k x n, row stride ldb) or, with transposed, B^T given as n x k (row
+// stride ldb) into dst (sgemm_packed_size floats), in the layout the tier's fn reads.
+using SgemmPackFn = void (*)(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst);
+
+// A tier's SGEMM slot: the micro-kernel driver, its register tile and its packer. Schedulers
+// split work on whole tiles (mr rows, nr columns) of the active tier.
+struct SgemmConfig {
+  SgemmFn fn;
+  int64_t mr;  // rows of C per micro-kernel tile
+  int64_t nr;  // columns of C per micro-kernel tile: a whole number of kGemmNr panels
+  SgemmPackFn pack;
+};
+
+inline int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }
 
 }  // namespace msv0
 
@@ -37,13 +51,25 @@ void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #else
-#include <functional>
+#include <memory>
+#include <vector>
 namespace msv0 {
-// Packs row-major B (k x n, row stride ldb) or, with transposed, B^T given as n x k (row
-// stride ldb) into dst (sgemm_packed_size floats).
-int64_t sgemm_packed_size(int64_t n, int64_t k);
-void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst);
-// Runs the whole product over the bound thread pool (GIL must already be released).
-void sgemm_run(const GemmArgs& g);
+// The active tier's SGEMM slot.
+const SgemmConfig& sgemm_config();
+
+// B packed once per Session by the active tier's packer (pack_b), with its bias (empty for none): what
+// a GEMM-based kernel object owns and a fused block that absorbs it shares.
+struct PackedB {
+  int64_t n = 0, k = 0;
+  std::vector<float> w, bias;
+  const float* bias_or_null() const { return bias.empty() ? nullptr : bias.data(); }
+};
+// b as for SgemmPackFn; bias: n floats, or null.
+std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k,
+                                      const float* bias);
+
+// Runs the whole product with cfg's kernel over the bound thread pool (GIL must already be
+// released); B was packed by cfg.pack.
+void sgemm_run(const SgemmConfig& cfg, const GemmArgs& g);
 }  // namespace msv0
 #endif

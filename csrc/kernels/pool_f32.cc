@@ -88,85 +88,57 @@ MSV0_EXPORT(avgpool2d_f32)
 }  // namespace msv0
 
 #else  // binding pass
+#include <string>
+#include <vector>
+#include <pybind11/stl.h>
+
 #include "runtime/native.h"
 
 namespace msv0 {
 namespace {
 
-PoolArgs pool_args(int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                   int64_t sh, int64_t sw, int64_t pt, int64_t pl, float lo, float hi) {
-  if (kh < 1 || kw < 1) throw ArgError("window must be >= 1");
-  check_strides(sh, sw, 1, 1);
-  check_pads(pt, pl);
-  if (n < 0 || h < 0 || w < 0 || c < 0 || oh < 0 || ow < 0) throw ArgError("shapes must be >= 0");
-  PoolArgs a{nullptr, nullptr, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, c, lo, hi};
-  if (n * oh < 8 && c > 64) a.cblock = 64;  // few rows (a global pool): split channels too
-  return a;
-}
-
-// Runs fn over output rows and channel blocks.
-void pool_exec(PoolFn fn, PoolArgs a, const float* x, float* y) {
-  a.x = x;
-  a.y = y;
-  const int64_t items = a.n * a.oh * ((a.c + a.cblock - 1) / a.cblock);
-  parallel_for(items, 1, [&](int64_t i0, int64_t i1) { fn(a, i0, i1); });
-}
-
-void pool_run(bool max, const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
-              int64_t pt, int64_t pl, float lo, float hi) {
-  if (x.ndim() != 4) throw ArgError("x: expected a 4-D NHWC array");
-  if (y.ndim() != 4) throw ArgError("y: expected a 4-D NHWC array");
-  expect_shape(y, {x.shape(0), y.shape(1), y.shape(2), x.shape(3)}, "y");
-  const PoolArgs a = pool_args(x.shape(0), x.shape(1), x.shape(2), x.shape(3), y.shape(1), y.shape(2), kh, kw,
-                               sh, sw, pt, pl, lo, hi);
-  const float* px = in_ptr<float>(x, "x");
-  float* py = out_ptr<float>(y, "y");
-  py::gil_scoped_release unlocked;
-  pool_exec(max ? MSV0_DISPATCH(maxpool2d_f32) : MSV0_DISPATCH(avgpool2d_f32), a, px, py);
-}
-
-// Pooling on fixed shapes, for a Program.
-class PoolOp : public NativeOp {
+// Max (or mean) pooling of x [n, h, w, c] into y [n, oh, ow, c], the shapes fixed here.
+class Pool2d : public NativeOp {
  public:
-  PoolOp(bool max, const PoolArgs& a) : max_(max), a_(a) {}
-  void run(const void* const* in, void* const* out) const override {
-    pool_exec(max_ ? MSV0_DISPATCH(maxpool2d_f32) : MSV0_DISPATCH(avgpool2d_f32), a_,
-              static_cast<const float*>(in[0]), static_cast<float*>(out[0]));
+  Pool2d(bool max, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+         const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, float lo, float hi)
+      : max_(max), fn_(max ? MSV0_DISPATCH(maxpool2d_f32) : MSV0_DISPATCH(avgpool2d_f32)) {
+    if (kh < 1 || kw < 1) throw ArgError("window must be >= 1");
+    check_strides(sh, sw, 1, 1);
+    check_pads(pt, pl);
+    const auto& x = checked_shape(x_shape, 4, "x_shape");
+    const auto& y = checked_shape(y_shape, 4, "y_shape");
+    if (y[0] != x[0] || y[3] != x[3]) throw ArgError("y_shape: batch and channels must be x's");
+    a_ = PoolArgs{nullptr, nullptr, x[0], x[1], x[2], x[3], y[1], y[2], kh, kw, sh, sw, pt, pl, x[3], lo, hi};
+    if (a_.n * a_.oh < 8 && a_.c > 64) a_.cblock = 64;  // few rows (a global pool): split channels too
+    set_operands({{x}}, {{y}});
   }
+
+  void run(const void* const* in, void* const* out) const override {
+    PoolArgs a = a_;
+    a.x = static_cast<const float*>(in[0]);
+    a.y = static_cast<float*>(out[0]);
+    const int64_t items = a.n * a.oh * ((a.c + a.cblock - 1) / a.cblock);
+    parallel_for(items, 1, [&](int64_t i0, int64_t i1) { fn_(a, i0, i1); });
+  }
+  const char* name() const override { return max_ ? "maxpool2d" : "avgpool2d"; }
 
  private:
   bool max_;
+  PoolFn fn_;
   PoolArgs a_;
 };
 
 }  // namespace
 
 MSV0_BIND(m) {
-  py::class_<PoolOp, NativeOp, std::shared_ptr<PoolOp>>(m, "PoolOp");
-  m.def(
-      "pool2d_native",
-      [](bool max, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-         int64_t sh, int64_t sw, int64_t pt, int64_t pl, float lo, float hi) {
-        return std::shared_ptr<NativeOp>(
-            std::make_shared<PoolOp>(max, pool_args(n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi)));
-      },
-      "A NativeOp pooling [n, h, w, c] -> [n, oh, ow, c] (max, or mean when max is false).", py::arg("max"),
-      py::arg("n"), py::arg("h"), py::arg("w"), py::arg("c"), py::arg("oh"), py::arg("ow"), py::arg("kh"),
-      py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"), py::arg("pl"), py::arg("lo"), py::arg("hi"));
-  m.def(
-      "maxpool2d_f32",
-      [](const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
-         float lo, float hi) { pool_run(true, x, y, kh, kw, sh, sw, pt, pl, lo, hi); },
-      "Max pooling, NHWC float32; windows clipped to the image; result clamped to [lo, hi].", py::arg("x"),
-      py::arg("y"), py::arg("kh"), py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"), py::arg("pl"),
-      py::arg("lo"), py::arg("hi"));
-  m.def(
-      "avgpool2d_f32",
-      [](const py::array& x, py::array& y, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
-         float lo, float hi) { pool_run(false, x, y, kh, kw, sh, sw, pt, pl, lo, hi); },
-      "Mean pooling over the cells inside the image, NHWC float32; result clamped to [lo, hi].",
-      py::arg("x"), py::arg("y"), py::arg("kh"), py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"),
-      py::arg("pl"), py::arg("lo"), py::arg("hi"));
+  py::class_<Pool2d, NativeOp, std::shared_ptr<Pool2d>>(m, "Pool2d",
+      "Max pooling (max=True) or mean pooling over the cells inside the image, NHWC float32, of x [n, h, w, c] "
+      "into y [n, oh, ow, c]; result clamped to [lo, hi].")
+      .def(py::init<bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, float, float>(),
+           py::arg("max"), py::arg("kh"), py::arg("kw"), py::arg("sh"), py::arg("sw"), py::arg("pt"), py::arg("pl"),
+           py::arg("x_shape"), py::arg("y_shape"), py::arg("lo"), py::arg("hi"));
 }
 
 }  // namespace msv0

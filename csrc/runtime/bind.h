@@ -30,23 +30,14 @@ struct ArgError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Arrays handed to kernels: C-contiguous, of dtype T. `what` names the argument in errors.
-template <class T>
-using CArray = py::array_t<T, py::array::c_style>;
-
+// Arrays handed to kernels (weights, biases): C-contiguous, of dtype T. `what` names the
+// argument in errors.
 template <class T>
 const T* in_ptr(const py::array& a, const char* what) {
   if (!py::isinstance<py::array_t<T>>(a) || !(a.flags() & py::array::c_style))
     throw ArgError(std::string(what) + ": expected a C-contiguous array of " +
                    py::str(py::dtype::of<T>()).cast<std::string>());
   return static_cast<const T*>(a.data());
-}
-
-template <class T>
-T* out_ptr(py::array& a, const char* what) {
-  if (!a.writeable()) throw ArgError(std::string(what) + ": output array is read-only");
-  in_ptr<T>(a, what);
-  return static_cast<T*>(a.mutable_data());
 }
 
 // Geometry every windowed kernel object checks at construction (the op layer has already
@@ -57,6 +48,20 @@ inline void check_strides(int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
 
 inline void check_pads(int64_t pt, int64_t pl) {
   if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
+}
+
+// A shape a kernel object is built for: dims >= 0 and `rank` of them.
+inline const std::vector<int64_t>& checked_shape(const std::vector<int64_t>& s, size_t rank, const char* what) {
+  if (s.size() != rank) throw ArgError(std::string(what) + ": expected " + std::to_string(rank) + " dims");
+  for (int64_t d : s)
+    if (d < 0) throw ArgError(std::string(what) + ": negative dim");
+  return s;
+}
+
+inline int64_t elements(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
 }
 
 inline std::vector<int64_t> shape_of(const py::array& a) {

@@ -1,7 +1,11 @@
-// Program: a run of consecutive native steps executed in one call from Python, so the
-// per-node cost of a plan is a virtual call, not a trip through the interpreter.
+// NativeOp's Python face, and Program: a run of consecutive native steps executed in one call
+// from Python, so the per-node cost of a plan is a virtual call, not a trip through the
+// interpreter. Both check arrays against the operands the op was built for, once.
 #include <memory>
+#include <string>
 #include <vector>
+
+#include <pybind11/stl.h>
 
 #include "runtime/bind.h"
 #include "runtime/native.h"
@@ -9,29 +13,57 @@
 namespace msv0 {
 namespace {
 
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+// The data pointer of `a` after checking it against `want`: dtype, C-contiguity, exact shape,
+// and writability for outputs.
+void* operand_ptr(const py::handle& h, const Operand& want, bool output, const std::string& what) {
+  if (!py::isinstance<py::array>(h)) throw ArgError(what + ": expected a NumPy array");
+  auto a = py::reinterpret_borrow<py::array>(h);
+  if (a.dtype().char_() != want.type)
+    throw ArgError(what + ": expected dtype '" + std::string(1, want.type) + "', got '" +
+                   std::string(1, a.dtype().char_()) + "'");
+  if (!(a.flags() & py::array::c_style)) throw ArgError(what + ": not C-contiguous");
+  if (output && !a.writeable()) throw ArgError(what + ": read-only");
+  if (shape_of(a) != want.shape)
+    throw ArgError(what + ": expected shape " + shape_str(want.shape) + ", got " + shape_str(shape_of(a)));
+  return const_cast<void*>(a.data());
+}
+
+struct Bound {
+  std::vector<const void*> in;
+  std::vector<void*> out;
+};
+
+Bound bind_arrays(const NativeOp& op, const py::sequence& inputs, const py::sequence& outputs) {
+  const std::string name = op.name();
+  if (py::len(inputs) != op.inputs().size() || py::len(outputs) != op.outputs().size())
+    throw ArgError(name + ": expected " + std::to_string(op.inputs().size()) + " input(s) and " +
+                   std::to_string(op.outputs().size()) + " output(s)");
+  Bound b;
+  for (size_t i = 0; i < op.inputs().size(); ++i)
+    b.in.push_back(operand_ptr(inputs[i], op.inputs()[i], false, name + " input " + std::to_string(i)));
+  for (size_t i = 0; i < op.outputs().size(); ++i)
+    b.out.push_back(operand_ptr(outputs[i], op.outputs()[i], true, name + " output " + std::to_string(i)));
+  return b;
+}
+
 class Program {
  public:
   void add(std::shared_ptr<NativeOp> op, const py::list& inputs, const py::list& outputs) {
-    Step s{std::move(op), {}, {}};
-    for (const auto& a : inputs) {
-      auto arr = py::reinterpret_borrow<py::array>(a);
-      if (!(arr.flags() & py::array::c_style)) throw ArgError("program input is not C-contiguous");
-      s.in.push_back(arr.data());
-      keep_.push_back(arr);
-    }
-    for (const auto& a : outputs) {
-      auto arr = py::reinterpret_borrow<py::array>(a);
-      if (!arr.writeable() || !(arr.flags() & py::array::c_style))
-        throw ArgError("program output is not a writable C-contiguous array");
-      s.out.push_back(arr.mutable_data());
-      keep_.push_back(arr);
-    }
-    steps_.push_back(std::move(s));
+    Bound b = bind_arrays(*op, inputs, outputs);
+    for (const auto& a : inputs) keep_.push_back(py::reinterpret_borrow<py::object>(a));
+    for (const auto& a : outputs) keep_.push_back(py::reinterpret_borrow<py::object>(a));
+    steps_.push_back(Step{std::move(op), std::move(b)});
   }
 
   void run() const {
     py::gil_scoped_release unlocked;
-    for (const Step& s : steps_) s.op->run(s.in.data(), s.out.data());
+    for (const Step& s : steps_) s.op->run(s.args.in.data(), s.args.out.data());
   }
 
   size_t size() const { return steps_.size(); }
@@ -39,16 +71,34 @@ class Program {
  private:
   struct Step {
     std::shared_ptr<NativeOp> op;
-    std::vector<const void*> in;
-    std::vector<void*> out;
+    Bound args;
   };
   std::vector<Step> steps_;
-  std::vector<py::array> keep_;  // the buffers the pointers above point into
+  std::vector<py::object> keep_;  // the arrays the pointers above point into
 };
+
+py::list shapes_of(const std::vector<Operand>& ops) {
+  py::list r;
+  for (const Operand& o : ops) r.append(py::tuple(py::cast(o.shape)));
+  return r;
+}
 
 }  // namespace
 
 MSV0_BIND(m) {
+  // module.cc registers the class first, so that kernel files' binders can derive from it.
+  py::class_<NativeOp, std::shared_ptr<NativeOp>> native(m.attr("NativeOp"));
+  native
+      .def("__call__", [](const NativeOp& op, const py::sequence& inputs, const py::sequence& outputs) {
+             const Bound b = bind_arrays(op, inputs, outputs);
+             py::gil_scoped_release unlocked;
+             op.run(b.in.data(), b.out.data());
+           }, py::arg("inputs"), py::arg("outputs"),
+           "Run once on arrays of exactly the dtypes and shapes the op was built for (ValueError otherwise).")
+      .def_property_readonly("name", &NativeOp::name)
+      .def_property_readonly("input_shapes", [](const NativeOp& op) { return shapes_of(op.inputs()); })
+      .def_property_readonly("output_shapes", [](const NativeOp& op) { return shapes_of(op.outputs()); });
+
   py::class_<Program>(m, "Program", "Native steps run back to back with the GIL released.")
       .def(py::init<>())
       .def("add", &Program::add, py::arg("op"), py::arg("inputs"), py::arg("outputs"))

@@ -2,15 +2,12 @@
 depthwise conv and optionally a 1x1 project Conv2D become one native step
 (csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory.
 
-Build functions describe a step the pass may absorb by setting Plan.parts to a Conv1x1 or a
-Depthwise; the pass only merges consecutive steps whose intermediate has that one consumer and
-is not a graph output, so the fused step reads and writes exactly what the chain did.
+The pass absorbs steps whose Conv2D kernel object (Plan.kernel) is a 1x1 GEMM ("gemm1x1") or a
+depthwise conv ("depthwise"), and the fused object reuses their packed weights. It only merges
+consecutive steps whose intermediate has that one consumer and is not a graph output, so the
+fused step reads and writes exactly what the chain did.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
-
-import numpy as np
 
 from msv0 import _core
 from msv0.registry import Plan
@@ -22,32 +19,6 @@ MIN_ROWS_PER_THREAD = 7
 # Output rows per band when > 0; 0 lets the kernel take as many as its per-thread L2 budget
 # holds. Tests set 1 or 2 so that small images still cross band boundaries.
 MAX_BAND = 0
-
-
-@dataclass(frozen=True)
-class Conv1x1:
-    """A 1x1, stride-1, unpadded, group-1 Conv2D: y = clamp(x · weight^T + bias)."""
-
-    weight: np.ndarray  # [cout, cin] float32
-    bias: np.ndarray | None
-    lo: float
-    hi: float
-
-
-@dataclass(frozen=True)
-class Depthwise:
-    """A depthwise conv with one output channel per input channel."""
-
-    weight: np.ndarray  # [c, kh, kw] float32
-    bias: np.ndarray | None
-    sh: int
-    sw: int
-    dh: int
-    dw: int
-    pt: int
-    pl: int
-    lo: float
-    hi: float
 
 
 def fuse_blocks(planned: list, uses: dict[int, int], num_threads: int) -> list:
@@ -77,31 +48,25 @@ def _feeds(planned, i, uses) -> bool:
     return uses.get(outs[0], 0) == 1 and ins[0] == outs[0] and outs[0] not in ins[1:]
 
 
+def _is(plan: Plan, algorithm: str) -> bool:
+    return plan.kernel is not None and plan.kernel.name == algorithm
+
+
 def _chain(planned, i, uses, num_threads):
     label, expand, ins, _ = planned[i]
-    if not isinstance(expand.parts, Conv1x1) or not _feeds(planned, i, uses):
+    if not _is(expand, "gemm1x1") or not _feeds(planned, i, uses):
         return None
     dw_label, dw_plan, _, dw_outs = planned[i + 1]
-    dw = dw_plan.parts
-    if not isinstance(dw, Depthwise):
+    if not _is(dw_plan, "depthwise"):
         return None
-    (n, h, w, _), _ = expand.outputs[0]
-    (_, oh, ow, _), _ = dw_plan.outputs[0]
+    (_, oh, _, _), _ = dw_plan.outputs[0]
     if oh < MIN_ROWS_PER_THREAD * num_threads:
         return None
     length, project, outs, labels = 2, None, dw_outs, [label, dw_label]
-    if _feeds(planned, i + 1, uses) and isinstance(planned[i + 2][1].parts, Conv1x1):
-        project_label, project_plan, _, outs = planned[i + 2]
-        project, length = project_plan.parts, 3
+    if _feeds(planned, i + 1, uses) and _is(planned[i + 2][1], "gemm1x1"):
+        project_label, project, _, outs = planned[i + 2]
+        length = 3
         labels.append(project_label)
-    e = expand.parts
-    op = _core.FusedBlock(e.weight, e.bias, e.lo, e.hi, dw.weight, dw.bias, dw.sh, dw.sw, dw.dh, dw.dw, dw.pt,
-                          dw.pl, dw.lo, dw.hi, project.weight if project else None,
-                          project.bias if project else None, project.lo if project else 0.0,
-                          project.hi if project else 0.0, n, h, w, oh, ow, MAX_BAND)
-    out_plan = (project_plan if project else dw_plan).outputs
-
-    def run(inputs, outputs):
-        op.run(inputs[0], outputs[0])
-
-    return ("fused " + " + ".join(labels), Plan(out_plan, run, native=op), [ins[0]], outs), length
+    block = _core.FusedBlock(expand.kernel, dw_plan.kernel, project.kernel if project else None, MAX_BAND)
+    out_plan = (project or dw_plan).outputs
+    return ("fused " + " + ".join(labels), Plan(out_plan, kernel=block), [ins[0]], outs), length

@@ -1,9 +1,10 @@
 """The op registry: one build function per schema primitive, registered with @op.
 
 A build function gets the node and what is known of its inputs at plan time (shape, dtype,
-and the value when it is constant) and returns a Plan: the output shapes and dtypes, and a
-run(inputs, outputs) callable that writes the outputs in place. Weight packing and every
-other per-model preparation happen in the build function, once per Session.
+and the value when it is constant) and returns a Plan: the output shapes and dtypes, and
+either a native kernel object (a _core.NativeOp built for exactly these shapes, with its
+weights packed) or a run(inputs, outputs) callable; both write the outputs in place. Weight
+packing and every other per-model preparation happen in the build function, once per Session.
 """
 from __future__ import annotations
 
@@ -41,22 +42,35 @@ class Value:
 @dataclass
 class Plan:
     outputs: list[tuple[Shape, np.dtype]]
-    run: RunFn
+    # How the step runs when it is not native: run(inputs, outputs). For a native step it calls
+    # the kernel object, so every caller (Programs, the data-flow executor, constant folding)
+    # runs the same object.
+    run: RunFn | None = None
     # Whether a node whose inputs are all constant may run once at plan time (constant folding).
     foldable: bool = True
-    # A _core.NativeOp computing the same as `run` on raw buffers; consecutive native steps run
-    # as one C++ Program with no Python between them.
-    native: Any = None
+    # The step's _core.NativeOp, built for exactly the node's shapes; consecutive native steps
+    # run as one C++ Program with no Python between them. Its inputs are the node's first
+    # inputs; the node's later inputs (weights, bias) are packed into it.
+    kernel: Any = None
     # Output values already known at plan time although some input is not (Shape of a
     # runtime input): the outputs become constants and the node never runs.
     known: list[np.ndarray] | None = None
-    # What msv0.fusion needs to merge this step with its neighbours (a fusion.Conv1x1 or
-    # fusion.Depthwise), or None.
-    parts: Any = None
     # {output k: input j}: output k is input j's data under a new shape (Reshape and its kin).
     # The session then places k on j's bytes and skips the step; `run` (a copy) is for when it
     # cannot, as when j is a constant.
     views: dict[int, int] | None = None
+
+    def __post_init__(self):
+        if self.kernel is not None:
+            if self.run is not None:
+                raise TypeError("a Plan has a kernel or a run function, not both")
+            kernel, n = self.kernel, self.kernel_inputs
+            self.run = lambda inputs, outputs: kernel(inputs[:n], outputs)
+
+    @property
+    def kernel_inputs(self) -> int:
+        """How many of the node's inputs the kernel object reads."""
+        return len(self.kernel.input_shapes)
 
 
 @dataclass(frozen=True)

@@ -71,10 +71,6 @@ class Session:
     """Runs a model. `model` is a Model or anything msv0.load accepts. `memory_limit` bounds the
     bytes the Session plans for its tensors (ResourceError beyond it)."""
 
-    # Whether kernels with a native form run as C++ Programs (False: one Python call per node,
-    # the reference the Programs are tested against).
-    native = True
-
     def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1,
                  memory_limit: int = DEFAULT_MEMORY_LIMIT):
         self.model = model if isinstance(model, Model) else load(model)
@@ -178,11 +174,10 @@ class Session:
     def _compile(self, sig: Signature) -> CompiledPlan:
         model = self.model
         values, planned = self._infer(sig)
-        if self.native:
-            uses: dict[int, int] = {}
-            for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
-                uses[k] = uses.get(k, 0) + 1
-            planned = fuse_blocks(planned, uses, self.num_threads)
+        uses: dict[int, int] = {}
+        for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
+            uses[k] = uses.get(k, 0) + 1
+        planned = fuse_blocks(planned, uses, self.num_threads)
         # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
         views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
                  if values[ins[j]].const is None}
@@ -198,14 +193,14 @@ class Session:
             if plan.views and all(k in views for k in outs):  # its outputs already are its inputs' bytes
                 continue
             in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
-            if plan.native is None or not self.native:
+            if plan.kernel is None:
                 steps.append(Step(label, plan.run, in_arrays, out_arrays))
                 program = None
                 continue
             if program is None:  # start a run of native steps
                 program = _core.Program()
                 steps.append(Step("native program", _run_program(program), [], []))
-            program.add(plan.native, [np.ascontiguousarray(a) for a in in_arrays], out_arrays)
+            program.add(plan.kernel, [np.require(a, requirements="C") for a in in_arrays[:plan.kernel_inputs]], out_arrays)
         return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
                             [array(k) for k in model.graph_outputs], total)
 

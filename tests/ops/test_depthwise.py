@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import msv0
 from msv0 import ModelError, _core
 from oprun import Const, run_op
 from msv0.fb.ActivationType import ActivationType
@@ -64,7 +65,9 @@ def test_dwconv2d_f32(isa, rng, c, geom):
     ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
     want = dwconv_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, lo=-1.5, hi=2.0)
     got = np.full_like(want, np.nan)  # canary: an element the kernel skips stays NaN
-    _core.PackedDwConv(wt, bias, sh, sw, dh, dw, pt, pl, -1.5, 2.0).run(x, got)
+    conv = _core.conv2d_f32(wt[..., None], bias, c, sh, sw, dh, dw, pt, pl, x.shape, got.shape, -1.5, 2.0)
+    assert conv.name == "depthwise"
+    conv([x], [got])
     np.testing.assert_allclose(got, want, **tol(kh, kw))
 
 
@@ -163,11 +166,13 @@ def test_depthwise_errors(rng, bad, match):
 
 
 def test_dwconv2d_f32_bad_args():
-    conv = _core.PackedDwConv(np.zeros((4, 3, 3), np.float32), None, 1, 1, 1, 1, 1, 1)
-    with pytest.raises(ValueError, match="x"):
-        conv.run(np.zeros((1, 5, 5, 3), np.float32), np.zeros((1, 5, 5, 4), np.float32))
-    with pytest.raises(ValueError, match="y"):
-        conv.run(np.zeros((1, 5, 5, 4), np.float32), np.zeros((1, 5, 5, 3), np.float32))
+    conv = _core.conv2d_f32(np.zeros((4, 3, 3, 1), np.float32), None, 4, 1, 1, 1, 1, 1, 1, (1, 5, 5, 4), (1, 5, 5, 4))
+    with pytest.raises(ValueError, match="input 0"):
+        conv([np.zeros((1, 5, 5, 3), np.float32)], [np.zeros((1, 5, 5, 4), np.float32)])
+    with pytest.raises(ValueError, match="output 0"):
+        conv([np.zeros((1, 5, 5, 4), np.float32)], [np.zeros((1, 5, 5, 3), np.float32)])
+    with pytest.raises(ValueError, match="x_shape"):
+        _core.conv2d_f32(np.zeros((4, 3, 3, 1), np.float32), None, 4, 1, 1, 1, 1, 1, 1, (1, 5, 5, 3), (1, 5, 5, 4))
 
 
 def dedw_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, lo=-np.inf, hi=np.inf):
@@ -216,3 +221,21 @@ def test_dedepthwise_same_lower_fails(rng):
     wt = rng.standard_normal((3, 3, 3, 1), dtype=np.float32)
     with pytest.raises(ModelError, match="pad mode"):
         run_op("DeDepthwiseConv2D", [x, Const(wt, format=7)], **dw_attrs(3, 2, 1, (1, 1, 1, 1), PadMode.SAME_LOWER))
+
+
+def test_kernel_object_keeps_the_tier_it_was_built_for(rng):
+    """A kernel object packs its weights for the slot active when it is built (channels padded to
+    that tier's lane count) and keeps that slot: raising the cap later must not make it read
+    whole vectors past a narrower tier's padding, nor change its result."""
+    c = 5
+    x = rng.standard_normal((1, 9, 7, c), dtype=np.float32)
+    wt = rng.standard_normal((c, 3, 3), dtype=np.float32)
+    bias = rng.standard_normal(c, dtype=np.float32)
+    with msv0.isa_cap("scalar"):
+        conv = _core.conv2d_f32(wt[..., None], bias, c, 1, 1, 1, 1, 1, 1, x.shape, x.shape)
+        built = np.full(x.shape, np.nan, np.float32)
+        conv([x], [built])
+    later = np.full(x.shape, np.nan, np.float32)
+    conv([x], [later])
+    np.testing.assert_array_equal(later, built)
+    np.testing.assert_allclose(later, dwconv_ref(x, wt, bias, 1, 1, 1, 1, 1, 1, 9, 7), **tol(3, 3))

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import msv0
+from msv0 import _core
+from msv0.ops.elementwise import native_binary
 from oprun import Const, run_op, ort_run
 
 # (shape a, shape b): r1.1 broadcasting corners.
@@ -236,12 +238,44 @@ def test_native_binary_kernel(isa, rng, sa, sb, name, ref, act):
     np.testing.assert_allclose(y, want, rtol=1e-6)  # one rounding (division may differ by 1 ulp)
 
 
-def test_native_binary_keeps_nan_without_activation():
-    a = np.array([np.nan, 1, np.inf], np.float32)
-    (y,) = run_op("Add", [a, np.ones(3, np.float32)])
-    assert np.isnan(y[0]) and y[1] == 2 and y[2] == np.inf
-    (y,) = run_op("Add", [a, np.ones(3, np.float32)], activationType=1)  # r1.1: x > 0 ? x : 0
-    np.testing.assert_array_equal(y, [0, 2, np.inf])
+@pytest.mark.parametrize("size", [3, 37])  # a tail only; two AVX-512 vectors and a tail
+def test_native_binary_keeps_nan_without_activation(isa, size):
+    a = np.ones(size, np.float32)
+    a[[0, size - 2, size - 1]] = [np.nan, 1, np.inf]
+    a[size // 2] = np.nan  # in a whole vector when size > 32
+    nan = np.isnan(a)
+    (y,) = run_op("Add", [a, np.ones(size, np.float32)])
+    assert np.isnan(y[nan]).all() and (y[~nan][:-1] == 2).all() and y[-1] == np.inf
+    (y,) = run_op("Add", [a, np.ones(size, np.float32)], activationType=1)  # r1.1: x > 0 ? x : 0
+    np.testing.assert_array_equal(y[nan], 0)
+    np.testing.assert_array_equal(y[~nan], np.where(np.isinf(a[~nan]), np.inf, 2))
+
+
+GUARD = 37  # floats of NaN on each side of the output, checked untouched
+
+
+@pytest.mark.parametrize("sa,sb", NATIVE_SHAPES, ids=str)
+def test_binary_kernel_canary(isa, rng, sa, sb):
+    """Called directly: every output element written (NaN canaries), nothing outside y (guard
+    regions on both sides), for full, row and single-value operands."""
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = (rng.standard_normal(sb) + 3).astype(np.float32)
+    out = np.broadcast_shapes(sa, sb)
+    kernel = native_binary("Div", sa, sb, out, 3)
+    size = int(np.prod(out))
+    buf = np.full(size + 2 * GUARD, np.nan, np.float32)
+    y = buf[GUARD:GUARD + size].reshape(out)
+    kernel([a, b], [y])
+    assert np.isnan(buf[:GUARD]).all() and np.isnan(buf[GUARD + size:]).all(), "wrote outside y"
+    np.testing.assert_allclose(y, np.clip(a / b, 0, 6), rtol=1e-6)
+
+
+def test_binary_kernel_checks_its_operands():
+    kernel = _core.Binary(0, 0, 1, 4, (3, 4), (4,), (3, 4))
+    with pytest.raises(ValueError, match="input 1: expected shape"):
+        kernel([np.zeros((3, 4), np.float32), np.zeros((1, 4), np.float32)], [np.zeros((3, 4), np.float32)])
+    with pytest.raises(ValueError, match="b_shape"):
+        _core.Binary(0, 0, 1, 4, (3, 4), (5,), (3, 4))
 
 
 def test_logical_xor_matches_onnxruntime(rng):

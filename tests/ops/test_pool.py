@@ -41,7 +41,6 @@ WINDOWS = [
     (5, 5, 3, 3, 2, 2, 2, 2, 9, 7),
     (2, 2, 3, 3, 0, 0, 0, 0, 13, 6),
 ]
-KERNELS = {PoolMode.MAX_POOLING: _core.maxpool2d_f32, PoolMode.MEAN_POOLING: _core.avgpool2d_f32}
 
 
 @pytest.mark.parametrize("mode", [PoolMode.MAX_POOLING, PoolMode.MEAN_POOLING], ids=["max", "mean"])
@@ -53,7 +52,7 @@ def test_pool2d_f32(isa, rng, mode, c, win):
     oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
     want = pool_ref(x, mode, kh, kw, sh, sw, pt, pl, oh, ow, -1.0, 1.5)
     got = np.full_like(want, np.nan)  # canary: an element the kernel skips stays NaN
-    KERNELS[mode](x, got, kh, kw, sh, sw, pt, pl, -1.0, 1.5)
+    _core.Pool2d(mode == PoolMode.MAX_POOLING, kh, kw, sh, sw, pt, pl, x.shape, got.shape, -1.0, 1.5)([x], [got])
     np.testing.assert_array_equal(got, want)
 
 
@@ -131,9 +130,10 @@ def test_pooling_errors(rng, attrs, match):
 
 
 def test_pool2d_f32_bad_args():
-    with pytest.raises(ValueError, match="y"):
-        _core.maxpool2d_f32(np.zeros((1, 4, 4, 3), np.float32), np.zeros((1, 2, 2, 4), np.float32),
-                            2, 2, 2, 2, 0, 0, -FLT_MAX, FLT_MAX)
+    with pytest.raises(ValueError, match="y_shape"):
+        _core.Pool2d(True, 2, 2, 2, 2, 0, 0, (1, 4, 4, 3), (1, 2, 2, 4), -FLT_MAX, FLT_MAX)
     with pytest.raises(ValueError, match="strides"):
-        _core.avgpool2d_f32(np.zeros((1, 4, 4, 3), np.float32), np.zeros((1, 2, 2, 3), np.float32),
-                            2, 2, 0, 2, 0, 0, -FLT_MAX, FLT_MAX)
+        _core.Pool2d(False, 2, 2, 0, 2, 0, 0, (1, 4, 4, 3), (1, 2, 2, 3), -FLT_MAX, FLT_MAX)
+    pool = _core.Pool2d(True, 2, 2, 2, 2, 0, 0, (1, 4, 4, 3), (1, 2, 2, 3), -FLT_MAX, FLT_MAX)
+    with pytest.raises(ValueError, match="shape"):
+        pool([np.zeros((1, 4, 4, 3), np.float32)], [np.zeros((1, 2, 3, 3), np.float32)])

@@ -1,4 +1,5 @@
-"""Conv2D and DeConv2D, NHWC float32 (format-v0.md §5): shapes, pads and weight packing."""
+"""Conv2D and DeConv2D, NHWC float32 (format-v0.md §5): attribute checks and shapes; the kernel
+objects (csrc/kernels/conv2d_f32.cc, deconv2d_f32.cc) choose the algorithm and pack the weights."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,14 +8,9 @@ import numpy as np
 
 from msv0 import _core
 from msv0.fb.PadMode import PadMode
-from msv0.fusion import Conv1x1, Depthwise
 from msv0.geometry import conv_size, deconv_size
 from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
 from msv0.weights import float_weight
-
-# Up to this many input channels (network stems: RGB), a group-1 conv takes the direct kernel:
-# with K = kh*kw*c this small, the im2col copy and the GEMM's panel overhead outweigh the sums.
-DIRECT_MAX_CHANNELS = 4
 
 
 def _geometry(node, a, weight_hw):
@@ -100,37 +96,10 @@ def conv_geometry(node, ins) -> ConvGeometry:
 @op("Conv2D")
 def conv2d(node, ins):
     g = conv_geometry(node, ins)
-    n, h, w, c, weight, bias, group = g.n, g.h, g.w, g.c, g.weight, g.bias, g.group
-    oc = g.oc
-    kh, kw, sh, sw, dh, dw, oh, ow, pt, pl, lo, hi = g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.pt, g.pl, g.lo, g.hi
-    out_shape = (n, oh, ow, oc)
-    if group == c == oc:  # one channel per group: the depthwise kernel computes the same sums
-        dw_weight = np.ascontiguousarray(weight.reshape(oc, kh, kw))
-        dwconv = _core.PackedDwConv(dw_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
-
-        def run_depthwise(inputs, outputs):
-            dwconv.run(inputs[0], outputs[0])
-
-        return Plan([(out_shape, np.dtype(np.float32))], run_depthwise, native=dwconv.native(n, h, w, oh, ow),
-                    parts=Depthwise(dw_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi))
-    pointwise = group == 1 and kh == kw == sh == sw == 1 and pt == pl == 0 and (oh, ow) == (h, w)
-    parts = Conv1x1(np.ascontiguousarray(weight.reshape(oc, c)), bias, lo, hi) if pointwise else None
-    if group == 1 and c <= DIRECT_MAX_CHANNELS:  # a stem: sum straight from x, no im2col
-        direct = _core.PackedDirectConv(weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
-
-        def run_direct(inputs, outputs):
-            direct.run(inputs[0], outputs[0])
-
-        return Plan([(out_shape, np.dtype(np.float32))], run_direct, native=direct.native(n, h, w, oh, ow),
-                    parts=parts)
-    tiles = n * -(-oh // 4) * -(-ow // 4)  # 4x4 output tiles, should Winograd F(4,3) apply
-    kernel = _core.Conv2dF32(weight, bias, group, sh, sw, dh, dw, pt, pl, tiles)
-
-    def run(inputs, outputs):
-        kernel.run(inputs[0], outputs[0], lo, hi)
-
-    return Plan([(out_shape, np.dtype(np.float32))], run, native=kernel.native(ins[0].shape, out_shape, lo, hi),
-                parts=parts)
+    out_shape = (g.n, g.oh, g.ow, g.oc)
+    kernel = _core.conv2d_f32(g.weight, g.bias, g.group, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, ins[0].shape,
+                              out_shape, g.lo, g.hi)
+    return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
 
 
 @op("DeConv2D")
@@ -150,11 +119,7 @@ def deconv2d(node, ins):
     bias = _bias(node, ins, oc)
     oh, pt = deconv_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl = deconv_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
-    kernel = _core.Deconv2dF32(weight, bias, sh, sw, dh, dw, pt, pl)
     lo, hi = activation_range(a.activationType)
     out_shape = (n, oh, ow, oc)
-
-    def run(inputs, outputs):
-        kernel.run(inputs[0], outputs[0], lo, hi)
-
-    return Plan([(out_shape, np.dtype(np.float32))], run, native=kernel.native(ins[0].shape, out_shape, lo, hi))
+    kernel = _core.Deconv2d(weight, bias, sh, sw, dh, dw, pt, pl, ins[0].shape, out_shape, lo, hi)
+    return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)

@@ -1,6 +1,7 @@
 """DepthwiseConv2D and DeDepthwiseConv2D (format-v0.md §2 weight layout, §3 dequant, §5), NHWC fp32.
 
-DepthwiseConv2D runs the packed C++ kernel (csrc/kernels/dwconv2d_f32.cc). DeDepthwiseConv2D
+DepthwiseConv2D runs the Conv2D kernel object with one channel per group, which is the
+depthwise kernel (csrc/kernels/dwconv2d_f32.cc). DeDepthwiseConv2D
 is a cold op (r1.1 converters rarely emit it) and runs in NumPy.
 """
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
-from msv0.fusion import Depthwise
 from msv0.geometry import deconv_size, depthwise_size
 from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 from msv0.weights import float_weight
@@ -62,26 +62,21 @@ def depthwise_conv2d(node, ins):
     oh, pt = depthwise_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown, "height")
     ow, pl = depthwise_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight, "width")
     lo, hi = activation_range(a.activationType)
-    packed_weight = np.ascontiguousarray(weight.reshape(cout, kh, kw))
-    conv = _core.PackedDwConv(packed_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi)
-
+    out_shape = (n, oh, ow, cout)
+    conv = _core.conv2d_f32(np.ascontiguousarray(weight.reshape(cout, kh, kw, 1)), bias, cout, sh, sw, dh, dw, pt,
+                            pl, (n, h, w, cout), out_shape, lo, hi)
     if mult == 1:
-        def run(inputs, outputs):
-            conv.run(inputs[0], outputs[0])
+        return Plan([(out_shape, np.dtype(np.float32))], kernel=conv)
+    # Multiplier m: output channel o reads input channel o // m (TF order c*m + j), i.e. a
+    # grouped conv with one input channel per group. Repeating each input channel m times
+    # turns it into a plain depthwise conv over cout channels.
+    spread = np.empty((n, h, w, cin, mult), np.float32)
 
-        return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run, native=conv.native(n, h, w, oh, ow),
-                    parts=Depthwise(packed_weight, bias, sh, sw, dh, dw, pt, pl, lo, hi))
-    else:
-        # Multiplier m: output channel o reads input channel o // m (TF order c*m + j), i.e. a
-        # grouped conv with one input channel per group. Repeating each input channel m times
-        # turns it into a plain depthwise conv over cout channels.
-        spread = np.empty((n, h, w, cin, mult), np.float32)
+    def run(inputs, outputs):
+        np.copyto(spread, inputs[0][..., None])
+        conv([spread.reshape(n, h, w, cout)], outputs)
 
-        def run(inputs, outputs):
-            np.copyto(spread, inputs[0][..., None])
-            conv.run(spread.reshape(n, h, w, cout), outputs[0])
-
-    return Plan([((n, oh, ow, cout), np.dtype(np.float32))], run)
+    return Plan([(out_shape, np.dtype(np.float32))], run)
 
 
 @op("DeDepthwiseConv2D")

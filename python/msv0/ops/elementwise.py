@@ -120,7 +120,7 @@ def operand_kind(shape: tuple, out: tuple) -> tuple[int, int] | None:
 
 
 def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: int):
-    """A _core.BinaryOp for this float32 op and these shapes, or None to use NumPy."""
+    """A _core.Binary kernel object for this float32 op and these shapes, or None to use NumPy."""
     ka, kb = operand_kind(a, out), operand_kind(b, out)
     if name not in NATIVE_OPS or ka is None or kb is None:
         return None
@@ -128,7 +128,7 @@ def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: in
     if ka[0] == kb[0] == ROW and ka[1] != kb[1]:
         return None
     lo, hi = activation_range(activation_type)
-    return _core.BinaryOp(NATIVE_OPS[name], ka[0], kb[0], int(np.prod(out, dtype=np.int64)), inner, lo, hi)
+    return _core.Binary(NATIVE_OPS[name], ka[0], kb[0], inner, a, b, out, lo, hi)
 
 
 def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:
@@ -142,12 +142,9 @@ def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:
     check_divisor = is_int and name in DIVIDES
     act = fused_activation(activation_type)
     if dtype == np.float32:
-        native = native_binary(name, ins[0].shape, ins[1].shape, shape, activation_type)
-        if native is not None:
-            def run_native(inputs, outputs):
-                native(inputs[0], inputs[1], outputs[0])
-
-            return Plan([(shape, dtype)], run_native, native=native)
+        binary = native_binary(name, ins[0].shape, ins[1].shape, shape, activation_type)
+        if binary is not None:
+            return Plan([(shape, dtype)], kernel=binary)
 
     def run(inputs, outputs):
         a, b = inputs

@@ -34,14 +34,9 @@ def full_connection(node, ins):
         bias = np.ascontiguousarray(const_input(node, ins[2], "bias"), np.float32).reshape(-1)
         if bias.size != n:
             raise fail(node, f"bias has {bias.size} values, weight has N={n}")
-    gemm = _core.PackedGemm(weight, True, bias)
     lo, hi = activation_range(a.activationType)
-    rows = int(np.prod(out_shape[:-1]))
-
-    def run(inputs, outputs):
-        gemm.run(inputs[0].reshape(rows, k), outputs[0].reshape(rows, n), lo, hi)
-
-    return Plan([(out_shape, np.dtype(np.float32))], run, native=gemm.native(rows, lo, hi))
+    kernel = _core.Gemm(weight, True, bias, x.shape, out_shape, lo, hi)
+    return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
 
 
 def _bias(node, v, n: int) -> np.ndarray:
@@ -95,7 +90,8 @@ def matmul(node, ins):
         return Plan([(out_shape, np.dtype(np.float32))], run)
 
     weight = float_weight(node, w, "inited", "B").reshape((nb,) + tuple(b_shape[-2:]))
-    gemms = [_core.PackedGemm(np.ascontiguousarray(weight[i]), bool(a.transposeB), bias) for i in range(nb)]
+    gemms = [_core.Gemm(np.ascontiguousarray(weight[i]), bool(a.transposeB), bias, (m, ka), (m, n))
+             for i in range(nb)]
     scratch = np.empty((m, ka), np.float32) if a.transposeA else None
 
     def run(inputs, outputs):
@@ -104,8 +100,8 @@ def matmul(node, ins):
         for i, g in enumerate(gemms):
             if scratch is not None:
                 np.copyto(scratch, av[i].T)
-                g.run(scratch, out[i])
+                g([scratch], [out[i]])
             else:
-                g.run(np.ascontiguousarray(av[i]), out[i])
+                g([np.ascontiguousarray(av[i])], [out[i]])
 
     return Plan([(out_shape, np.dtype(np.float32))], run)

@@ -11,7 +11,6 @@ from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fai
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
-KERNELS = {PoolMode.MAX_POOLING: _core.maxpool2d_f32, PoolMode.MEAN_POOLING: _core.avgpool2d_f32}
 
 
 def _empty_window(size, k, s, p0, out):
@@ -28,7 +27,7 @@ def pooling(node, ins):
     as_float32(node, x, "input")
     if len(x.shape) != 4:
         raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
-    if a.poolingMode not in KERNELS:
+    if a.poolingMode not in (PoolMode.MAX_POOLING, PoolMode.MEAN_POOLING):
         raise fail(node, f"unsupported poolingMode {a.poolingMode}")
     if a.roundMode not in (RoundMode.FLOOR, RoundMode.CEIL):
         raise fail(node, f"unsupported roundMode {a.roundMode}")
@@ -51,10 +50,6 @@ def pooling(node, ins):
                          f"stride {sh}x{sw}, pads {pt},{pl})")
     lo, hi = activation_range(a.activationType)
     lo, hi = max(lo, -FLT_MAX), min(hi, FLT_MAX)  # the fp32 kernel always clamps to finite values
-    kernel = KERNELS[a.poolingMode]
-
-    def run(inputs, outputs):
-        kernel(inputs[0], outputs[0], kh, kw, sh, sw, pt, pl, lo, hi)
-
-    native = _core.pool2d_native(not mean, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi)
-    return Plan([((n, oh, ow, c), np.dtype(np.float32))], run, native=native)
+    out_shape = (n, oh, ow, c)
+    kernel = _core.Pool2d(a.poolingMode == PoolMode.MAX_POOLING, kh, kw, sh, sw, pt, pl, x.shape, out_shape, lo, hi)
+    return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
