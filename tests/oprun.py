@@ -70,10 +70,10 @@ def assert_program_matches_single_calls(model, feeds, num_threads: int, program_
     each step's kernel object on its own (NativeOp.__call__), step by step, with the same threads."""
     session = msv0.Session(model, num_threads=num_threads)
     model = session.model
-    (plan,) = session._plans.values()
+    (plan,) = session._idle[0].plans.values()
     labels = [s.label for s in plan.steps]
     assert labels == ["native program"] if program_steps is not None else "native program" in labels
-    (sig,) = session._plans
+    (sig,) = session._idle[0].plans
     values, planned = session._infer(sig)
     if program_steps is not None:
         assert len(planned) == program_steps and all(p.kernel is not None for _, p, _, _ in planned)

@@ -8,6 +8,7 @@ import pytest
 import msv0
 from msv0 import zoo
 from msv0.builder import Builder
+from msv0.fb.ActivationType import ActivationType
 
 THREADS = 8
 RUNS_PER_THREAD = 1000
@@ -38,8 +39,8 @@ def _fc_model():
     rng = np.random.default_rng(1)
     w = b.const("w", rng.standard_normal((24, 40)).astype(np.float32))
     bias = b.const("bias", rng.standard_normal(24).astype(np.float32))
-    y = b.node("FullConnection", [x, w, bias], attrs={"hasBias": True})
-    b.output(b.node("Activation", [y], attrs={"type": "RELU"}))
+    y = b.node("FullConnection", [x, w, bias], hasBias=True)
+    b.output(b.node("Activation", [y], type=ActivationType.RELU))
     return msv0.load(b.finish())
 
 

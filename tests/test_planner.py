@@ -86,7 +86,7 @@ def test_session_skips_reshape_steps_and_stays_correct(reshape_of_input):
     ys = list(out.values())
     np.testing.assert_allclose(ys[0], -src.reshape(6, 4) + np.exp(x.reshape(6, 4)), rtol=1e-6)
     np.testing.assert_array_equal(ys[1], src.reshape(6, 4))  # a view that is a graph output
-    plan = next(iter(s._plans.values()))
+    plan = next(iter(s._idle[0].plans.values()))
     assert not any("Reshape" in step.label for step in plan.steps)
     # results are copies: running again does not change what was returned
     s.run([x + 1])

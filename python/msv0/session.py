@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -48,6 +49,27 @@ class CompiledPlan:
     arena_bytes: int
 
 
+@dataclass
+class Prepared:
+    """A shape signature's plan before any buffer exists: shared by every concurrent caller
+    (kernel objects and their packed weights are built once)."""
+
+    values: dict[int, Value]
+    steps: list[tuple[str, Plan, list[int], list[int]]]
+    views: dict[int, int]  # tensor -> the computed tensor whose bytes it is (Reshape and kin)
+
+
+@dataclass
+class Context:
+    """What one caller of run() holds for the length of the call: a thread pool and, per shape
+    signature, an arena with its steps bound to it (or a data-flow interpreter). Concurrent
+    callers each take their own, so no buffer is shared between runs."""
+
+    pool: object  # _core.ThreadPool
+    interpreter: Interpreter | None
+    plans: dict[Signature, CompiledPlan] = field(default_factory=dict)
+
+
 def _run_program(program) -> RunFn:
     return lambda inputs, outputs: program.run()
 
@@ -69,7 +91,9 @@ def check_supported(model: Model) -> None:
 
 class Session:
     """Runs a model. `model` is a Model or anything msv0.load accepts. `memory_limit` bounds the
-    bytes the Session plans for its tensors (ResourceError beyond it)."""
+    bytes the Session plans for its tensors (ResourceError beyond it). run() may be called from
+    many threads at once: each concurrent call gets its own arena and thread pool (kept for
+    reuse), so every caller gets the serial result."""
 
     def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1,
                  memory_limit: int = DEFAULT_MEMORY_LIMIT):
@@ -80,19 +104,19 @@ class Session:
         if not isinstance(memory_limit, int) or memory_limit < 1:
             raise InputError(f"memory_limit must be a positive int (bytes), got {memory_limit!r}")
         self.memory_limit = memory_limit
-        self._pool = _core.ThreadPool(num_threads)
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
-        self._plans: dict[Signature, CompiledPlan] = {}
         # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
         # planned node by node.
         nodes = self.model.nodes
-        self._interpreter = (Interpreter(self.model)
-                             if any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent(nodes[i])
-                                    for i in self.model.main_nodes) else None)
-        if self._interpreter is None:
+        self._dataflow = any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent(nodes[i])
+                             for i in self.model.main_nodes)
+        self._prepared: dict[Signature, Prepared] = {}
+        self._lock = threading.Lock()  # guards _prepared and _idle
+        self._idle: list[Context] = [self._new_context()]
+        if not self._dataflow:
             default = tuple(t.shape for t in self._input_tensors)
-            self._plans[default] = self._compile(default)
+            self._idle[0].plans[default] = self._bind(self._prepare(default))
 
     @property
     def inputs(self):
@@ -105,36 +129,45 @@ class Session:
     def run(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
         """Run once. Feeds by input name, or positionally; returns {output name: array}."""
         arrays = self._check_feeds(feeds)
-        if self._interpreter is not None:
-            return self._run_dataflow(arrays)
-        sig = tuple(a.shape for a in arrays)
-        plan = self._plans.get(sig)
-        if plan is None:
-            try:
-                plan = self._compile(sig)
-            except ModelError as e:
-                raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
-            self._plans[sig] = plan
-        for buf, a in zip(plan.inputs, arrays):
-            np.copyto(buf, a)
-        self._pool.bind()
+        with self._lock:
+            ctx = self._idle.pop() if self._idle else None
+        if ctx is None:  # another caller holds every context: this one gets its own
+            ctx = self._new_context()
+        ctx.pool.bind()
         try:
-            for step in plan.steps:
-                step.run(step.inputs, step.outputs)
+            return self._run_dataflow(ctx, arrays) if self._dataflow else self._run_plan(ctx, arrays)
         finally:
             _core.ThreadPool.unbind()
+            with self._lock:
+                self._idle.append(ctx)
+
+    def _new_context(self) -> Context:
+        return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model) if self._dataflow else None)
+
+    def _run_plan(self, ctx: Context, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        sig = tuple(a.shape for a in arrays)
+        plan = ctx.plans.get(sig)
+        if plan is None:
+            with self._lock:
+                prepared = self._prepared.get(sig)
+            if prepared is None:
+                try:
+                    prepared = self._prepare(sig)
+                except ModelError as e:
+                    raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
+            plan = ctx.plans[sig] = self._bind(prepared)
+        for buf, a in zip(plan.inputs, arrays):
+            np.copyto(buf, a)
+        for step in plan.steps:
+            step.run(step.inputs, step.outputs)
         names = [self.model.tensors[i].name for i in self.model.graph_outputs]
         return {name: out.copy() for name, out in zip(names, plan.outputs)}
 
-    def _run_dataflow(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
         model = self.model
         env = {k: a.copy() for k, a in zip(model.graph_inputs, arrays)}
-        self._interpreter.runs = 0
-        self._pool.bind()
-        try:
-            self._interpreter.run(model.main_nodes, env, model.graph_outputs)
-        finally:
-            _core.ThreadPool.unbind()
+        ctx.interpreter.runs = 0
+        ctx.interpreter.run(model.main_nodes, env, model.graph_outputs)
         result = {}
         for k in model.graph_outputs:
             t = model.tensors[k]
@@ -171,7 +204,8 @@ class Session:
             arrays.append(a)
         return arrays
 
-    def _compile(self, sig: Signature) -> CompiledPlan:
+    def _prepare(self, sig: Signature) -> Prepared:
+        """Shape inference, kernel objects and fusion for one signature, cached for every caller."""
         model = self.model
         values, planned = self._infer(sig)
         uses: dict[int, int] = {}
@@ -181,6 +215,14 @@ class Session:
         # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
         views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
                  if values[ins[j]].const is None}
+        prepared = Prepared(values, planned, views)
+        with self._lock:
+            return self._prepared.setdefault(sig, prepared)
+
+    def _bind(self, prepared: Prepared) -> CompiledPlan:
+        """An arena for one context, and the steps bound to its buffers."""
+        model = self.model
+        values, planned, views = prepared.values, prepared.steps, prepared.views
         buffers, total = allocate(values, [(ins, outs) for _, _, ins, outs in planned], model.graph_inputs,
                                   model.graph_outputs, self.memory_limit, views)
 

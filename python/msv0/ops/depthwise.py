@@ -70,11 +70,8 @@ def depthwise_conv2d(node, ins):
     # Multiplier m: output channel o reads input channel o // m (TF order c*m + j), i.e. a
     # grouped conv with one input channel per group. Repeating each input channel m times
     # turns it into a plain depthwise conv over cout channels.
-    spread = np.empty((n, h, w, cin, mult), np.float32)
-
-    def run(inputs, outputs):
-        np.copyto(spread, inputs[0][..., None])
-        conv([spread.reshape(n, h, w, cout)], outputs)
+    def run(inputs, outputs):  # no buffers shared between calls: runs may be concurrent
+        conv([np.repeat(inputs[0], mult, axis=3)], outputs)
 
     return Plan([(out_shape, np.dtype(np.float32))], run)
 
@@ -98,11 +95,11 @@ def de_depthwise_conv2d(node, ins):
     full_h = (h - 1) * sh + (kh - 1) * dh + 1
     full_w = (w - 1) * sw + (kw - 1) * dw + 1
     top, left = max(0, -pt), max(0, -pl)
-    canvas = np.zeros((n, top + max(full_h, pt + oh), left + max(full_w, pl + ow), c), np.float32)
+    canvas_shape = (n, top + max(full_h, pt + oh), left + max(full_w, pl + ow), c)
 
-    def run(inputs, outputs):
+    def run(inputs, outputs):  # no buffers shared between calls: runs may be concurrent
         xin = inputs[0]
-        canvas.fill(0)
+        canvas = np.zeros(canvas_shape, np.float32)
         for ky in range(kh):
             for kx in range(kw):
                 y0, x0 = top + ky * dh, left + kx * dw

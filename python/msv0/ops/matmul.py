@@ -92,16 +92,10 @@ def matmul(node, ins):
     weight = float_weight(node, w, "inited", "B").reshape((nb,) + tuple(b_shape[-2:]))
     gemms = [_core.Gemm(np.ascontiguousarray(weight[i]), bool(a.transposeB), bias, (m, ka), (m, n))
              for i in range(nb)]
-    scratch = np.empty((m, ka), np.float32) if a.transposeA else None
-
-    def run(inputs, outputs):
+    def run(inputs, outputs):  # no buffers shared between calls: runs may be concurrent
         av = inputs[0].reshape(a3)
         out = outputs[0].reshape(nb, m, n)
         for i, g in enumerate(gemms):
-            if scratch is not None:
-                np.copyto(scratch, av[i].T)
-                g([scratch], [out[i]])
-            else:
-                g([np.ascontiguousarray(av[i])], [out[i]])
+            g([np.ascontiguousarray(av[i].T if a.transposeA else av[i])], [out[i]])
 
     return Plan([(out_shape, np.dtype(np.float32))], run)
