@@ -1,6 +1,8 @@
 /* Measured single-core fp32 FMA peak: 12 independent accumulator chains (enough to cover FMA
- * latency x throughput on current x86 cores), 256-bit and 512-bit. Prints GFLOP/s per width.
- * Built and run by bench/bench_gemm.py; standalone: cc -O2 -mavx512f -mfma fma_peak.c. */
+ * latency x throughput on current x86 cores), 256-bit and 512-bit. Prints GFLOP/s per width,
+ * and the int8 peak of 512-bit vpdpbusd in GOP/s (a multiply and an add per byte pair) where the
+ * CPU has AVX512_VNNI. Built and run by bench/bench_gemm.py and bench/gemm_s8_cpu_time.py;
+ * standalone: cc -O2 -mavx512f -mfma fma_peak.c. */
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
@@ -46,6 +48,28 @@ static double peak512(long iters) {
   return iters * 12.0 * 16 * 2 / t / 1e9;
 }
 
+/* Compiled for VNNI on its own, so the rest of the program runs on CPUs without it. */
+__attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(long iters) {
+  /* distinct starting values, or the compiler merges identical chains into one */
+  __m512i a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_epi32(j);
+  const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
+  double t = now();
+  for (long i = 0; i < iters; ++i) {
+    a[0] = _mm512_dpbusd_epi32(a[0], u, s); a[1] = _mm512_dpbusd_epi32(a[1], u, s);
+    a[2] = _mm512_dpbusd_epi32(a[2], u, s); a[3] = _mm512_dpbusd_epi32(a[3], u, s);
+    a[4] = _mm512_dpbusd_epi32(a[4], u, s); a[5] = _mm512_dpbusd_epi32(a[5], u, s);
+    a[6] = _mm512_dpbusd_epi32(a[6], u, s); a[7] = _mm512_dpbusd_epi32(a[7], u, s);
+    a[8] = _mm512_dpbusd_epi32(a[8], u, s); a[9] = _mm512_dpbusd_epi32(a[9], u, s);
+    a[10] = _mm512_dpbusd_epi32(a[10], u, s); a[11] = _mm512_dpbusd_epi32(a[11], u, s);
+  }
+  t = now() - t;
+  __m512i sum = a[0];
+  for (int j = 1; j < 12; ++j) sum = _mm512_add_epi32(sum, a[j]);
+  sink += (float)_mm512_reduce_add_epi32(sum);
+  return iters * 12.0 * 64 * 2 / t / 1e9;
+}
+
 int main(int argc, char** argv) {
   const long iters = 50000000;
   double best256 = 0, best512 = 0;
@@ -55,5 +79,13 @@ int main(int argc, char** argv) {
     if (b > best512) best512 = b;
   }
   printf("avx2 %.1f\navx512 %.1f\n", best256, best512);
+  if (argc == 1 && __builtin_cpu_supports("avx512vnni")) {
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+      double v = peak_vnni(iters);
+      if (v > best) best = v;
+    }
+    printf("avx512vnni %.1f\n", best);
+  }
   return sink == 12345.f;
 }
