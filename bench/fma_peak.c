@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <time.h>
 
+/* Thread CPU time, not wall clock: on a machine shared with other jobs the time this thread
+ * spends descheduled would lower the peak (gemm_cpu_time.py times the GEMMs the same way). */
 static double now(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
@@ -48,24 +50,25 @@ static double peak512(long iters) {
   return iters * 12.0 * 16 * 2 / t / 1e9;
 }
 
-/* Compiled for VNNI on its own, so the rest of the program runs on CPUs without it. */
+/* Compiled for VNNI on its own, so the rest of the program runs on CPUs without it. The
+ * instructions are spelled in asm: GCC copies the accumulator of each _mm512_dpbusd_epi32 in
+ * this loop through another register, and those moves would share the vector ports. */
+#define DPBUSD(acc) __asm__("vpdpbusd %[s], %[u], %[a]" : [a] "+v"(acc) : [u] "v"(u), [s] "v"(s))
 __attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(long iters) {
-  /* distinct starting values, or the compiler merges identical chains into one */
-  __m512i a[12];
-  for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_epi32(j);
+  __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
+          a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
+          a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7), a8 = _mm512_set1_epi32(8),
+          a9 = _mm512_set1_epi32(9), a10 = _mm512_set1_epi32(10), a11 = _mm512_set1_epi32(11);
   const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
   double t = now();
   for (long i = 0; i < iters; ++i) {
-    a[0] = _mm512_dpbusd_epi32(a[0], u, s); a[1] = _mm512_dpbusd_epi32(a[1], u, s);
-    a[2] = _mm512_dpbusd_epi32(a[2], u, s); a[3] = _mm512_dpbusd_epi32(a[3], u, s);
-    a[4] = _mm512_dpbusd_epi32(a[4], u, s); a[5] = _mm512_dpbusd_epi32(a[5], u, s);
-    a[6] = _mm512_dpbusd_epi32(a[6], u, s); a[7] = _mm512_dpbusd_epi32(a[7], u, s);
-    a[8] = _mm512_dpbusd_epi32(a[8], u, s); a[9] = _mm512_dpbusd_epi32(a[9], u, s);
-    a[10] = _mm512_dpbusd_epi32(a[10], u, s); a[11] = _mm512_dpbusd_epi32(a[11], u, s);
+    DPBUSD(a0); DPBUSD(a1); DPBUSD(a2); DPBUSD(a3); DPBUSD(a4); DPBUSD(a5);
+    DPBUSD(a6); DPBUSD(a7); DPBUSD(a8); DPBUSD(a9); DPBUSD(a10); DPBUSD(a11);
   }
   t = now() - t;
-  __m512i sum = a[0];
-  for (int j = 1; j < 12; ++j) sum = _mm512_add_epi32(sum, a[j]);
+  __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                 _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+  sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
   sink += (float)_mm512_reduce_add_epi32(sum);
   return iters * 12.0 * 64 * 2 / t / 1e9;
 }

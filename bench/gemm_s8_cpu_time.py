@@ -23,7 +23,7 @@ SHAPES = "256,256,256;512,512,512;1024,1024,1024;3136,64,576;784,128,1152;196,25
 
 
 def main() -> None:
-    shapes = [tuple(int(x) for x in s.split(",")) for s in (sys.argv[1] if len(sys.argv) > 1 else SHAPES).split(";")]
+    shapes = [tuple(int(x) for x in s.split(",")) for s in (sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else SHAPES).split(";")]
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 9
     peak = fma_peak().get("avx512vnni")
     rng = np.random.default_rng(0)

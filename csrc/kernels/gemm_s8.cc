@@ -33,47 +33,54 @@ constexpr int64_t kBlockBytes = int64_t{1} << 20;
 
 inline int8_t as_dot_a(int8_t x) { return static_cast<int8_t>(x + kDotAOffset); }
 
-// Rows [i, i + rows) of A, shifted to dot4's operand type, into dst (rows ldpa bytes apart,
-// padded with shifted zeros), and row_term[r] = Σ_k A[i + r, k] − k · a_zp.
-void pack_a(const GemmS8Args& g, int64_t i, int rows, int64_t ldpa, int8_t* dst, int32_t* row_term) {
+// Rows [i, i + rows) of A, shifted to dot4's operand type, into dst in chunks of kGemmS8Kc
+// (see gemm_s8.h), padded with shifted zeros; row_term[r] = Σ_k A[i + r, k] − k · a_zp.
+void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
   static const int8_t kOnes[4] = {1, 1, 1, 1};
   const VecI8 ones = VecI8::splat4(kOnes);
-  const int64_t whole = g.k / VecI8::kBytes * VecI8::kBytes;
+  const int64_t chunks = (g.k + kGemmS8Kc - 1) / kGemmS8Kc;
   for (int r = 0; r < rows; ++r) {
-    const int8_t* src = g.a + (i + r) * g.lda;
-    int8_t* d = dst + r * ldpa;
     VecI32 sum = VecI32::zero();
-    for (int64_t kk = 0; kk < whole; kk += VecI8::kBytes) {
-      const VecI8 x = to_dot_a(VecI8::load(src + kk));
-      x.store(d + kk);
-      sum = dot4(sum, x, ones);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int8_t* src = g.a + (i + r) * g.lda + c * kGemmS8Kc;
+      int8_t* d = dst + (c * kMr + r) * kGemmS8ChunkStride;
+      const int64_t n = min_i(kGemmS8Kc, g.k - c * kGemmS8Kc), whole = n / VecI8::kBytes * VecI8::kBytes;
+      for (int64_t kk = 0; kk < whole; kk += VecI8::kBytes) {
+        const VecI8 x = to_dot_a(VecI8::load(src + kk));
+        x.store(d + kk);
+        sum = dot4(sum, x, ones);
+      }
+      for (int64_t kk = whole; kk < n; ++kk) d[kk] = as_dot_a(src[kk]);
+      for (int64_t kk = n; kk < kGemmS8Kc; ++kk) d[kk] = as_dot_a(0);
+      for (int64_t kk = whole; kk < kGemmS8Kc; kk += VecI8::kBytes) sum = dot4(sum, VecI8::load(d + kk), ones);
     }
-    for (int64_t kk = whole; kk < g.k; ++kk) d[kk] = as_dot_a(src[kk]);
-    for (int64_t kk = g.k; kk < ldpa; ++kk) d[kk] = as_dot_a(0);
-    for (int64_t kk = whole; kk < ldpa; kk += VecI8::kBytes) sum = dot4(sum, VecI8::load(d + kk), ones);
-    // The sum ran over ldpa shifted bytes; in uint32, as r1.1's int32 arithmetic wraps.
+    // The sum ran over chunks · kGemmS8Kc shifted bytes; in uint32, as r1.1's int32 arithmetic wraps.
     row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
-                                       static_cast<uint32_t>(kDotAOffset * ldpa) -
+                                       static_cast<uint32_t>(kDotAOffset * chunks * kGemmS8Kc) -
                                        static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
   }
 }
 
-// C tile rows [i, i + R), panels [p, p + P). a: the tile's packed rows, ldpa bytes apart.
+// C tile rows [i, i + R), panels [p, p + P). a: the tile's first packed row (see pack_a).
 template <int R, int P>
-void tile(const GemmS8Args& g, const int8_t* a, int64_t ldpa, const int32_t* row_term, int64_t i, int64_t p) {
+void tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t p) {
   constexpr int kV = P * kNv;
+  constexpr int64_t kChunkGroups = kGemmS8Kc / kGemmS8Kr;
   const int64_t groups = (g.k + kGemmS8Kr - 1) / kGemmS8Kr, panel = groups * kGroupBytes;
   VecI32 acc[R][kV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < kV; ++v) acc[r][v] = VecI32::zero();
   const int8_t* b = g.b_packed + p * panel;
-  for (int64_t q = 0; q < groups; ++q, b += kGroupBytes) {
-    VecI8 bv[kV];
-    for (int t = 0; t < P; ++t)
-      for (int v = 0; v < kNv; ++v) bv[t * kNv + v] = VecI8::load(b + t * panel + v * VecI8::kBytes);
-    for (int r = 0; r < R; ++r) {
-      const VecI8 av = VecI8::splat4(a + r * ldpa + q * kGemmS8Kr);
-      for (int v = 0; v < kV; ++v) acc[r][v] = dot4(acc[r][v], av, bv[v]);
+  for (int64_t q0 = 0; q0 < groups; q0 += kChunkGroups, a += kMr * kGemmS8ChunkStride) {
+    const int8_t* ag = a;
+    for (int64_t q = q0; q < min_i(q0 + kChunkGroups, groups); ++q, b += kGroupBytes, ag += kGemmS8Kr) {
+      VecI8 bv[kV];
+      for (int t = 0; t < P; ++t)
+        for (int v = 0; v < kNv; ++v) bv[t * kNv + v] = VecI8::load(b + t * panel + v * VecI8::kBytes);
+      for (int r = 0; r < R; ++r) {
+        const VecI8 av = VecI8::splat4(ag + r * kGemmS8ChunkStride);
+        for (int v = 0; v < kV; ++v) acc[r][v] = dot4(acc[r][v], av, bv[v]);
+      }
     }
   }
   const int64_t col = p * kGemmS8Nr, cols = min_i(P * kGemmS8Nr, g.n - col);
@@ -102,36 +109,34 @@ void tile(const GemmS8Args& g, const int8_t* a, int64_t ldpa, const int32_t* row
 
 // Panels [pb, pe) of row tile i (R rows): kPt panels at a time, a lone last panel on its own.
 template <int R>
-void row_tile(const GemmS8Args& g, const int8_t* a, int64_t ldpa, const int32_t* row_term, int64_t i, int64_t pb,
-              int64_t pe) {
+void row_tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t pb, int64_t pe) {
   int64_t p = pb;
   if constexpr (kPt > 1)
-    for (; p + kPt <= pe; p += kPt) tile<R, kPt>(g, a, ldpa, row_term, i, p);
-  for (; p < pe; ++p) tile<R, 1>(g, a, ldpa, row_term, i, p);
+    for (; p + kPt <= pe; p += kPt) tile<R, kPt>(g, a, row_term, i, p);
+  for (; p < pe; ++p) tile<R, 1>(g, a, row_term, i, p);
 }
 
 template <int R>
-void row_tile_of(int rows, const GemmS8Args& g, const int8_t* a, int64_t ldpa, const int32_t* row_term, int64_t i,
-                 int64_t pb, int64_t pe) {
+void row_tile_of(int rows, const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t pb,
+                 int64_t pe) {
   if (rows == R)
-    row_tile<R>(g, a, ldpa, row_term, i, pb, pe);
+    row_tile<R>(g, a, row_term, i, pb, pe);
   else if constexpr (R > 1)
-    row_tile_of<R - 1>(rows, g, a, ldpa, row_term, i, pb, pe);
+    row_tile_of<R - 1>(rows, g, a, row_term, i, pb, pe);
 }
 
 }  // namespace
 
 void gemm_s8(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch) {
-  const int64_t ldpa = gemm_s8_a_stride(g.k);
-  int32_t* row_term = reinterpret_cast<int32_t*>(scratch + kMr * ldpa);
+  int32_t* row_term = reinterpret_cast<int32_t*>(scratch + gemm_s8_scratch_bytes(g.k, kMr) - 4 * kMr);
   const int64_t panel_bytes = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes;
   const int64_t block = max_i(kPt, kBlockBytes / max_i(panel_bytes, 1) / kPt * kPt);
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = min_i(pb + block, p1);
     for (int64_t i = m0; i < m1; i += kMr) {
       const int rows = static_cast<int>(min_i(kMr, m1 - i));
-      pack_a(g, i, rows, ldpa, scratch, row_term);
-      row_tile_of<kMr>(rows, g, scratch, ldpa, row_term, i, pb, pe);
+      pack_a(g, i, rows, scratch, row_term);
+      row_tile_of<kMr>(rows, g, scratch, row_term, i, pb, pe);
     }
   }
 }
@@ -237,7 +242,7 @@ class PackedGemmS8 {
   static void run_packed(const GemmS8Args& g) {
     const GemmS8Kernel& kernel = MSV0_DISPATCH(gemm_s8);
     const int64_t panels = (g.n + kernel.nr - 1) / kernel.nr;
-    const size_t scratch_floats = static_cast<size_t>(kernel.mr * (gemm_s8_a_stride(g.k) + 4) + 3) / 4;
+    const size_t scratch_floats = static_cast<size_t>(gemm_s8_scratch_bytes(g.k, kernel.mr) + 3) / 4;
     auto task = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
       kernel.fn(g, m0, m1, p0, p1, reinterpret_cast<int8_t*>(thread_scratch(scratch_floats)));
     };

@@ -32,15 +32,21 @@ struct GemmS8Args {
   int64_t m, n, k;
 };
 
-// Bytes of packed B, and the row stride of the packed rows of A that a task's scratch holds:
-// whole 64-byte lines plus one, so rows a power of two apart in A do not share L1 sets.
+// Bytes of packed B.
 inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
   return (n + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr * ((k + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr);
 }
-inline int64_t gemm_s8_a_stride(int64_t k) { return (k + 63) / 64 * 64 + 64; }
 
-// Rows [m0, m1) and panels [p0, p1) of C; scratch: gemm_s8_a_stride(k) · mr bytes plus mr int32,
-// 64-byte aligned.
+// A task copies the rows of A of one row tile into its scratch in chunks of kGemmS8Kc values of
+// k, chunk after chunk, rows kGemmS8ChunkStride bytes apart within a chunk: a compile-time
+// stride, so the micro-kernel addresses every row from one pointer.
+constexpr int64_t kGemmS8Kc = 256;
+constexpr int64_t kGemmS8ChunkStride = kGemmS8Kc + 64;  // not a multiple of 256: rows in distinct L1 sets
+inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) {
+  return ((k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride + 4) * mr;  // + mr int32 row sums
+}
+
+// Rows [m0, m1) and panels [p0, p1) of C; scratch: gemm_s8_scratch_bytes(k, mr), 4-byte aligned.
 using GemmS8Fn = void (*)(const GemmS8Args&, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch);
 // Packs row-major B (k x n, row stride ldb) or, with transposed, B^T given as n x k into dst
 // (gemm_s8_packed_size bytes) and its column sums into b_sum (whole panels).
