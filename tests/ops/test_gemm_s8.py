@@ -134,6 +134,11 @@ def test_gemm_s8_all_minus_128(isa, rng):
     check(rng, m, n, k, False, -128, np.full(n, -128), None, random_requant(rng, n), a=a, b=b)
 
 
+@pytest.mark.parametrize("m,n,k", [(0, 5, 3), (4, 0, 3), (0, 0, 0)], ids=str)
+def test_gemm_s8_empty(isa, rng, m, n, k):
+    check(rng, m, n, k, False, 1, np.zeros(n), None)
+
+
 def test_gemm_s8_no_k(isa, rng):
     n = 19
     bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
