@@ -5,6 +5,14 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/dispatch.h"
+
+// CMake numbers the passes and dispatch.h the enum, both from the rows of isa_tiers.def: a pass
+// whose slot index is not its tier's would fill another tier's slots.
+#define MSV0_VEC_TIER_OF(isa) ::msv0::kIsa_##isa
+#define MSV0_VEC_TIER(isa) MSV0_VEC_TIER_OF(isa)
+static_assert(MSV0_ISA_INDEX == MSV0_VEC_TIER(MSV0_ISA), "kernel pass index differs from enum Isa");
+
 #define MSV0_VEC_STR(x) #x
 #define MSV0_VEC_HEADER_OF(isa) MSV0_VEC_STR(simd/vec_##isa.h)
 #define MSV0_VEC_HEADER(isa) MSV0_VEC_HEADER_OF(isa)
