@@ -1,5 +1,6 @@
 // ISA detection, done once: CPUID feature bits and the OS's saved-register state (XCR0) on
-// x86, HWCAP on aarch64. MSV0_ISA=<tier> in the environment caps the choice at import.
+// x86, HWCAP on aarch64, matched against the requirements of the rows of isa_tiers.def.
+// MSV0_ISA=<tier> in the environment caps the choice at import.
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,9 @@
 #include <cpuid.h>
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
@@ -18,6 +22,20 @@
 namespace msv0 {
 namespace {
 
+// What a tier's `needs` column names. A bit is set only when the CPU has the instructions
+// and, for register state the OS must save on context switches, the OS has enabled it.
+enum Feature : uint32_t {
+  kOsYmm = 1u << 0,     // XCR0: XMM and YMM state
+  kOsZmm = 1u << 1,     // XCR0: opmask, ZMM_Hi256 and Hi16_ZMM state
+  kAvx2 = 1u << 2,
+  kFma = 1u << 3,
+  kF16c = 1u << 4,
+  kAvx512 = 1u << 5,    // F, DQ, BW and VL
+  kVnni = 1u << 6,      // AVX512_VNNI
+  kAsimd = 1u << 7,
+  kAsimdDot = 1u << 8,  // SDOT/UDOT
+};
+
 #if defined(__x86_64__) || defined(_M_X64)
 uint64_t xgetbv0() {
   uint32_t lo, hi;
@@ -25,42 +43,60 @@ uint64_t xgetbv0() {
   return (uint64_t(hi) << 32) | lo;
 }
 
-int detect() {
+uint32_t features() {
   unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return kScalar;
-  const bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29);
-  if (!osxsave) return kScalar;
-  const uint64_t xcr0 = xgetbv0();
-  const bool os_avx = (xcr0 & 0x6) == 0x6;             // XMM + YMM state saved
-  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;        // + opmask, ZMM_Hi256, Hi16_ZMM
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return kScalar;
-  const bool avx2 = b & (1u << 5);
-  const bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));
-  const bool vnni = c & (1u << 11);
-  if (!(os_avx && avx2 && fma && f16c)) return kScalar;
-  if (!(os_avx512 && avx512)) return kAvx2;
-  return vnni ? kAvx512Vnni : kAvx512;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  uint32_t f = 0;
+  if (c & (1u << 12)) f |= kFma;
+  if (c & (1u << 29)) f |= kF16c;
+  if (c & (1u << 27)) {  // OSXSAVE: xgetbv is available
+    const uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) == 0x6) f |= kOsYmm;
+    if ((xcr0 & 0xe6) == 0xe6) f |= kOsZmm;
+  }
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  if (b & (1u << 5)) f |= kAvx2;
+  if ((b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31))) f |= kAvx512;
+  if (c & (1u << 11)) f |= kVnni;
+  return f;
 }
-const char* const kNames[kIsaCount] = {"scalar", "avx2", "avx512", "avx512vnni"};
 #elif defined(__aarch64__)
-int detect() {
+uint32_t features() {
 #if defined(__linux__)
-  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? kNeonDot : kNeon;
+  const unsigned long hw = getauxval(AT_HWCAP);
+  return ((hw & HWCAP_ASIMD) ? kAsimd : 0u) | ((hw & HWCAP_ASIMDDP) ? kAsimdDot : 0u);
 #else
-  return kNeon;
+  return kAsimd;  // AdvSIMD is part of every AArch64 profile this builds for
 #endif
 }
-const char* const kNames[kIsaCount] = {"scalar", "neon", "neondot"};
 #else
-int detect() { return kScalar; }
-const char* const kNames[kIsaCount] = {"scalar"};
+uint32_t features() { return 0; }
 #endif
+
+struct Tier {
+  const char* name;
+  uint32_t needs;
+};
+const Tier kTiers[kIsaCount] = {
+#define MSV0_TIER(name, arch, flags, needs) MSV0_TIER_ON_##arch({#name, needs}, )
+#include "runtime/isa_tiers.def"
+#undef MSV0_TIER
+};
+
+// The last tier whose requirements all hold, stopping at the first that fails (rows are in
+// increasing order, so a tier above a failed one is not usable either).
+int detect() {
+  const uint32_t have = features();
+  int best = 0;
+  for (int i = 1; i < kIsaCount && (kTiers[i].needs & ~have) == 0; ++i) best = i;
+  return best;
+}
 
 int initial_cap(int detected) {
   const char* env = std::getenv("MSV0_ISA");
   if (!env || !*env) return detected;
   for (int i = 0; i < kIsaCount; ++i)
-    if (std::strcmp(env, kNames[i]) == 0) return i < detected ? i : detected;
+    if (std::strcmp(env, kTiers[i].name) == 0) return i < detected ? i : detected;
   return detected;  // an unknown name must not disable kernels; msv0.isa() shows the result
 }
 
@@ -69,7 +105,7 @@ std::atomic<int> g_active{initial_cap(g_detected)};
 
 }  // namespace
 
-const char* isa_name(int isa) { return isa >= 0 && isa < kIsaCount ? kNames[isa] : "?"; }
+const char* isa_name(int isa) { return isa >= 0 && isa < kIsaCount ? kTiers[isa].name : "?"; }
 int detected_isa() { return g_detected; }
 int active_isa() { return g_active.load(std::memory_order_relaxed); }
 void set_isa_cap(int isa) { g_active.store(isa < g_detected ? isa : g_detected); }

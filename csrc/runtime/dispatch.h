@@ -5,12 +5,27 @@
 
 namespace msv0 {
 
-// Tiers in increasing order; each implies the ones below it on its architecture.
-#if defined(__aarch64__)
-enum Isa : int { kScalar = 0, kNeon = 1, kNeonDot = 2, kIsaCount = 3 };
+// MSV0_TIER_ON_<arch>(...) expands to its arguments for the rows of runtime/isa_tiers.def that
+// this build compiles (arch `any` and the target's), to nothing for the others.
+#define MSV0_TIER_ON_any(...) __VA_ARGS__
+#if defined(__x86_64__) || defined(_M_X64)
+#define MSV0_TIER_ON_x86_64(...) __VA_ARGS__
 #else
-enum Isa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3, kIsaCount = 4 };
+#define MSV0_TIER_ON_x86_64(...)
 #endif
+#if defined(__aarch64__)
+#define MSV0_TIER_ON_aarch64(...) __VA_ARGS__
+#else
+#define MSV0_TIER_ON_aarch64(...)
+#endif
+
+// This build's tiers in increasing order (isa_tiers.def); each implies the ones below it.
+enum Isa : int {
+#define MSV0_TIER(name, arch, flags, needs) MSV0_TIER_ON_##arch(kIsa_##name, )
+#include "runtime/isa_tiers.def"
+#undef MSV0_TIER
+  kIsaCount
+};
 
 const char* isa_name(int isa);
 int detected_isa();          // the best tier this CPU and OS can run

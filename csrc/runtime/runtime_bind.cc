@@ -14,6 +14,16 @@ MSV0_BIND(m) {
     for (int i = 0; i <= detected_isa(); ++i) out.append(isa_name(i));
     return py::tuple(out);
   }, "Tiers this CPU and OS can run, lowest first.");
+  m.def("known_isas", [] {
+    static const char* const kNames[] = {
+#define MSV0_TIER(name, arch, flags, needs) #name,
+#include "runtime/isa_tiers.def"
+#undef MSV0_TIER
+    };
+    py::list out;
+    for (const char* name : kNames) out.append(name);
+    return py::tuple(out);
+  }, "Every tier in runtime/isa_tiers.def, of every architecture, in table order.");
   m.def("set_isa", [](const std::string& name) {
     for (int i = 0; i < kIsaCount; ++i)
       if (name == isa_name(i)) {

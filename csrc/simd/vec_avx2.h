@@ -1,4 +1,7 @@
-// AVX2 + FMA tier: 8 float lanes; tails use maskload/maskstore (no reads or writes past n).
+// AVX2 + FMA tier: 8 float or int32 lanes, 32 int8 lanes; tails use maskload/maskstore (no
+// reads or writes past n). The 4-way int8 dot product is two vpmaddwd on the sign-extended even
+// and odd bytes: int8·int8 pairs summed in int32 cannot saturate, unlike vpmaddubsw, whose int16
+// pair sums can.
 #pragma once
 #include <immintrin.h>
 
@@ -38,6 +41,88 @@ inline float reduce_max(VecF a) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+
+struct VecI8 {
+  static constexpr int kBytes = 32;
+  __m256i v;
+  static VecI8 load(const int8_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+  // The 4 bytes at p in every 32-bit lane: one row's k group against 8 columns of B.
+  static VecI8 splat4(const int8_t* p) {
+    int32_t w;
+    __builtin_memcpy(&w, p, 4);
+    return {_mm256_set1_epi32(w)};
+  }
+  void store(int8_t* p) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+};
+
+struct VecI32 {
+  static constexpr int kLanes = 8;
+  __m256i v;
+  static VecI32 load(const int32_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+  static VecI32 splat(int32_t x) { return {_mm256_set1_epi32(x)}; }
+  static VecI32 zero() { return {_mm256_setzero_si256()}; }
+  void store(int32_t* p) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  void store_tail(int32_t* p, int64_t n) const { _mm256_maskstore_epi32(p, tail_mask8(n), v); }
+  // Each lane narrowed to int8 (the caller has clamped it to [-128, 127]).
+  void store_s8(int8_t* p) const { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), narrow()); }
+  void store_s8_tail(int8_t* p, int64_t n) const {
+    int8_t t[16];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(t), narrow());
+    for (int64_t i = 0; i < n; ++i) p[i] = t[i];
+  }
+  __m128i narrow() const {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    return _mm_packs_epi16(w, w);
+  }
+};
+
+// Integer arithmetic wraps modulo 2^32, as r1.1's int32 accumulators do.
+inline VecI32 operator+(VecI32 a, VecI32 b) { return {_mm256_add_epi32(a.v, b.v)}; }
+inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm256_sub_epi32(a.v, b.v)}; }
+inline VecI32 operator*(VecI32 a, VecI32 b) { return {_mm256_mullo_epi32(a.v, b.v)}; }
+inline int32_t reduce_add(VecI32 a) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a.v), _mm256_extracti128_si256(a.v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+}
+
+constexpr bool kDot4Native = false;  // dot4 is several instructions (tile sizes depend on it)
+constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8
+inline VecI8 to_dot_a(VecI8 a) { return a; }
+
+// Lane j += Σ_{t<4} a[4j + t] · b[4j + t], all int8.
+inline VecI32 dot4(VecI32 acc, VecI8 a, VecI8 b) {
+  const __m256i a_even = _mm256_srai_epi16(_mm256_slli_epi16(a.v, 8), 8), a_odd = _mm256_srai_epi16(a.v, 8);
+  const __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b.v, 8), 8), b_odd = _mm256_srai_epi16(b.v, 8);
+  const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
+  return {_mm256_add_epi32(acc.v, sum)};
+}
+
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
+//   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].
+// SRDHM(a, b) = round(a·b / 2^31) with ties toward +inf: for every a·b, r1.1's
+// trunc((a·b + nudge) / 2^31) equals floor((a·b + 2^30) / 2^31), bits 31..62 of a·b + 2^30
+// (a logical 64-bit shift leaves them in the low half: AVX2 has no arithmetic one).
+inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
+  const __m256i x = _mm256_sllv_epi32(acc.v, left.v);  // wraps, like r1.1's int multiply
+  const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
+  const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult.v), half);
+  const __m256i odd =
+      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mult.v, 32)), half);
+  __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+  // Only INT32_MIN · INT32_MIN reaches 2^31, which wrapped to INT32_MIN: SRDHM saturates it
+  // (INT32_MIN xor all-ones is INT32_MAX).
+  h = _mm256_xor_si256(h, _mm256_cmpeq_epi32(h, _mm256_set1_epi32(INT32_MIN)));
+  // RDBPOT: arithmetic shift, plus one where the remainder exceeds half (half or more when
+  // negative), i.e. rounding half away from zero.
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right.v), one);
+  const __m256i rem = _mm256_and_si256(h, mask);
+  const __m256i threshold = _mm256_add_epi32(_mm256_srli_epi32(mask, 1), _mm256_srli_epi32(h, 31));
+  __m256i q = _mm256_sub_epi32(_mm256_srav_epi32(h, right.v), _mm256_cmpgt_epi32(rem, threshold));
+  q = _mm256_add_epi32(q, zp.v);
+  return {_mm256_min_epi32(hi.v, _mm256_max_epi32(lo.v, q))};
 }
 
 }  // namespace MSV0_ISA

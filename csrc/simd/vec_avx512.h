@@ -1,34 +1,23 @@
-// AVX-512 (F/BW/DQ/VL) tier, also the base of the VNNI tier: 16 float lanes, masked tails.
+// AVX-512 (F/BW/DQ/VL) tier. Without VNNI the 4-way int8 dot product is two vpmaddwd on the
+// sign-extended even and odd bytes: int8·int8 pairs summed in int32 cannot saturate, unlike
+// vpmaddubsw, whose int16 pair sums can.
 #pragma once
-#include <immintrin.h>
-
-#include <cstdint>
+#include "simd/avx512_lanes.h"
 
 namespace msv0 {
 namespace MSV0_ISA {
 
-inline __mmask16 tail_mask16(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+constexpr bool kDot4Native = false;  // dot4 is several instructions (tile sizes depend on it)
+constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8
+inline VecI8 to_dot_a(VecI8 a) { return a; }
 
-struct VecF {
-  static constexpr int kLanes = 16;
-  __m512 v;
-  static VecF load(const float* p) { return {_mm512_loadu_ps(p)}; }
-  static VecF load_tail(const float* p, int64_t n) { return {_mm512_maskz_loadu_ps(tail_mask16(n), p)}; }
-  static VecF splat(float x) { return {_mm512_set1_ps(x)}; }
-  static VecF zero() { return {_mm512_setzero_ps()}; }
-  void store(float* p) const { _mm512_storeu_ps(p, v); }
-  void store_tail(float* p, int64_t n) const { _mm512_mask_storeu_ps(p, tail_mask16(n), v); }
-};
-
-inline VecF operator+(VecF a, VecF b) { return {_mm512_add_ps(a.v, b.v)}; }
-inline VecF operator-(VecF a, VecF b) { return {_mm512_sub_ps(a.v, b.v)}; }
-inline VecF operator*(VecF a, VecF b) { return {_mm512_mul_ps(a.v, b.v)}; }
-inline VecF operator/(VecF a, VecF b) { return {_mm512_div_ps(a.v, b.v)}; }
-inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
-inline VecF max(VecF a, VecF b) { return {_mm512_max_ps(a.v, b.v)}; }
-inline VecF min(VecF a, VecF b) { return {_mm512_min_ps(a.v, b.v)}; }
-inline float reduce_add(VecF a) { return _mm512_reduce_add_ps(a.v); }
-inline float reduce_max(VecF a) { return _mm512_reduce_max_ps(a.v); }
+// Lane j += Σ_{t<4} a[4j + t] · b[4j + t], all int8.
+inline VecI32 dot4(VecI32 acc, VecI8 a, VecI8 b) {
+  const __m512i a_even = _mm512_srai_epi16(_mm512_slli_epi16(a.v, 8), 8), a_odd = _mm512_srai_epi16(a.v, 8);
+  const __m512i b_even = _mm512_srai_epi16(_mm512_slli_epi16(b.v, 8), 8), b_odd = _mm512_srai_epi16(b.v, 8);
+  const __m512i sum = _mm512_add_epi32(_mm512_madd_epi16(a_even, b_even), _mm512_madd_epi16(a_odd, b_odd));
+  return {_mm512_add_epi32(acc.v, sum)};
+}
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

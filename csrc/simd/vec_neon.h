@@ -1,43 +1,21 @@
-// NEON tier (aarch64 baseline): 4 float lanes; tails go through a small stack buffer so no
-// lane reads or writes past n.
+// NEON tier (aarch64 baseline). The 4-way int8 dot product widens: smull to int16 products,
+// then two pairwise adds (saddlp, addp) gather each lane's four into int32.
 #pragma once
-#include <arm_neon.h>
-
-#include <cstdint>
+#include "simd/neon_lanes.h"
 
 namespace msv0 {
 namespace MSV0_ISA {
 
-struct VecF {
-  static constexpr int kLanes = 4;
-  float32x4_t v;
-  static VecF load(const float* p) { return {vld1q_f32(p)}; }
-  static VecF load_tail(const float* p, int64_t n) {
-    float t[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int64_t i = 0; i < n; ++i) t[i] = p[i];
-    return {vld1q_f32(t)};
-  }
-  static VecF splat(float x) { return {vdupq_n_f32(x)}; }
-  static VecF zero() { return {vdupq_n_f32(0.f)}; }
-  void store(float* p) const { vst1q_f32(p, v); }
-  void store_tail(float* p, int64_t n) const {
-    float t[4];
-    vst1q_f32(t, v);
-    for (int64_t i = 0; i < n; ++i) p[i] = t[i];
-  }
-};
+constexpr bool kDot4Native = false;  // dot4 is several instructions (tile sizes depend on it)
+constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8
+inline VecI8 to_dot_a(VecI8 a) { return a; }
 
-inline VecF operator+(VecF a, VecF b) { return {vaddq_f32(a.v, b.v)}; }
-inline VecF operator-(VecF a, VecF b) { return {vsubq_f32(a.v, b.v)}; }
-inline VecF operator*(VecF a, VecF b) { return {vmulq_f32(a.v, b.v)}; }
-inline VecF operator/(VecF a, VecF b) { return {vdivq_f32(a.v, b.v)}; }
-inline VecF fmadd(VecF a, VecF b, VecF c) { return {vfmaq_f32(c.v, a.v, b.v)}; }
-// Compare + select, not vmaxq/vminq (which return NaN when either lane is NaN): every tier
-// must agree with the scalar reference, where the second operand wins when unordered.
-inline VecF max(VecF a, VecF b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
-inline VecF min(VecF a, VecF b) { return {vbslq_f32(vcltq_f32(a.v, b.v), a.v, b.v)}; }
-inline float reduce_add(VecF a) { return vaddvq_f32(a.v); }
-inline float reduce_max(VecF a) { return vmaxvq_f32(a.v); }
+// Lane j += Σ_{t<4} a[4j + t] · b[4j + t], all int8.
+inline VecI32 dot4(VecI32 acc, VecI8 a, VecI8 b) {
+  const int16x8_t lo = vmull_s8(vget_low_s8(a.v), vget_low_s8(b.v));
+  const int16x8_t hi = vmull_high_s8(a.v, b.v);
+  return {vaddq_s32(acc.v, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)))};
+}
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

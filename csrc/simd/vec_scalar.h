@@ -1,4 +1,5 @@
-// Scalar tier: one lane. The reference every other tier is tested against.
+// Scalar tier: one lane (4 int8 for the 4-way dot product). The reference every other tier is
+// tested against.
 #pragma once
 #include <cstdint>
 
@@ -26,6 +27,66 @@ inline VecF max(VecF a, VecF b) { return {a.v > b.v ? a.v : b.v}; }
 inline VecF min(VecF a, VecF b) { return {a.v < b.v ? a.v : b.v}; }
 inline float reduce_add(VecF a) { return a.v; }
 inline float reduce_max(VecF a) { return a.v; }
+
+struct VecI8 {
+  static constexpr int kBytes = 4;
+  int8_t v[4];
+  static VecI8 load(const int8_t* p) { return {{p[0], p[1], p[2], p[3]}}; }
+  static VecI8 splat4(const int8_t* p) { return load(p); }
+  void store(int8_t* p) const {
+    for (int i = 0; i < 4; ++i) p[i] = v[i];
+  }
+};
+
+// Arithmetic in uint32_t: it wraps modulo 2^32 like the SIMD tiers and r1.1's int32
+// accumulators, where signed overflow would be undefined.
+struct VecI32 {
+  static constexpr int kLanes = 1;
+  int32_t v;
+  static VecI32 load(const int32_t* p) { return {*p}; }
+  static VecI32 splat(int32_t x) { return {x}; }
+  static VecI32 zero() { return {0}; }
+  void store(int32_t* p) const { *p = v; }
+  void store_tail(int32_t* p, int64_t) const { *p = v; }
+  void store_s8(int8_t* p) const { *p = static_cast<int8_t>(v); }
+  void store_s8_tail(int8_t* p, int64_t) const { *p = static_cast<int8_t>(v); }
+};
+
+inline int32_t wrap(uint32_t x) { return static_cast<int32_t>(x); }
+inline VecI32 operator+(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) + uint32_t(b.v))}; }
+inline VecI32 operator-(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) - uint32_t(b.v))}; }
+inline VecI32 operator*(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) * uint32_t(b.v))}; }
+inline int32_t reduce_add(VecI32 a) { return a.v; }
+
+constexpr bool kDot4Native = false;
+constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8
+inline VecI8 to_dot_a(VecI8 a) { return a; }
+
+// acc += Σ_{t<4} a[t] · b[t]
+inline VecI32 dot4(VecI32 acc, VecI8 a, VecI8 b) {
+  int32_t s = 0;
+  for (int t = 0; t < 4; ++t) s += a.v[t] * b.v[t];
+  return acc + VecI32{s};
+}
+
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp (format-v0.md §3.1), written as
+// §3.1 states it: clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right
+// in [0, 31].
+inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
+  const int32_t x = wrap(uint32_t(acc.v) << left.v);
+  int32_t h;
+  if (x == INT32_MIN && mult.v == INT32_MIN) {
+    h = INT32_MAX;
+  } else {
+    const int64_t p = int64_t{x} * mult.v;
+    const int64_t nudge = p >= 0 ? (int64_t{1} << 30) : 1 - (int64_t{1} << 30);
+    h = static_cast<int32_t>((p + nudge) / (int64_t{1} << 31));
+  }
+  const int32_t mask = wrap((uint32_t{1} << right.v) - 1u);
+  const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+  const int32_t q = wrap(uint32_t(h >> right.v) + (rem > threshold ? 1u : 0u) + uint32_t(zp.v));
+  return {q < lo.v ? lo.v : q > hi.v ? hi.v : q};
+}
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

@@ -16,6 +16,11 @@ def available_isas() -> tuple[str, ...]:
     return _core.available_isas()
 
 
+def known_isas() -> tuple[str, ...]:
+    """Every tier msv0 knows, of every architecture (csrc/runtime/isa_tiers.def)."""
+    return _core.known_isas()
+
+
 def set_isa(name: str) -> None:
     """Cap dispatch at tier `name` (one of available_isas())."""
     _core.set_isa(name)

@@ -1,0 +1,287 @@
+// Packed int8 GEMM (see gemm_s8.h). The micro-kernel keeps a kMr x (kPt * 16) tile of int32
+// accumulators in registers over the whole of k; per group of 4 k it loads one group of each of
+// its kPt panels and broadcasts 4 bytes of each of kMr rows of A into dot4, the tier's 4-way
+// dot-accumulate (vpdpbusd, sdot, or a widening emulation). The zero points enter once per
+// output, r1.1's expansion of Σ(a − a_zp)(b − b_zp) over the column sums of B (from the packer)
+// and the row sums of A (taken while its rows are copied into the task's scratch, shifted to
+// dot4's operand type).
+#include "kernels/gemm_s8.h"
+
+#include "kernels/kernel.h"
+
+namespace msv0 {
+MSV0_DECLARE(gemm_s8, GemmS8Kernel)
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+constexpr int kLanes = VecI32::kLanes;
+constexpr int kNv = static_cast<int>(kGemmS8Nr) / kLanes;  // vectors per panel group
+constexpr int64_t kGroupBytes = kGemmS8Nr * kGemmS8Kr;
+// Tile shape: as many accumulators as the register file holds beside one group of B, one A
+// broadcast and, where dot4 widens, its temporaries. AVX-512 (32 registers): 12 x 32 with
+// vpdpbusd, 8 x 32 when dot4 needs four more registers per B vector. AVX2 (16): 4 x 16.
+// NEON (32 of 4 lanes): 6 x 16 with sdot, 4 x 16 when widening. Scalar: 2 x 16.
+constexpr int kPt = kLanes >= 16 ? 2 : 1;
+constexpr int kMr = kLanes >= 16 ? (kDot4Native ? 12 : 8) : kLanes == 8 ? 4 : kLanes == 4 ? (kDot4Native ? 6 : 4) : 2;
+// Panels per block: a block of B (k x 16 bytes per panel) stays in L2 while every row tile of
+// the task runs over it.
+constexpr int64_t kBlockBytes = int64_t{1} << 20;
+
+inline int8_t as_dot_a(int8_t x) { return static_cast<int8_t>(x + kDotAOffset); }
+
+// Rows [i, i + rows) of A, shifted to dot4's operand type, into dst in chunks of kGemmS8Kc
+// (see gemm_s8.h); the last chunk is padded with shifted zeros to whole vectors only, as far as
+// the micro-kernel's groups of 4 read. row_term[r] = Σ_k A[i + r, k] − k · a_zp.
+void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
+  static const int8_t kOnes[4] = {1, 1, 1, 1};
+  const VecI8 ones = VecI8::splat4(kOnes);
+  const int64_t chunks = (g.k + kGemmS8Kc - 1) / kGemmS8Kc;
+  for (int r = 0; r < rows; ++r) {
+    VecI32 sum = VecI32::zero();
+    int64_t summed = 0;  // shifted bytes in sum, padding included
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int8_t* src = g.a + (i + r) * g.lda + c * kGemmS8Kc;
+      int8_t* d = dst + (c * kMr + r) * kGemmS8ChunkStride;
+      const int64_t n = min_i(kGemmS8Kc, g.k - c * kGemmS8Kc), whole = n / VecI8::kBytes * VecI8::kBytes;
+      for (int64_t kk = 0; kk < whole; kk += VecI8::kBytes) {
+        const VecI8 x = to_dot_a(VecI8::load(src + kk));
+        x.store(d + kk);
+        sum = dot4(sum, x, ones);
+      }
+      summed += whole;
+      if (whole < n) {
+        for (int64_t kk = whole; kk < n; ++kk) d[kk] = as_dot_a(src[kk]);
+        for (int64_t kk = n; kk < whole + VecI8::kBytes; ++kk) d[kk] = as_dot_a(0);
+        sum = dot4(sum, VecI8::load(d + whole), ones);
+        summed += VecI8::kBytes;
+      }
+    }
+    // In uint32, as r1.1's int32 arithmetic wraps.
+    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
+                                       static_cast<uint32_t>(kDotAOffset * summed) -
+                                       static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
+  }
+}
+
+// C tile rows [i, i + R), panels [p, p + P). a: the tile's first packed row (see pack_a).
+template <int R, int P>
+void tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t p) {
+  constexpr int kV = P * kNv;
+  constexpr int64_t kChunkGroups = kGemmS8Kc / kGemmS8Kr;
+  const int64_t groups = (g.k + kGemmS8Kr - 1) / kGemmS8Kr, panel = groups * kGroupBytes;
+  VecI32 acc[R][kV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kV; ++v) acc[r][v] = VecI32::zero();
+  const int8_t* b = g.b_packed + p * panel;
+  for (int64_t q0 = 0; q0 < groups; q0 += kChunkGroups, a += kMr * kGemmS8ChunkStride) {
+    const int8_t* ag = a;
+    for (int64_t q = q0; q < min_i(q0 + kChunkGroups, groups); ++q, b += kGroupBytes, ag += kGemmS8Kr) {
+      VecI8 bv[kV];
+      for (int t = 0; t < P; ++t)
+        for (int v = 0; v < kNv; ++v) bv[t * kNv + v] = VecI8::load(b + t * panel + v * VecI8::kBytes);
+      for (int r = 0; r < R; ++r) {
+        const VecI8 av = VecI8::splat4(ag + r * kGemmS8ChunkStride);
+        for (int v = 0; v < kV; ++v) acc[r][v] = dot4(acc[r][v], av, bv[v]);
+      }
+    }
+  }
+  const int64_t col = p * kGemmS8Nr, cols = min_i(P * kGemmS8Nr, g.n - col);
+  // dot4 summed (a + kDotAOffset) · b: a_zp and the offset both come off through Σ_k b.
+  const VecI32 a_shift = VecI32::splat(g.a_zp + kDotAOffset);
+  for (int v = 0; v < kV; ++v) {
+    const int64_t left = cols - v * kLanes, c0 = col + v * kLanes;
+    if (left <= 0) break;
+    const VecI32 col_term = VecI32::load(g.bias + c0) - a_shift * VecI32::load(g.b_sum + c0);
+    const VecI32 b_zp = VecI32::load(g.b_zp + c0);
+    for (int r = 0; r < R; ++r) {
+      const VecI32 x = acc[r][v] + col_term - b_zp * VecI32::splat(row_term[r]);
+      if (g.c8) {
+        const VecI32 y = requantize(x, VecI32::load(g.mult + c0), VecI32::load(g.left + c0),
+                                    VecI32::load(g.right + c0), VecI32::splat(g.c_zp), VecI32::splat(g.lo),
+                                    VecI32::splat(g.hi));
+        int8_t* c = g.c8 + (i + r) * g.ldc + c0;
+        left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
+      } else {
+        int32_t* c = g.c32 + (i + r) * g.ldc + c0;
+        left >= kLanes ? x.store(c) : x.store_tail(c, left);
+      }
+    }
+  }
+}
+
+// Panels [pb, pe) of row tile i (R rows): kPt panels at a time, a lone last panel on its own.
+template <int R>
+void row_tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t pb, int64_t pe) {
+  int64_t p = pb;
+  if constexpr (kPt > 1)
+    for (; p + kPt <= pe; p += kPt) tile<R, kPt>(g, a, row_term, i, p);
+  for (; p < pe; ++p) tile<R, 1>(g, a, row_term, i, p);
+}
+
+template <int R>
+void row_tile_of(int rows, const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t pb,
+                 int64_t pe) {
+  if (rows == R)
+    row_tile<R>(g, a, row_term, i, pb, pe);
+  else if constexpr (R > 1)
+    row_tile_of<R - 1>(rows, g, a, row_term, i, pb, pe);
+}
+
+}  // namespace
+
+void gemm_s8(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch) {
+  int32_t* row_term = reinterpret_cast<int32_t*>(scratch + gemm_s8_scratch_bytes(g.k, kMr) - 4 * kMr);
+  const int64_t panel_bytes = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes;
+  const int64_t block = max_i(kPt, kBlockBytes / max_i(panel_bytes, 1) / kPt * kPt);
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = min_i(pb + block, p1);
+    for (int64_t i = m0; i < m1; i += kMr) {
+      const int rows = static_cast<int>(min_i(kMr, m1 - i));
+      pack_a(g, i, rows, scratch, row_term);
+      row_tile_of<kMr>(rows, g, scratch, row_term, i, pb, pe);
+    }
+  }
+}
+
+void gemm_s8_pack(const int8_t* b, int64_t ldb, bool transposed, int64_t n, int64_t k, int8_t* dst, int32_t* b_sum) {
+  const int64_t panels = (n + kGemmS8Nr - 1) / kGemmS8Nr, groups = (k + kGemmS8Kr - 1) / kGemmS8Kr;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t j = 0; j < kGemmS8Nr; ++j) {
+      const int64_t col = p * kGemmS8Nr + j;
+      uint32_t sum = 0;  // wraps like r1.1's int32 sums
+      for (int64_t kk = 0; kk < groups * kGemmS8Kr; ++kk) {
+        const int8_t x = col >= n || kk >= k ? 0 : transposed ? b[col * ldb + kk] : b[kk * ldb + col];
+        dst[(p * groups + kk / kGemmS8Kr) * kGroupBytes + j * kGemmS8Kr + kk % kGemmS8Kr] = x;
+        sum += static_cast<uint32_t>(x);
+      }
+      b_sum[col] = static_cast<int32_t>(sum);
+    }
+}
+
+MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <optional>
+#include <vector>
+#include <pybind11/stl.h>
+
+namespace msv0 {
+namespace {
+
+// Per-column int32 parameters, padded with zeros to `padded` columns.
+std::vector<int32_t> per_column(const py::array& a, int64_t n, int64_t padded, const char* what) {
+  expect_shape(a, {n}, what);
+  const int32_t* p = in_ptr<int32_t>(a, what);
+  std::vector<int32_t> v(p, p + n);
+  v.resize(static_cast<size_t>(padded), 0);
+  return v;
+}
+
+int32_t int8_param(int64_t x, const char* what) {
+  if (x < -128 || x > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
+  return static_cast<int32_t>(x);
+}
+
+}  // namespace
+
+// An int8 GEMM with B packed once: the weight of an int8 FullConnection, MatMul or convolution.
+class PackedGemmS8 {
+ public:
+  PackedGemmS8(const py::array& b, bool transposed, int64_t a_zp, const py::array& b_zp, std::optional<py::array> bias,
+               std::optional<py::array> mult, std::optional<py::array> left, std::optional<py::array> right,
+               int64_t c_zp, int64_t lo, int64_t hi)
+      : a_zp_(int8_param(a_zp, "a_zp")), c_zp_(int8_param(c_zp, "c_zp")), lo_(int8_param(lo, "lo")),
+        hi_(int8_param(hi, "hi")) {
+    if (b.ndim() != 2) throw ArgError("b: expected a 2-D array");
+    const int8_t* pb = in_ptr<int8_t>(b, "b");
+    n_ = transposed ? b.shape(0) : b.shape(1);
+    k_ = transposed ? b.shape(1) : b.shape(0);
+    const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
+    b_zp_ = per_column(b_zp, n_, padded, "b_zp");
+    for (int64_t j = 0; j < n_; ++j) int8_param(b_zp_[j], "b_zp");
+    bias_ = bias ? per_column(*bias, n_, padded, "bias") : std::vector<int32_t>(padded, 0);
+    if (mult || left || right) {
+      if (!(mult && left && right)) throw ArgError("requantization needs mult, left and right");
+      mult_ = per_column(*mult, n_, padded, "mult");
+      left_ = per_column(*left, n_, padded, "left");
+      right_ = per_column(*right, n_, padded, "right");
+      for (int64_t j = 0; j < n_; ++j)
+        if (left_[j] < 0 || left_[j] > 31 || right_[j] < 0 || right_[j] > 31)
+          throw ArgError("left and right shifts must be in [0, 31]");
+    }
+    if (lo_ > hi_) throw ArgError("lo must be <= hi");
+    const GemmS8Kernel& kernel = MSV0_DISPATCH(gemm_s8);
+    packed_.resize(static_cast<size_t>(gemm_s8_packed_size(n_, k_)));
+    b_sum_.resize(static_cast<size_t>(padded));
+    kernel.pack(pb, b.shape(1), transposed, n_, k_, packed_.data(), b_sum_.data());
+  }
+
+  // y = C for x (m x k int8): int32 accumulators when y is int32, requantized when it is int8.
+  void run(const py::array& x, py::array& y) const {
+    if (x.ndim() != 2 || x.shape(1) != k_) throw ArgError("x: expected shape (m, " + std::to_string(k_) + ")");
+    expect_shape(y, {x.shape(0), n_}, "y");
+    GemmS8Args g{in_ptr<int8_t>(x, "x"), k_, packed_.data(), b_sum_.data(), b_zp_.data(), bias_.data(),
+                 nullptr, nullptr, nullptr, a_zp_, c_zp_, lo_, hi_, nullptr, nullptr, n_, x.shape(0), n_, k_};
+    if (py::isinstance<py::array_t<int8_t>>(y)) {
+      if (mult_.empty()) throw ArgError("y: int8 output needs mult, left and right");
+      g.mult = mult_.data();
+      g.left = left_.data();
+      g.right = right_.data();
+      g.c8 = out_ptr<int8_t>(y, "y");
+    } else {
+      g.c32 = out_ptr<int32_t>(y, "y");
+    }
+    py::gil_scoped_release unlocked;
+    run_packed(g);
+  }
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+
+ private:
+  static void run_packed(const GemmS8Args& g) {
+    const GemmS8Kernel& kernel = MSV0_DISPATCH(gemm_s8);
+    const int64_t panels = (g.n + kernel.nr - 1) / kernel.nr;
+    const size_t scratch_floats = static_cast<size_t>(gemm_s8_scratch_bytes(g.k, kernel.mr) + 3) / 4;
+    auto task = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+      kernel.fn(g, m0, m1, p0, p1, reinterpret_cast<int8_t*>(thread_scratch(scratch_floats)));
+    };
+    // Split rows when there are enough of them, else panels (a batch-1 FullConnection).
+    if (g.m >= 4 * panels || g.m >= 64)
+      parallel_for(g.m, kernel.mr, [&](int64_t m0, int64_t m1) { task(m0, m1, 0, panels); });
+    else  // in pairs of panels, the widest micro-kernel tile (two panels on AVX-512)
+      parallel_for((panels + 1) / 2, 1,
+                   [&](int64_t q0, int64_t q1) { task(0, g.m, 2 * q0, q1 * 2 < panels ? q1 * 2 : panels); });
+  }
+
+  int32_t a_zp_, c_zp_, lo_, hi_;
+  int64_t n_ = 0, k_ = 0;
+  std::vector<int8_t> packed_;
+  std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
+};
+
+MSV0_BIND(m) {
+  py::class_<PackedGemmS8, std::shared_ptr<PackedGemmS8>>(
+      m, "PackedGemmS8",
+      "int8 GEMM, r1.1 arithmetic: acc = (x - a_zp) · (B - b_zp) + bias per column; y = acc (int32 y) or\n"
+      "clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + c_zp, lo, hi) (int8 y), per-column mult/left/right.\n"
+      "B is k x n, or n x k when transposed, packed once.")
+      .def(py::init<const py::array&, bool, int64_t, const py::array&, std::optional<py::array>,
+                    std::optional<py::array>, std::optional<py::array>, std::optional<py::array>, int64_t, int64_t,
+                    int64_t>(),
+           py::arg("b"), py::arg("transposed"), py::arg("a_zp"), py::arg("b_zp"), py::arg("bias") = py::none(),
+           py::arg("mult") = py::none(), py::arg("left") = py::none(), py::arg("right") = py::none(),
+           py::arg("c_zp") = 0, py::arg("lo") = -128, py::arg("hi") = 127)
+      .def("run", &PackedGemmS8::run, py::arg("x"), py::arg("y"))
+      .def_property_readonly("n", &PackedGemmS8::n)
+      .def_property_readonly("k", &PackedGemmS8::k);
+}
+
+}  // namespace msv0
+#endif

@@ -1,0 +1,64 @@
+// Packed int8 GEMM, the ground of int8 Conv2D (1x1 and im2col), FullConnection and MatMul, with
+// r1.1's arithmetic (format-v0.md §3.1):
+//   acc[m, n] = Σ_k (A[m, k] − a_zp) · (B[k, n] − b_zp[n]) + bias[n]    (int32, wrapping)
+//   C[m, n]   = acc, or as int8 clamp(RDBPOT(SRDHM(acc · 2^left[n], mult[n]), right[n]) + c_zp, lo, hi)
+// B is packed once into panels of kGemmS8Nr columns: panel p holds ceil(k / 4) groups, group g
+// holding for each of the panel's 16 columns its 4 values B[4g .. 4g + 3, col] (one 32-bit lane
+// per column: the operand layout of vpdpbusd and sdot), zero past k and n. Every tier's packer
+// writes this layout, so a Session may change tiers without repacking.
+#pragma once
+#include <cstdint>
+
+namespace msv0 {
+
+constexpr int64_t kGemmS8Nr = 16;
+constexpr int64_t kGemmS8Kr = 4;
+
+struct GemmS8Args {
+  const int8_t* a;  // m rows, row stride lda
+  int64_t lda;
+  const int8_t* b_packed;
+  // Per column, padded with zeros to whole panels so kernels load them as whole vectors:
+  const int32_t* b_sum;  // Σ_k B[k, n], written by the packer
+  const int32_t* b_zp;
+  const int32_t* bias;
+  const int32_t* mult;  // requantization (mult, left, right): null for int32 output
+  const int32_t* left;
+  const int32_t* right;
+  int32_t a_zp, c_zp, lo, hi;
+  int32_t* c32;  // int32 output (when mult is null), or
+  int8_t* c8;    // int8 output; m rows, row stride ldc; may not alias a
+  int64_t ldc;
+  int64_t m, n, k;
+};
+
+// Bytes of packed B.
+inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
+  return (n + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr * ((k + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr);
+}
+
+// A task copies the rows of A of one row tile into its scratch in chunks of kGemmS8Kc values of
+// k, chunk after chunk, rows kGemmS8ChunkStride bytes apart within a chunk: a compile-time
+// stride, so the micro-kernel addresses every row from one pointer.
+constexpr int64_t kGemmS8Kc = 256;
+constexpr int64_t kGemmS8ChunkStride = kGemmS8Kc + 64;  // not a multiple of 256: rows in distinct L1 sets
+inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) {
+  return ((k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride + 4) * mr;  // + mr int32 row sums
+}
+
+// Rows [m0, m1) and panels [p0, p1) of C; scratch: gemm_s8_scratch_bytes(k, mr), 4-byte aligned.
+using GemmS8Fn = void (*)(const GemmS8Args&, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch);
+// Packs row-major B (k x n, row stride ldb) or, with transposed, B^T given as n x k into dst
+// (gemm_s8_packed_size bytes) and its column sums into b_sum (whole panels).
+using GemmS8PackFn = void (*)(const int8_t* b, int64_t ldb, bool transposed, int64_t n, int64_t k, int8_t* dst,
+                              int32_t* b_sum);
+
+// A tier's entry: the kernel, its row tile (mr rows of A per task's scratch), the B layout it
+// reads (nr columns per panel, kr values of k per column and group) and that layout's packer.
+struct GemmS8Kernel {
+  GemmS8Fn fn;
+  int64_t mr, nr, kr;
+  GemmS8PackFn pack;
+};
+
+}  // namespace msv0

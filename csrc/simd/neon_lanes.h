@@ -1,0 +1,103 @@
+// NEON lanes shared by the neon and neondot tiers (vec_neon.h and vec_neondot.h add the 4-way
+// dot product each tier has): 4 float or int32 lanes, 16 int8 lanes; tails go through a small
+// stack buffer so no lane reads or writes past n.
+#pragma once
+#include <arm_neon.h>
+
+#include <cstdint>
+
+namespace msv0 {
+namespace MSV0_ISA {
+
+struct VecF {
+  static constexpr int kLanes = 4;
+  float32x4_t v;
+  static VecF load(const float* p) { return {vld1q_f32(p)}; }
+  static VecF load_tail(const float* p, int64_t n) {
+    float t[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int64_t i = 0; i < n; ++i) t[i] = p[i];
+    return {vld1q_f32(t)};
+  }
+  static VecF splat(float x) { return {vdupq_n_f32(x)}; }
+  static VecF zero() { return {vdupq_n_f32(0.f)}; }
+  void store(float* p) const { vst1q_f32(p, v); }
+  void store_tail(float* p, int64_t n) const {
+    float t[4];
+    vst1q_f32(t, v);
+    for (int64_t i = 0; i < n; ++i) p[i] = t[i];
+  }
+};
+
+inline VecF operator+(VecF a, VecF b) { return {vaddq_f32(a.v, b.v)}; }
+inline VecF operator-(VecF a, VecF b) { return {vsubq_f32(a.v, b.v)}; }
+inline VecF operator*(VecF a, VecF b) { return {vmulq_f32(a.v, b.v)}; }
+inline VecF operator/(VecF a, VecF b) { return {vdivq_f32(a.v, b.v)}; }
+inline VecF fmadd(VecF a, VecF b, VecF c) { return {vfmaq_f32(c.v, a.v, b.v)}; }
+// Compare + select, not vmaxq/vminq (which return NaN when either lane is NaN): every tier
+// must agree with the scalar reference, where the second operand wins when unordered.
+inline VecF max(VecF a, VecF b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
+inline VecF min(VecF a, VecF b) { return {vbslq_f32(vcltq_f32(a.v, b.v), a.v, b.v)}; }
+inline float reduce_add(VecF a) { return vaddvq_f32(a.v); }
+inline float reduce_max(VecF a) { return vmaxvq_f32(a.v); }
+
+struct VecI8 {
+  static constexpr int kBytes = 16;
+  int8x16_t v;
+  static VecI8 load(const int8_t* p) { return {vld1q_s8(p)}; }
+  // The 4 bytes at p in every 32-bit lane: one row's k group against 4 columns of B.
+  static VecI8 splat4(const int8_t* p) {
+    int32_t w;
+    __builtin_memcpy(&w, p, 4);
+    return {vreinterpretq_s8_s32(vdupq_n_s32(w))};
+  }
+  void store(int8_t* p) const { vst1q_s8(p, v); }
+};
+
+struct VecI32 {
+  static constexpr int kLanes = 4;
+  int32x4_t v;
+  static VecI32 load(const int32_t* p) { return {vld1q_s32(p)}; }
+  static VecI32 splat(int32_t x) { return {vdupq_n_s32(x)}; }
+  static VecI32 zero() { return {vdupq_n_s32(0)}; }
+  void store(int32_t* p) const { vst1q_s32(p, v); }
+  void store_tail(int32_t* p, int64_t n) const {
+    int32_t t[4];
+    vst1q_s32(t, v);
+    for (int64_t i = 0; i < n; ++i) p[i] = t[i];
+  }
+  // Each lane narrowed to int8 (the caller has clamped it to [-128, 127]).
+  void store_s8(int8_t* p) const { store_s8_tail(p, 4); }
+  void store_s8_tail(int8_t* p, int64_t n) const {
+    const int16x4_t w = vmovn_s32(v);
+    int8_t t[8];
+    vst1_s8(t, vmovn_s16(vcombine_s16(w, w)));
+    for (int64_t i = 0; i < n; ++i) p[i] = t[i];
+  }
+};
+
+// Integer arithmetic wraps modulo 2^32, as r1.1's int32 accumulators do.
+inline VecI32 operator+(VecI32 a, VecI32 b) { return {vaddq_s32(a.v, b.v)}; }
+inline VecI32 operator-(VecI32 a, VecI32 b) { return {vsubq_s32(a.v, b.v)}; }
+inline VecI32 operator*(VecI32 a, VecI32 b) { return {vmulq_s32(a.v, b.v)}; }
+inline int32_t reduce_add(VecI32 a) { return vaddvq_s32(a.v); }
+
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
+//   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].
+// sqrdmulh is SRDHM exactly, saturation included. RDBPOT is spelled out: srshl would round
+// ties up instead of away from zero.
+inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
+  const int32x4_t x = vshlq_s32(acc.v, left.v);  // wraps, like r1.1's int multiply
+  const int32x4_t h = vqrdmulhq_s32(x, mult.v);
+  const int32x4_t one = vdupq_n_s32(1);
+  const int32x4_t mask = vsubq_s32(vshlq_s32(one, right.v), one);
+  const int32x4_t rem = vandq_s32(h, mask);
+  const int32x4_t threshold =
+      vaddq_s32(vshrq_n_s32(mask, 1), vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(h), 31)));
+  // vshlq by a negative count is an arithmetic (truncating) right shift; a true compare is -1.
+  int32x4_t q = vsubq_s32(vshlq_s32(h, vnegq_s32(right.v)), vreinterpretq_s32_u32(vcgtq_s32(rem, threshold)));
+  q = vaddq_s32(q, zp.v);
+  return {vminq_s32(hi.v, vmaxq_s32(lo.v, q))};
+}
+
+}  // namespace MSV0_ISA
+}  // namespace msv0

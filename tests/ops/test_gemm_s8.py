@@ -1,0 +1,214 @@
+"""_core.PackedGemmS8 against a NumPy transcription of r1.1's int8 arithmetic (format-v0.md
+§3.1), exact equality on every tier: odd m, n, k around each tier's tile and SIMD tails, zero
+points at the int8 limits, all -128 operands, accumulators at and past int32's range, and
+requantization over the whole int32 range of accumulators, multipliers and shifts."""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from msv0 import _core
+
+GUARD = 37  # elements on each side of the output, checked untouched
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+def wrap32(x):
+    """int64 values modulo 2^32 as int32: r1.1 accumulates and shifts in wrapping int32."""
+    return ((np.asarray(x, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int64)
+
+
+def quantize_multiplier(M):
+    """QuantizeMultiplier: M = f·2^e, f in [0.5, 1); m = round_half_up(f·2^31), exactly."""
+    if M == 0:
+        return 0, 0
+    f, e = math.frexp(M)
+    m = math.floor(Fraction(f) * 2**31 + Fraction(1, 2))
+    if m == 2**31:
+        m, e = 2**30, e + 1
+    return m, e
+
+
+def quantize_round_parameter(M):
+    """(m, left shift, right shift), both shifts >= 0 (r1.1 stores the right one as <= 0)."""
+    m, e = quantize_multiplier(M)
+    return m, max(e, 0), -min(e, 0)
+
+
+def conv_multiplier(s_in, s_w, s_out):
+    """Conv/FC M_c: float product of float scales, divided in double."""
+    return float(np.float32(np.float32(s_in) * np.float32(s_w))) / float(np.float32(s_out))
+
+
+def srdhm(a, b):
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    p = a * b
+    x = p + np.where(p >= 0, 2**30, 1 - 2**30)
+    q = np.where(x >= 0, x >> 31, -((-x) >> 31))  # C division: truncation toward zero
+    return np.where((a == I32_MIN) & (b == I32_MIN), I32_MAX, q)
+
+
+def rdbpot(x, n):
+    x, n = np.asarray(x, np.int64), np.asarray(n, np.int64)
+    mask = (np.int64(1) << n) - 1
+    rem = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> n) + (rem > threshold)
+
+
+def ref_acc(a, b, a_zp, b_zp, bias):
+    acc = (a.astype(np.int64) - a_zp) @ (b.astype(np.int64) - b_zp.astype(np.int64))
+    return wrap32(acc + bias)
+
+
+def ref_requant(acc, mult, left, right, c_zp, lo, hi):
+    x = wrap32(acc << left.astype(np.int64))
+    y = wrap32(rdbpot(srdhm(x, mult), right) + c_zp)
+    return np.clip(y, lo, hi)
+
+
+def run(gemm, a, n, dtype):
+    m = a.shape[0]
+    fill = -99 if dtype == np.int8 else 0x5EED
+    buf = np.full(m * n + 2 * GUARD, fill, dtype)
+    y = buf[GUARD:GUARD + m * n].reshape(m, n)
+    gemm.run(a, y)
+    assert (buf[:GUARD] == fill).all() and (buf[GUARD + m * n:] == fill).all(), "wrote outside y"
+    return y.astype(np.int64)
+
+
+def check(rng, m, n, k, transposed, a_zp, b_zp, bias, requant=None, a=None, b=None, lo=-128, hi=127, c_zp=0):
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8) if a is None else a
+    b = rng.integers(-128, 128, (k, n), dtype=np.int8) if b is None else b
+    stored = np.ascontiguousarray(b.T) if transposed else b
+    b_zp = np.asarray(b_zp, np.int32)
+    kwargs = {}
+    if requant is not None:
+        kwargs = dict(mult=requant[0], left=requant[1], right=requant[2], c_zp=c_zp, lo=lo, hi=hi)
+    gemm = _core.PackedGemmS8(stored, transposed, a_zp, b_zp, bias, **kwargs)
+    acc = ref_acc(a, b, a_zp, b_zp, 0 if bias is None else bias)
+    np.testing.assert_array_equal(run(gemm, a, n, np.int32), acc)
+    if requant is not None:
+        want = ref_requant(acc, *(np.asarray(r, np.int64) for r in requant), c_zp, lo, hi)
+        np.testing.assert_array_equal(run(gemm, a, n, np.int8), want)
+
+
+def random_requant(rng, n):
+    """Per-column parameters as a conv derives them from float scales, ratios from 1e-6 to 4."""
+    s_in, s_out = 0.02, 0.05
+    s_w = s_out / s_in * 10.0 ** rng.uniform(-6, 0.6, n)
+    params = [quantize_round_parameter(conv_multiplier(s_in, s, s_out)) for s in s_w]
+    return [np.array(col, np.int32) for col in zip(*params)]
+
+
+# Around the tiles (rows 2, 4, 6, 8, 12; 16 columns per panel, two per AVX-512 tile; vector
+# widths 4, 8, 16 int32 and 4..64 bytes of a row of A) with tails everywhere.
+SIZES = [(1, 1, 1), (1, 16, 4), (2, 15, 3), (3, 17, 5), (5, 31, 63), (7, 33, 65), (8, 32, 64), (9, 47, 129),
+         (12, 32, 16), (13, 49, 17), (25, 20, 255), (4, 100, 1), (6, 8, 7), (37, 64, 300), (1, 70, 1000)]
+
+
+@pytest.mark.parametrize("m,n,k", SIZES, ids=str)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gemm_s8_sizes(isa, rng, m, n, k, transposed):
+    b_zp = rng.integers(-128, 128, n)
+    bias = rng.integers(-(2**20), 2**20, n, dtype=np.int32)
+    check(rng, m, n, k, transposed, int(rng.integers(-128, 128)), b_zp, bias, random_requant(rng, n),
+          c_zp=int(rng.integers(-128, 128)))
+
+
+@pytest.mark.parametrize("a_zp,b_zp", [(-128, -128), (127, 127), (-128, 127), (127, -128), (0, 0)])
+def test_gemm_s8_zero_point_limits(isa, rng, a_zp, b_zp):
+    m, n, k = 13, 35, 70
+    check(rng, m, n, k, False, a_zp, np.full(n, b_zp), None, random_requant(rng, n), c_zp=a_zp)
+
+
+def test_gemm_s8_all_minus_128(isa, rng):
+    # (-128 - 127)^2 = 65025 per product: 33000 of them reach 2.146e9, just under 2^31 - 1; the
+    # bias pushes some columns past it, where int32 wraps as in r1.1.
+    m, n, k = 3, 21, 33000
+    a = np.full((m, k), -128, np.int8)
+    b = np.full((k, n), -128, np.int8)
+    bias = np.linspace(-(2**31) + 1, 2**31 - 1, n).astype(np.int32)
+    check(rng, m, n, k, True, 127, np.full(n, 127), bias, random_requant(rng, n), a=a, b=b)
+    check(rng, m, n, k, False, -128, np.full(n, -128), None, random_requant(rng, n), a=a, b=b)
+
+
+@pytest.mark.parametrize("m,n,k", [(0, 5, 3), (4, 0, 3), (0, 0, 0)], ids=str)
+def test_gemm_s8_empty(isa, rng, m, n, k):
+    check(rng, m, n, k, False, 1, np.zeros(n), None)
+
+
+def test_gemm_s8_no_k(isa, rng):
+    n = 19
+    bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
+    check(rng, 5, n, 0, False, 3, np.zeros(n), bias, random_requant(rng, n))
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1 - 2**-40, 1 + 2**-23, 0.5, 0.49999999, 2**-31 * 1.5, 1e-9, 3.999, 2**30])
+def test_gemm_s8_multiplier_extremes(isa, rng, ratio):
+    m, n, k = 9, 33, 40
+    params = quantize_round_parameter(ratio)
+    requant = [np.full(n, p, np.int32) for p in params]
+    bias = rng.integers(-(2**30), 2**30, n, dtype=np.int32)
+    check(rng, m, n, k, False, int(rng.integers(-128, 128)), rng.integers(-128, 128, n), bias, requant,
+          c_zp=int(rng.integers(-128, 128)))
+
+
+def test_gemm_s8_requantize_full_range(isa, rng):
+    # k = 1 with x = a_zp makes acc = bias: every int32 accumulator, any int32 multiplier (the
+    # SRDHM saturation case INT32_MIN · INT32_MIN included) and every shift.
+    m, n = 3, 4096
+    bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
+    mult = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
+    edges = np.array([I32_MIN, I32_MAX, 0, 1, -1, 2**30, -(2**30)], np.int32)
+    bias[:49], mult[:49] = np.repeat(edges, 7), np.tile(edges, 7)
+    left, right = rng.integers(0, 32, n, dtype=np.int32), rng.integers(0, 32, n, dtype=np.int32)
+    left[:49] = right[:49] = 0
+    left[49:80], right[80:111] = np.arange(31), np.arange(31)
+    a = np.full((m, 1), 7, np.int8)
+    b = rng.integers(-128, 128, (1, n), dtype=np.int8)
+    check(rng, m, n, 1, False, 7, rng.integers(-128, 128, n), bias, (mult, left, right), a=a, b=b, c_zp=-5)
+
+
+@pytest.mark.parametrize("lo,hi", [(-128, 127), (-5, -5), (0, 127), (-20, 60)])
+def test_gemm_s8_clamp(isa, rng, lo, hi):
+    m, n, k = 14, 40, 50
+    check(rng, m, n, k, True, -3, rng.integers(-128, 128, n), None, random_requant(rng, n), lo=lo, hi=hi, c_zp=-1)
+
+
+# Model shapes: a MobileNetV2 1x1 conv at 14x14 (m=196, k=384, n=64), a 3x3 conv's im2col
+# (m=49, k=4608, n=512 scaled down to n=40) and a batch-1 classifier.
+@pytest.mark.parametrize("m,n,k", [(196, 64, 384), (49, 40, 4608), (1, 1000, 1280)], ids=str)
+def test_gemm_s8_model_sizes(isa, rng, m, n, k):
+    check(rng, m, n, k, True, -128, rng.integers(-10, 10, n), rng.integers(-(2**16), 2**16, n, dtype=np.int32),
+          random_requant(rng, n), c_zp=3)
+
+
+def test_gemm_s8_threads(isa, rng):
+    # Split by rows (197 x 70) and by pairs of panels (1 x 1000, 3 x 100).
+    pool = _core.ThreadPool(2)
+    pool.bind()
+    try:
+        for m, n, k in [(1, 1000, 64), (3, 100, 50), (197, 70, 33)]:
+            check(rng, m, n, k, True, 5, rng.integers(-128, 128, n), None, random_requant(rng, n))
+    finally:
+        _core.ThreadPool.unbind()
+
+
+def test_gemm_s8_rejects_bad_arguments(rng):
+    b = np.zeros((4, 3), np.int8)
+    zp = np.zeros(3, np.int32)
+    with pytest.raises(ValueError, match="a_zp"):
+        _core.PackedGemmS8(b, False, 128, zp)
+    with pytest.raises(ValueError, match="b_zp"):
+        _core.PackedGemmS8(b, False, 0, np.array([0, 0, -129], np.int32))
+    with pytest.raises(ValueError, match="shifts"):
+        _core.PackedGemmS8(b, False, 0, zp, mult=zp, left=zp, right=np.array([0, 32, 0], np.int32))
+    with pytest.raises(ValueError, match="mult, left and right"):
+        _core.PackedGemmS8(b, False, 0, zp, mult=zp)
+    gemm = _core.PackedGemmS8(b, False, 0, zp)
+    with pytest.raises(ValueError, match="int8 output"):
+        gemm.run(np.zeros((2, 4), np.int8), np.zeros((2, 3), np.int8))
+    with pytest.raises(ValueError, match="x"):
+        gemm.run(np.zeros((2, 5), np.int8), np.zeros((2, 3), np.int32))
