@@ -33,14 +33,14 @@ def main() -> None:
                 a = rng.integers(-128, 128, (m, k), dtype=np.int8)
                 b = rng.integers(-128, 128, (n, k), dtype=np.int8)
                 ones = np.ones(n, np.int32)
-                gemm = _core.PackedGemmS8(b, True, 3, np.zeros(n, np.int32), rng.integers(-999, 999, n, dtype=np.int32),
-                                          mult=ones << 30, left=0 * ones, right=12 * ones, c_zp=-7)
+                gemm = _core.GemmS8(b, True, 3, np.zeros(n, np.int32), rng.integers(-999, 999, n, dtype=np.int32),
+                                    mult=ones << 30, left=0 * ones, right=12 * ones, c_zp=-7, x_shape=a.shape)
                 y = np.empty((m, n), np.int8)
-                gemm.run(a, y)
+                gemm([a], [y])
                 times = []
                 for _ in range(runs):
                     t = time.thread_time()
-                    gemm.run(a, y)
+                    gemm([a], [y])
                     times.append(time.thread_time() - t)
                 gops = 2 * m * n * k / np.median(times) / 1e9
                 vs = f" = {gops / peak:.0%} of the vpdpbusd peak {peak:.0f}" if peak else ""

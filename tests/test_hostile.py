@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +31,11 @@ def _child(spec_path: str) -> None:
 
     for case in json.loads(Path(spec_path).read_text()):
         print(f"start {case['name']}", flush=True)
+        started = time.monotonic()
         try:
             model = msv0.load(Path(case["model"]).read_bytes() if case.get("as_bytes") else case["model"])
-            session = msv0.Session(model, num_threads=case.get("threads", 1))
+            limits = {"memory_limit": case["memory_limit"]} if "memory_limit" in case else {}
+            session = msv0.Session(model, num_threads=case.get("threads", 1), **limits)
             if case.get("feeds"):
                 with np.load(case["feeds"]) as f:
                     arrays = {k: f[k] for k in f.files}
@@ -49,6 +52,7 @@ def _child(spec_path: str) -> None:
             outcome = f"{type(e).__name__} {str(e).splitlines()[0] if str(e) else ''}"
         except Exception as e:  # noqa: BLE001  (reported to the parent as a wrong exception type)
             outcome = f"OTHER:{type(e).__name__} {e}"
+        print(f"seconds {case['name']} {time.monotonic() - started:.3f}", flush=True)
         print(f"result {case['name']} {outcome}", flush=True)
 
 
@@ -61,8 +65,9 @@ if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "child":
 import raw_writer as rw  # noqa: E402  (the child does not need it)
 
 
-def probe(tmp_path: Path, cases: list[dict]) -> dict[str, str]:
-    """Run the cases in one child process; returns {case name: outcome}. A crash fails the test."""
+def probe(tmp_path: Path, cases: list[dict], max_seconds: float | None = None) -> dict[str, str]:
+    """Run the cases in one child process; returns {case name: outcome}. A crash fails the test,
+    and so does a case that takes longer than max_seconds."""
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(cases))
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
@@ -76,6 +81,8 @@ def probe(tmp_path: Path, cases: list[dict]) -> dict[str, str]:
             started = name
         elif kind == "result":
             results[name] = outcome
+        elif kind == "seconds" and max_seconds is not None:
+            assert float(outcome) <= max_seconds, f"case {name} took {outcome} s"
     if proc.returncode != 0:
         pytest.fail(f"child exited with {proc.returncode} during case {started!r}\n{proc.stderr[-3000:]}")
     missing = [c["name"] for c in cases if c["name"] not in results]
@@ -380,3 +387,16 @@ def test_bad_feeds_are_input_errors(tmp_path):
     results = probe(tmp_path, cases)
     bad = {k: v for k, v in results.items() if not v.startswith("InputError")}
     assert not bad, f"expected InputError: {bad}"
+
+
+# ---- what the fuzzers found (tests/fuzz/findings: crashes, hangs, memory blow-ups) -----------
+FINDINGS = sorted((Path(__file__).parent / "fuzz" / "findings").glob("*.ms"))
+
+
+def test_fuzz_findings(tmp_path):
+    """Each file once crashed, hung or exhausted memory (tests/fuzz/README.md): now each runs or
+    raises an msv0.Error within seconds, under the fuzzer's memory_limit and the default one."""
+    assert FINDINGS
+    cases = [{"name": f"{p.stem}-{limit}", "model": str(p), "memory_limit": limit}
+             for p in FINDINGS for limit in (256 << 20, 4 << 30)]
+    assert_msv0_outcomes(probe(tmp_path, cases, max_seconds=5.0), allowed=("ok", *MSV0_ERRORS, "ResourceError"))

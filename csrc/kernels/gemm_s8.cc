@@ -162,14 +162,17 @@ void gemm_s8_pack(const int8_t* b, int64_t ldb, bool transposed, int64_t n, int6
     }
 }
 
-MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack)
+MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kPt * kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
 #else  // binding pass
 #include <optional>
+#include <string>
 #include <vector>
 #include <pybind11/stl.h>
+
+#include "runtime/native.h"
 
 namespace msv0 {
 namespace {
@@ -190,18 +193,23 @@ int32_t int8_param(int64_t x, const char* what) {
 
 }  // namespace
 
-// An int8 GEMM with B packed once: the weight of an int8 FullConnection, MatMul or convolution.
-class PackedGemmS8 {
+// An int8 GEMM with B packed once, on x of a fixed (m, k): the weight of an int8
+// FullConnection, MatMul or convolution. With mult/left/right it writes requantized int8,
+// without them the int32 accumulators.
+class GemmS8 : public NativeOp {
  public:
-  PackedGemmS8(const py::array& b, bool transposed, int64_t a_zp, const py::array& b_zp, std::optional<py::array> bias,
-               std::optional<py::array> mult, std::optional<py::array> left, std::optional<py::array> right,
-               int64_t c_zp, int64_t lo, int64_t hi)
-      : a_zp_(int8_param(a_zp, "a_zp")), c_zp_(int8_param(c_zp, "c_zp")), lo_(int8_param(lo, "lo")),
-        hi_(int8_param(hi, "hi")) {
+  GemmS8(const py::array& b, bool transposed, int64_t a_zp, const py::array& b_zp, std::optional<py::array> bias,
+         std::optional<py::array> mult, std::optional<py::array> left, std::optional<py::array> right, int64_t c_zp,
+         int64_t lo, int64_t hi, const std::vector<int64_t>& x_shape)
+      : kernel_(MSV0_DISPATCH(gemm_s8)), a_zp_(int8_param(a_zp, "a_zp")), c_zp_(int8_param(c_zp, "c_zp")),
+        lo_(int8_param(lo, "lo")), hi_(int8_param(hi, "hi")) {
     if (b.ndim() != 2) throw ArgError("b: expected a 2-D array");
     const int8_t* pb = in_ptr<int8_t>(b, "b");
     n_ = transposed ? b.shape(0) : b.shape(1);
     k_ = transposed ? b.shape(1) : b.shape(0);
+    if (x_shape.size() != 2 || x_shape[1] != k_ || x_shape[0] < 0)
+      throw ArgError("x_shape: expected (m, " + std::to_string(k_) + ")");
+    m_ = x_shape[0];
     const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
     b_zp_ = per_column(b_zp, n_, padded, "b_zp");
     for (int64_t j = 0; j < n_; ++j) int8_param(b_zp_[j], "b_zp");
@@ -216,71 +224,55 @@ class PackedGemmS8 {
           throw ArgError("left and right shifts must be in [0, 31]");
     }
     if (lo_ > hi_) throw ArgError("lo must be <= hi");
-    const GemmS8Kernel& kernel = MSV0_DISPATCH(gemm_s8);
     packed_.resize(static_cast<size_t>(gemm_s8_packed_size(n_, k_)));
     b_sum_.resize(static_cast<size_t>(padded));
-    kernel.pack(pb, b.shape(1), transposed, n_, k_, packed_.data(), b_sum_.data());
+    kernel_.pack(pb, b.shape(1), transposed, n_, k_, packed_.data(), b_sum_.data());
+    set_operands({{{m_, k_}, 'b'}}, {{{m_, n_}, mult_.empty() ? 'i' : 'b'}});
   }
 
-  // y = C for x (m x k int8): int32 accumulators when y is int32, requantized when it is int8.
-  void run(const py::array& x, py::array& y) const {
-    if (x.ndim() != 2 || x.shape(1) != k_) throw ArgError("x: expected shape (m, " + std::to_string(k_) + ")");
-    expect_shape(y, {x.shape(0), n_}, "y");
-    GemmS8Args g{in_ptr<int8_t>(x, "x"), k_, packed_.data(), b_sum_.data(), b_zp_.data(), bias_.data(),
-                 nullptr, nullptr, nullptr, a_zp_, c_zp_, lo_, hi_, nullptr, nullptr, n_, x.shape(0), n_, k_};
-    if (py::isinstance<py::array_t<int8_t>>(y)) {
-      if (mult_.empty()) throw ArgError("y: int8 output needs mult, left and right");
-      g.mult = mult_.data();
-      g.left = left_.data();
-      g.right = right_.data();
-      g.c8 = out_ptr<int8_t>(y, "y");
-    } else {
-      g.c32 = out_ptr<int32_t>(y, "y");
-    }
-    py::gil_scoped_release unlocked;
-    run_packed(g);
+  void run(const void* const* in, void* const* out) const override {
+    const bool requant = !mult_.empty();
+    GemmS8Args g{static_cast<const int8_t*>(in[0]), k_, packed_.data(), b_sum_.data(), b_zp_.data(), bias_.data(),
+                 requant ? mult_.data() : nullptr, requant ? left_.data() : nullptr,
+                 requant ? right_.data() : nullptr, a_zp_, c_zp_, lo_, hi_,
+                 requant ? nullptr : static_cast<int32_t*>(out[0]),
+                 requant ? static_cast<int8_t*>(out[0]) : nullptr, n_, m_, n_, k_};
+    const int64_t panels = (n_ + kGemmS8Nr - 1) / kGemmS8Nr;
+    const size_t scratch_floats = static_cast<size_t>(gemm_s8_scratch_bytes(k_, kernel_.mr) + 3) / 4;
+    auto task = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+      kernel_.fn(g, m0, m1, p0, p1, reinterpret_cast<int8_t*>(thread_scratch(scratch_floats)));
+    };
+    // Split rows when there are enough of them, else panels (a batch-1 FullConnection), in
+    // whole micro-kernel tiles of the slot's width.
+    const int64_t tile = kernel_.nr / kGemmS8Nr, tiles = (panels + tile - 1) / tile;
+    if (m_ >= 4 * panels || m_ >= 64)
+      parallel_for(m_, kernel_.mr, [&](int64_t m0, int64_t m1) { task(m0, m1, 0, panels); });
+    else
+      parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) { task(0, m_, t0 * tile, std::min(t1 * tile, panels)); });
   }
 
-  int64_t n() const { return n_; }
-  int64_t k() const { return k_; }
+  const char* name() const override { return "gemm_s8"; }
 
  private:
-  static void run_packed(const GemmS8Args& g) {
-    const GemmS8Kernel& kernel = MSV0_DISPATCH(gemm_s8);
-    const int64_t panels = (g.n + kernel.nr - 1) / kernel.nr;
-    const size_t scratch_floats = static_cast<size_t>(gemm_s8_scratch_bytes(g.k, kernel.mr) + 3) / 4;
-    auto task = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-      kernel.fn(g, m0, m1, p0, p1, reinterpret_cast<int8_t*>(thread_scratch(scratch_floats)));
-    };
-    // Split rows when there are enough of them, else panels (a batch-1 FullConnection).
-    if (g.m >= 4 * panels || g.m >= 64)
-      parallel_for(g.m, kernel.mr, [&](int64_t m0, int64_t m1) { task(m0, m1, 0, panels); });
-    else  // in pairs of panels, the widest micro-kernel tile (two panels on AVX-512)
-      parallel_for((panels + 1) / 2, 1,
-                   [&](int64_t q0, int64_t q1) { task(0, g.m, 2 * q0, q1 * 2 < panels ? q1 * 2 : panels); });
-  }
-
+  const GemmS8Kernel& kernel_;  // the slot of the tier active at construction, which packed B
   int32_t a_zp_, c_zp_, lo_, hi_;
-  int64_t n_ = 0, k_ = 0;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
   std::vector<int8_t> packed_;
   std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
 };
 
 MSV0_BIND(m) {
-  py::class_<PackedGemmS8, std::shared_ptr<PackedGemmS8>>(
-      m, "PackedGemmS8",
-      "int8 GEMM, r1.1 arithmetic: acc = (x - a_zp) · (B - b_zp) + bias per column; y = acc (int32 y) or\n"
-      "clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + c_zp, lo, hi) (int8 y), per-column mult/left/right.\n"
-      "B is k x n, or n x k when transposed, packed once.")
+  py::class_<GemmS8, NativeOp, std::shared_ptr<GemmS8>>(
+      m, "GemmS8",
+      "int8 GEMM, r1.1 arithmetic, on x of x_shape (m, k): acc = (x - a_zp) · (B - b_zp) + bias per column;\n"
+      "y (m, n) = acc as int32, or with mult/left/right clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + c_zp,\n"
+      "lo, hi) as int8, per column. B is k x n, or n x k when transposed, packed once.")
       .def(py::init<const py::array&, bool, int64_t, const py::array&, std::optional<py::array>,
                     std::optional<py::array>, std::optional<py::array>, std::optional<py::array>, int64_t, int64_t,
-                    int64_t>(),
+                    int64_t, const std::vector<int64_t>&>(),
            py::arg("b"), py::arg("transposed"), py::arg("a_zp"), py::arg("b_zp"), py::arg("bias") = py::none(),
            py::arg("mult") = py::none(), py::arg("left") = py::none(), py::arg("right") = py::none(),
-           py::arg("c_zp") = 0, py::arg("lo") = -128, py::arg("hi") = 127)
-      .def("run", &PackedGemmS8::run, py::arg("x"), py::arg("y"))
-      .def_property_readonly("n", &PackedGemmS8::n)
-      .def_property_readonly("k", &PackedGemmS8::k);
+           py::arg("c_zp") = 0, py::arg("lo") = -128, py::arg("hi") = 127, py::arg("x_shape"));
 }
 
 }  // namespace msv0

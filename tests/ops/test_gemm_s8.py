@@ -1,4 +1,4 @@
-"""_core.PackedGemmS8 against a NumPy transcription of r1.1's int8 arithmetic (format-v0.md
+"""_core.GemmS8 against a NumPy transcription of r1.1's int8 arithmetic (format-v0.md
 §3.1), exact equality on every tier: odd m, n, k around each tier's tile and SIMD tails, zero
 points at the int8 limits, all -128 operands, accumulators at and past int32's range, and
 requantization over the whole int32 range of accumulators, multipliers and shifts."""
@@ -73,7 +73,7 @@ def run(gemm, a, n, dtype):
     fill = -99 if dtype == np.int8 else 0x5EED
     buf = np.full(m * n + 2 * GUARD, fill, dtype)
     y = buf[GUARD:GUARD + m * n].reshape(m, n)
-    gemm.run(a, y)
+    gemm([a], [y])
     assert (buf[:GUARD] == fill).all() and (buf[GUARD + m * n:] == fill).all(), "wrote outside y"
     return y.astype(np.int64)
 
@@ -83,13 +83,12 @@ def check(rng, m, n, k, transposed, a_zp, b_zp, bias, requant=None, a=None, b=No
     b = rng.integers(-128, 128, (k, n), dtype=np.int8) if b is None else b
     stored = np.ascontiguousarray(b.T) if transposed else b
     b_zp = np.asarray(b_zp, np.int32)
-    kwargs = {}
-    if requant is not None:
-        kwargs = dict(mult=requant[0], left=requant[1], right=requant[2], c_zp=c_zp, lo=lo, hi=hi)
-    gemm = _core.PackedGemmS8(stored, transposed, a_zp, b_zp, bias, **kwargs)
+    gemm = _core.GemmS8(stored, transposed, a_zp, b_zp, bias, x_shape=a.shape)
     acc = ref_acc(a, b, a_zp, b_zp, 0 if bias is None else bias)
     np.testing.assert_array_equal(run(gemm, a, n, np.int32), acc)
     if requant is not None:
+        gemm = _core.GemmS8(stored, transposed, a_zp, b_zp, bias, mult=requant[0], left=requant[1],
+                            right=requant[2], c_zp=c_zp, lo=lo, hi=hi, x_shape=a.shape)
         want = ref_requant(acc, *(np.asarray(r, np.int64) for r in requant), c_zp, lo, hi)
         np.testing.assert_array_equal(run(gemm, a, n, np.int8), want)
 
@@ -200,15 +199,17 @@ def test_gemm_s8_rejects_bad_arguments(rng):
     b = np.zeros((4, 3), np.int8)
     zp = np.zeros(3, np.int32)
     with pytest.raises(ValueError, match="a_zp"):
-        _core.PackedGemmS8(b, False, 128, zp)
+        _core.GemmS8(b, False, 128, zp, x_shape=(2, 4))
     with pytest.raises(ValueError, match="b_zp"):
-        _core.PackedGemmS8(b, False, 0, np.array([0, 0, -129], np.int32))
+        _core.GemmS8(b, False, 0, np.array([0, 0, -129], np.int32), x_shape=(2, 4))
     with pytest.raises(ValueError, match="shifts"):
-        _core.PackedGemmS8(b, False, 0, zp, mult=zp, left=zp, right=np.array([0, 32, 0], np.int32))
+        _core.GemmS8(b, False, 0, zp, mult=zp, left=zp, right=np.array([0, 32, 0], np.int32), x_shape=(2, 4))
     with pytest.raises(ValueError, match="mult, left and right"):
-        _core.PackedGemmS8(b, False, 0, zp, mult=zp)
-    gemm = _core.PackedGemmS8(b, False, 0, zp)
-    with pytest.raises(ValueError, match="int8 output"):
-        gemm.run(np.zeros((2, 4), np.int8), np.zeros((2, 3), np.int8))
-    with pytest.raises(ValueError, match="x"):
-        gemm.run(np.zeros((2, 5), np.int8), np.zeros((2, 3), np.int32))
+        _core.GemmS8(b, False, 0, zp, mult=zp, x_shape=(2, 4))
+    with pytest.raises(ValueError, match="x_shape"):
+        _core.GemmS8(b, False, 0, zp, x_shape=(2, 5))
+    gemm = _core.GemmS8(b, False, 0, zp, x_shape=(2, 4))
+    with pytest.raises(ValueError, match="dtype"):  # without requantization the output is int32
+        gemm([np.zeros((2, 4), np.int8)], [np.zeros((2, 3), np.int8)])
+    with pytest.raises(ValueError, match="shape"):
+        gemm([np.zeros((3, 4), np.int8)], [np.zeros((2, 3), np.int32)])
