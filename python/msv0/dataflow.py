@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from msv0.errors import ModelError
+from msv0.errors import Error, ModelError, node_error
 from msv0.model import Model, Node
 from msv0.ops.control_flow import MERGE
 from msv0.ops.tensor_list import TensorList
-from msv0.registry import CONTROL, OPS, Plan, Value, fail
+from msv0.registry import CONTROL, OPS, Plan, Value, check_size, fail
 
-MAX_NODE_RUNS = 1_000_000  # a graph that has not finished by then is taken to loop forever
+MAX_NODE_RUNS = 250_000  # a graph that has not finished by then is taken to loop forever
 
 
 @dataclass
@@ -103,6 +103,8 @@ class Interpreter:
                         env.pop(k, None)
             for slot, value in produced.items():
                 k = node.outputs[slot]
+                if k in fixed:  # it would make itself ready again, forever
+                    raise fail(node, f"writes {model.tensors[k].label}, a constant or an input of its graph")
                 env[k] = value
                 if k not in fixed:
                     pending[k] = len(consumers.get(k, ()))
@@ -129,14 +131,21 @@ class Interpreter:
                 ins.append(Value(a.shape, a.dtype, t, known))
             try:
                 plan = OPS[node.op].build(node, ins)
-            except ModelError:
+            except Error:
                 raise
             except Exception as e:
-                raise ModelError(f"{node.label}: {type(e).__name__}: {e}") from e
+                raise node_error(node.label, e) from e
             if len(plan.outputs) != len(node.outputs):
                 raise fail(node, f"has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
+            for k, (shape, dtype) in zip(node.outputs, plan.outputs):
+                check_size(f"{node.label}: output {self.model.tensors[k].label}", shape, dtype)
             if not dynamic:
                 self.plans[key] = plan
         outs = [np.empty(s, d) for s, d in plan.outputs]
-        plan.run(arrays, outs)
+        try:
+            plan.run(arrays, outs)
+        except Error:
+            raise
+        except Exception as e:
+            raise node_error(node.label, e) from e
         return dict(enumerate(outs))

@@ -25,3 +25,11 @@ class InputError(Error, ValueError):
 class ResourceError(Error):
     """A model or feed needs more memory or work than the Session's limits allow; the message
     names the node or tensor and how much."""
+
+
+def node_error(label: str, e: Exception) -> Error:
+    """The msv0 error for a plain exception raised while a node plans or runs: an op's own
+    check that slipped through (ModelError), or memory that ran out (ResourceError)."""
+    if isinstance(e, MemoryError):
+        return ResourceError(f"{label}: out of memory: {e}")
+    return ModelError(f"{label}: {type(e).__name__}: {e}")

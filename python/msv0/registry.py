@@ -8,16 +8,37 @@ packing and every other per-model preparation happen in the build function, once
 """
 from __future__ import annotations
 
+import contextvars
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from msv0.errors import ModelError
+from msv0.errors import ModelError, ResourceError
 from msv0.fb.ActivationType import ActivationType
 from msv0.model import Node, QuantParam, Tensor
 
 Shape = tuple[int, ...]
+
+# The default bound on the bytes one Session may plan (its arena, and any one tensor, folded
+# constants included): far above what inference of real models needs, far below what a
+# hostile file's dims would ask for.
+DEFAULT_MEMORY_LIMIT = 4 << 30
+# The planning Session's memory_limit (a context variable: Sessions may plan concurrently).
+MEMORY_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("msv0_memory_limit", default=DEFAULT_MEMORY_LIMIT)
+
+
+def check_size(what: str, shape: Sequence[int], dtype) -> None:
+    """Bound a tensor by the planning Session's memory_limit before anything is sized from it:
+    a node's outputs (checked by the Session), and what a build function sizes from attributes
+    before its output shape is returned (coordinate tables, filter banks). A zero dim counts as
+    1: ops size index arrays by the other dims, and NumPy refuses such shapes even when empty."""
+    nbytes = math.prod(max(int(d), 1) for d in shape) * np.dtype(dtype).itemsize
+    limit = MEMORY_LIMIT.get()
+    if nbytes > limit:
+        raise ResourceError(f"{what} of shape {tuple(int(d) for d in shape)} needs {nbytes} bytes, over the "
+                            f"Session's memory_limit of {limit}")
 RunFn = Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], None]
 
 

@@ -8,7 +8,6 @@ their buffers, calls each step, and returns fresh copies of the outputs.
 """
 from __future__ import annotations
 
-import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -20,17 +19,13 @@ from msv0 import _core
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
 from msv0.dataflow import Interpreter
 from msv0.fusion import fuse_blocks
-from msv0.errors import InputError, ModelError, ResourceError, UnsupportedOpError
+from msv0.errors import Error, InputError, ModelError, UnsupportedOpError, node_error
 from msv0.model import Model, load
 from msv0.planner import allocate
-from msv0.registry import CONTROL, OPS, REJECTED, Plan, RunFn, Shape, Value
+from msv0.registry import CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, REJECTED, Plan, RunFn, Shape, Value, check_size
 
 Signature = tuple[Shape, ...]
 
-# The default bound on the bytes one Session may plan (its arena, and any one tensor, folded
-# constants included): far above what inference of real models needs, far below what a
-# hostile file's dims would ask for.
-DEFAULT_MEMORY_LIMIT = 4 << 30
 
 
 @dataclass
@@ -134,9 +129,11 @@ class Session:
         if ctx is None:  # another caller holds every context: this one gets its own
             ctx = self._new_context()
         ctx.pool.bind()
+        limit = MEMORY_LIMIT.set(self.memory_limit)  # a re-plan (or data flow) builds ops now
         try:
             return self._run_dataflow(ctx, arrays) if self._dataflow else self._run_plan(ctx, arrays)
         finally:
+            MEMORY_LIMIT.reset(limit)
             _core.ThreadPool.unbind()
             with self._lock:
                 self._idle.append(ctx)
@@ -159,7 +156,12 @@ class Session:
         for buf, a in zip(plan.inputs, arrays):
             np.copyto(buf, a)
         for step in plan.steps:
-            step.run(step.inputs, step.outputs)
+            try:
+                step.run(step.inputs, step.outputs)
+            except Error:
+                raise
+            except Exception as e:
+                raise node_error(step.label, e) from e
         names = [self.model.tensors[i].name for i in self.model.graph_outputs]
         return {name: out.copy() for name, out in zip(names, plan.outputs)}
 
@@ -207,7 +209,11 @@ class Session:
     def _prepare(self, sig: Signature) -> Prepared:
         """Shape inference, kernel objects and fusion for one signature, cached for every caller."""
         model = self.model
-        values, planned = self._infer(sig)
+        limit = MEMORY_LIMIT.set(self.memory_limit)
+        try:
+            values, planned = self._infer(sig)
+        finally:
+            MEMORY_LIMIT.reset(limit)
         uses: dict[int, int] = {}
         for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
             uses[k] = uses.get(k, 0) + 1
@@ -246,15 +252,6 @@ class Session:
         return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
                             [array(k) for k in model.graph_outputs], total)
 
-    def _check_size(self, what: str, shape: Shape, dtype) -> None:
-        """Bound one tensor by memory_limit before anything (an op's own temporaries included)
-        is sized from it. A zero dim counts as 1: ops size index arrays by the other dims, and
-        NumPy refuses such shapes even when empty."""
-        nbytes = math.prod(max(int(d), 1) for d in shape) * np.dtype(dtype).itemsize
-        if nbytes > self.memory_limit:
-            raise ResourceError(f"{what} of shape {tuple(shape)} needs {nbytes} bytes, over the Session's "
-                                f"memory_limit of {self.memory_limit}")
-
     def _infer(self, sig: Signature) -> tuple[dict[int, Value], list[tuple[str, Plan, list[int], list[int]]]]:
         """Shape inference and kernel preparation over the main graph: what is known of every
         tensor, and the steps left to run (nodes on constants were run here, folded)."""
@@ -265,7 +262,7 @@ class Session:
                 data = t.data
                 values[t.index] = Value(tuple(data.shape) if data.ndim else t.shape, t.dtype, t, data)
         for t, shape in zip(self._input_tensors, sig):
-            self._check_size(f"graph input {t.label}", shape, t.dtype)
+            check_size(f"graph input {t.label}", shape, t.dtype)
             values[t.index] = Value(tuple(shape), t.dtype, t)
 
         planned: list[tuple[str, Plan, list[int], list[int]]] = []
@@ -279,20 +276,25 @@ class Session:
                 ins.append(values[k])
             try:
                 plan: Plan = OPS[node.op].build(node, ins)
-            except (ModelError, UnsupportedOpError):
+            except Error:
                 raise
-            except Exception as e:  # an op's own check that slipped through as a plain error
-                raise ModelError(f"{node.label}: {type(e).__name__}: {e}") from e
+            except Exception as e:
+                raise node_error(node.label, e) from e
             if len(plan.outputs) != len(node.outputs):
                 raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
             for k, (shape, dtype) in zip(node.outputs, plan.outputs):
-                self._check_size(f"{node.label}: output {model.tensors[k].label}", shape, dtype)
+                check_size(f"{node.label}: output {model.tensors[k].label}", shape, dtype)
             if plan.known is not None or (plan.foldable and all(v.const is not None for v in ins)):
                 if plan.known is not None:
                     outs = [np.array(v) for v in plan.known]
                 else:
                     outs = [np.empty(s, d) for s, d in plan.outputs]
-                    plan.run([v.const for v in ins], outs)
+                    try:
+                        plan.run([v.const for v in ins], outs)
+                    except Error:
+                        raise
+                    except Exception as e:
+                        raise node_error(node.label, e) from e
                 for k, o in zip(node.outputs, outs):
                     o.flags.writeable = False
                     values[k] = Value(o.shape, o.dtype, model.tensors[k], o)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.ops.conv import conv_geometry
-from msv0.registry import Plan, op
+from msv0.registry import Plan, check_size, op
 
 F32 = np.dtype(np.float32)
 
@@ -20,12 +20,15 @@ def adder(node, ins):
     lo, hi = g.lo, g.hi
     ocg = oc // group
     wg = weight.reshape(group, ocg, kh * kw * cg)
+    # trailing pad: as much as the last window reaches past the input (at least none)
+    pb_ = max((oh - 1) * sh + (kh - 1) * dh + 1 - pt - h, 0)
+    pr_ = max((ow - 1) * sw + (kw - 1) * dw + 1 - pl - w, 0)
+    # pads and dilations come from attributes: bound the padded input and the windows before running
+    check_size(f"{node.label}: padded input", (n, pt + h + pb_, pl + w + pr_, g.c), F32)
+    check_size(f"{node.label}: windows", (n, oh, ow, kh * kw, g.c), F32)
 
     def run(inputs, outputs):
         x = inputs[0]
-        # trailing pad: as much as the last window reaches past the input (at least none)
-        pb_ = max((oh - 1) * sh + (kh - 1) * dh + 1 - pt - h, 0)
-        pr_ = max((ow - 1) * sw + (kw - 1) * dw + 1 - pl - w, 0)
         xp = np.pad(x, ((0, 0), (pt, pb_), (pl, pr_), (0, 0)))
         cols = np.stack([xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
                          for i in range(kh) for j in range(kw)], axis=3)  # [n, oh, ow, kh*kw, c]

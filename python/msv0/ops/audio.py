@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from msv0.registry import Plan, as_float32, const_input, expect_inputs, fail, op
+from msv0.registry import Plan, as_float32, check_size, const_input, expect_inputs, fail, op
 
 F32 = np.dtype(np.float32)
 
@@ -106,6 +106,9 @@ def mfcc(node, ins):
         raise fail(node, "sample_rate must be one integer")
     a = node.attrs
     chans, frames, bins = ins[0].shape
+    # The filterbank and DCT matrices are sized by attributes; bound them before building them.
+    check_size(f"{node.label}: filterbank", (a.filterBankChannelNum, bins), np.float64)
+    check_size(f"{node.label}: DCT matrix", (a.dctCoeffNum, a.filterBankChannelNum), np.float64)
     fb = mel_weights(node, bins, float(rate_v[0]), a.filterBankChannelNum, a.freqLowerLimit, a.freqUpperLimit)
     if a.dctCoeffNum < 1:
         raise fail(node, f"dctCoeffNum must be >= 1, got {a.dctCoeffNum}")

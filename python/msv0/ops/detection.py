@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from msv0.registry import Plan, as_float32, expect_inputs, fail, known_value, op
+from msv0.registry import Plan, as_float32, check_size, expect_inputs, fail, known_value, op
 
 F32 = np.dtype(np.float32)
 
@@ -59,26 +59,28 @@ def prior_box(node, ins):
                 ratios.append(np.float32(1) / ratio)
     half = np.float32(0.5)
     offset = np.float32(a.offset)
-    boxes = []
-    for i in range(fh):
-        cy = np.float32(i) + offset
-        for j in range(fw):
-            cx = np.float32(j) + offset
-            for k, mn in enumerate(min_sizes):
-                sizes = [(mn, mn)]
-                if max_sizes:
-                    prime = np.float32(math.sqrt(mn * max_sizes[k]))
-                    sizes.append((prime, prime))
-                for v in ratios:
-                    if abs(v - 1) < 1e-6:
-                        continue
-                    root = np.float32(math.sqrt(v))
-                    sizes.append((mn * root, mn / root))
-                for bw, bh in sizes:
-                    boxes += [(cx - bw / step_w * half) / np.float32(fw), (cy - bh / step_h * half) / np.float32(fh),
-                              (cx + bw / step_w * half) / np.float32(fw), (cy + bh / step_h * half) / np.float32(fh)]
+    sizes = []  # (width, height) of each prior of a cell, in r1.1's order
+    for k, mn in enumerate(min_sizes):
+        sizes.append((mn, mn))
+        if max_sizes:
+            prime = np.float32(math.sqrt(mn * max_sizes[k]))
+            sizes.append((prime, prime))
+        for v in ratios:
+            if abs(v - 1) < 1e-6:
+                continue
+            root = np.float32(math.sqrt(v))
+            sizes.append((mn * root, mn / root))
+    check_size(f"{node.label}: output", (1, fh * fw * len(sizes) * 4, 1, 2), F32)
+    # Every cell at once, in float32 with r1.1's order of operations: [fh, fw, prior, corner].
+    half_w = np.array([w for w, _ in sizes], F32) / step_w * half
+    half_h = np.array([h for _, h in sizes], F32) / step_h * half
+    cx = (np.arange(fw, dtype=F32) + offset)[None, :, None]
+    cy = (np.arange(fh, dtype=F32) + offset)[:, None, None]
+    corners = np.broadcast_arrays((cx - half_w) / np.float32(fw), (cy - half_h) / np.float32(fh),
+                                  (cx + half_w) / np.float32(fw), (cy + half_h) / np.float32(fh))
+    boxes = np.stack(corners, axis=-1).reshape(-1)
     count = len(boxes)
-    data = np.concatenate([np.array(boxes, F32), np.tile(np.array(variances[:4], F32), count // 4)])
+    data = np.concatenate([boxes, np.tile(np.array(variances[:4], F32), count // 4)])
     shape = (1, count, 1, 2)
     value = data.reshape(shape)
 

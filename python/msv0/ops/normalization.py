@@ -125,7 +125,8 @@ def _window_square_sum(x: np.ndarray, before: int, after: int) -> np.ndarray:
     sq = x * x
     c = x.shape[-1]
     acc = np.zeros_like(sq)
-    for d in range(-before, after + 1):
+    # Offsets past the axis add nothing: the loop stops there, however wide the window.
+    for d in range(-min(before, c - 1), min(after, c - 1) + 1):
         lo, hi = max(0, -d), min(c, c - d)
         if lo < hi:
             acc[..., lo:hi] += sq[..., lo + d:hi + d]

@@ -9,8 +9,7 @@ import numpy as np
 
 from msv0.fb.Format import Format
 from msv0.fb.ResizeMethod import ResizeMethod
-from msv0.registry import Plan, as_float32, const_input, expect_inputs, fail, op
-
+from msv0.registry import Plan, as_float32, check_size, const_input, expect_inputs, fail, op
 
 
 def _out_size(node, x, ins, method) -> tuple[int, int]:
@@ -79,6 +78,7 @@ def resize(node, ins):
     if h == 0 or w == 0:
         raise fail(node, f"empty input {x.shape}")
     out_shape = (n, oh, ow, c)
+    check_size(f"{node.label}: output", out_shape, x.dtype)  # before the coordinate tables it sizes
     align = bool(a.alignCorners)
     if a.method == ResizeMethod.NEAREST:
         ys, xs = _nearest(h, oh, align), _nearest(w, ow, align)

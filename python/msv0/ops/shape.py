@@ -345,13 +345,14 @@ def strided_slice(node, ins):
             count = abs(num) // abs(s) * (1 if (num >= 0) == (s > 0) else -1)
             if count < 0:
                 raise fail(node, f"dim {i}: begin {begin[i]}, end {end[i]}, stride {s} give size {count}")
-        idx = begin[i] + s * np.arange(count)
-        if count and (idx.min() < 0 or idx.max() >= d):
+        # The ends checked before any index array exists: a hostile end would size it.
+        first, last = begin[i], begin[i] + s * (count - 1)
+        if count and (min(first, last) < 0 or max(first, last) >= d):
             # r1.1 does not clamp and would read outside the input here.
             raise fail(node, f"dim {i} of size {d}: begin {begin[i]}, end {end[i]}, stride {stride[i]} "
                              "read out of bounds")
         full_shape.append(count)
-        index.append(idx)
+        index.append(begin[i] + s * np.arange(count))
     out_shape = [c for i, c in enumerate(full_shape) if not (i < m and shrink[i])]
     grid = np.ix_(*index) if index else ()
     src_shape = tuple(in_shape)

@@ -59,7 +59,7 @@ def _list_reserve(interp, node, ins):
     count = first_int(node, ins[1], "num_elements")
     if count < 0:
         raise fail(node, f"num_elements {count} is negative")
-    return {0: TensorList([None] * count, _element_shape(ins[0]), to_numpy(node.attrs.elementDType, node.label))}
+    return {0: TensorList([None] * count, _element_shape(ins[0]), to_numpy(node.attrs.elementDtype, node.label))}
 
 
 def _itemfirst_int(node: Node, lst: TensorList, v: Any) -> int:
