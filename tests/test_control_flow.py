@@ -128,3 +128,29 @@ def test_assert():
     np.testing.assert_array_equal(s.run([np.ones(3, bool), np.ones(2, np.float32)])["y"], [-1, -1])
     with pytest.raises(msv0.ModelError, match="assertion failed"):
         s.run([np.array([True, False, True]), np.ones(2, np.float32)])
+
+
+def test_partial_calling_its_own_subgraph_is_model_error():
+    """A subgraph whose Partial calls that same subgraph: bounded nesting, not a RecursionError."""
+    b = Builder("recursive")
+    x = b.input("x", (4,))
+    sx = b.tensor("sx")
+    inner = len(b.graph.nodes)
+    sy = b.node("Partial", [sx], subGraphIndex=1)
+    sub = b.subgraph("itself", [sx], [sy], [inner])
+    y = b.node("Partial", [x], subGraphIndex=sub)
+    b.main_nodes = [len(b.graph.nodes) - 1]
+    b.output(y)
+    with pytest.raises(msv0.ModelError, match="nest deeper"):
+        msv0.Session(b.finish()).run([np.ones(4, np.float32)])
+
+
+def test_empty_switch_condition_is_input_error():
+    """An empty condition feed (IndexError before) is refused with the other zero-size feeds."""
+    b = Builder("empty_cond")
+    x = b.input("x", (2, 3))
+    c = b.input("c", (1,), np.bool_)
+    xt, xf = b.node("Switch", [c, x], outputs=2)
+    b.output(b.node("Merge", [xt, xf]))
+    with pytest.raises(msv0.InputError, match="zero-size"):
+        msv0.Session(b.finish()).run([np.ones((2, 3), np.float32), np.zeros(0, np.bool_)])

@@ -27,6 +27,7 @@ from msv0.ops.tensor_list import TensorList
 from msv0.registry import CONTROL, OPS, Plan, Value, check_size, fail
 
 MAX_NODE_RUNS = 250_000  # a graph that has not finished by then is taken to loop forever
+MAX_CALL_DEPTH = 64  # nested Partial/While/Loop calls; r1.1 models nest a few levels
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Interpreter:
     model: Model
     plans: dict[tuple, Plan] = field(default_factory=dict)
     runs: int = 0
+    depth: int = 0  # subgraph calls in progress
     consts: dict[int, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -46,8 +48,14 @@ class Interpreter:
 
     def call(self, sub, args: list[Any], caller: Node) -> list[Any]:
         """Run subgraph `sub` with its inputs bound to args; return its outputs."""
+        if self.depth >= MAX_CALL_DEPTH:  # a subgraph that calls itself, directly or not
+            raise fail(caller, f"subgraph calls nest deeper than {MAX_CALL_DEPTH}")
         env = {k: v for k, v in zip(sub.inputs, args)}
-        self.run(sub.nodes, env, sub.outputs)
+        self.depth += 1
+        try:
+            self.run(sub.nodes, env, sub.outputs)
+        finally:
+            self.depth -= 1
         missing = [k for k in sub.outputs if k not in env]
         if missing:
             raise fail(caller, f"subgraph '{sub.name}' did not produce {[self.model.tensors[k].label for k in missing]}")

@@ -15,13 +15,21 @@ from msv0.registry import Plan, control, fail, first_int, op
 MERGE = "Merge"
 
 
+def _flag(node, value, what: str) -> bool:
+    """A condition's truth: its first element, as r1.1 reads it; an empty one is an error."""
+    flat = np.asarray(value).reshape(-1)
+    if flat.size == 0:
+        raise fail(node, f"{what} is empty")
+    return bool(flat[0])
+
+
 @control("Switch")
 def _switch(interp, node, ins):
     n = len(ins) - 1
     if n < 1 or len(node.outputs) != 2 * n:
         raise fail(node, f"expects cond + N data inputs and 2N outputs, got {len(ins)} inputs, "
                          f"{len(node.outputs)} outputs")
-    taken = bool(np.asarray(ins[0]).reshape(-1)[0])
+    taken = _flag(node, ins[0], "the condition")
     base = 0 if taken else n
     return {base + k: ins[1 + k] for k in range(n)}
 
@@ -51,7 +59,7 @@ def _while(interp, node, ins):
     if len(node.outputs) != len(ins):
         raise fail(node, "While needs as many outputs as loop variables")
     values = list(ins)
-    while bool(np.asarray(interp.call(cond, values, node)[0]).reshape(-1)[0]):
+    while _flag(node, interp.call(cond, values, node)[0], "the cond subgraph's output"):
         values = interp.call(body, values, node)
         interp.count(node)
     return dict(enumerate(values))
@@ -66,12 +74,12 @@ def _loop(interp, node, ins):
     if n < 0 or len(body.inputs) != n + 2 or len(body.outputs) != n + 1 or len(node.outputs) != n:
         raise fail(node, "Loop expects (max_trip_count, cond, v...) -> v... and a body (i, cond, v...) -> (cond, v...)")
     trips = first_int(node, ins[0], "max_trip_count")
-    keep = bool(np.asarray(ins[1]).reshape(-1)[0])
+    keep = _flag(node, ins[1], "cond")
     values = list(ins[2:])
     i = 0
     while keep and i < trips:
         out = interp.call(body, [np.array(i, np.int64), np.array(keep), *values], node)
-        keep, values = bool(np.asarray(out[0]).reshape(-1)[0]), list(out[1:])
+        keep, values = _flag(node, out[0], "the body's cond output"), list(out[1:])
         i += 1
         interp.count(node)
     return dict(enumerate(values))
