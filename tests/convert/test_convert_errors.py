@@ -1,4 +1,8 @@
 """Malformed ONNX models: every failure is an msv0.Error, naming the node where there is one."""
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -50,3 +54,16 @@ def _conv_model(**attrs) -> bytes:
 def test_bad_attributes_name_the_node(attrs):
     with pytest.raises(msv0.Error, match="the_conv"):
         convert(_conv_model(**attrs))
+
+
+CONVERT_FINDINGS = sorted((Path(__file__).parents[1] / "fuzz" / "findings").glob("*.onnx"))
+
+
+@pytest.mark.parametrize("path", CONVERT_FINDINGS, ids=lambda p: p.stem)
+def test_fuzz_findings_convert_or_raise(path):
+    """Files the converter fuzzer crashed the process with (tests/fuzz/README.md), converted in a
+    child process so that a crash fails the test instead of killing the runner."""
+    code = ("import sys, msv0\nfrom msv0.convert import convert\n"
+            "try:\n    convert(open(sys.argv[1], 'rb').read())\nexcept msv0.Error:\n    pass\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -8,6 +8,7 @@ fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit each remaining node
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -87,13 +88,33 @@ def _fix_inputs(model, batch):
                                  "only the batch dimension may be dynamic")
 
 
-def _shapes(model) -> dict:
+def _inferred(model):
+    """The model with onnx's inferred shapes, or the model itself where inference fails. onnx's
+    C++ inference can kill the process on a malformed model (a LayerNormalization axis out of
+    range segfaults onnx 1.2x), so it runs in a forked child that sends the result back."""
     onnx = _onnx()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: infer, send, and leave without running the parent's cleanup
+        os.close(read_end)
+        try:
+            data = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True).SerializeToString()
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as src:
+        data = src.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return model
+    return onnx.load_from_string(data)
+
+
+def _shapes(model) -> dict:
     from onnx import helper
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-    except Exception:
-        inferred = model
+    inferred = _inferred(model)
     out = {}
     g = inferred.graph
     for vi in list(g.input) + list(g.value_info) + list(g.output):
