@@ -25,8 +25,11 @@ class Const:
 
 
 def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_threads: int = 1,
-           out_dtypes: Sequence | None = None, **attrs) -> list[np.ndarray]:
-    """Build a one-node model of `op`, run it on the non-Const inputs, return its outputs."""
+           out_dtypes: Sequence | None = None, in_quant: Sequence | None = None, out_quant: Sequence | None = None,
+           quant_type: int = 0, **attrs) -> list[np.ndarray]:
+    """Build a one-node model of `op`, run it on the non-Const inputs, return its outputs.
+    in_quant[k] / out_quant[k]: the quantParams (list of dicts) of input k (not a Const: those
+    carry theirs) / output k, or None."""
     b = Builder(op)
     idx, feeds = [], []
     for k, x in enumerate(inputs):
@@ -35,10 +38,11 @@ def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_
                                clusters=x.clusters))
         else:
             x = np.asarray(x)
-            idx.append(b.input(f"in{k}", x.shape, x.dtype))
+            idx.append(b.input(f"in{k}", x.shape, x.dtype, quant=in_quant[k] if in_quant else None))
             feeds.append(x)
-    outs = [b.tensor(f"out{k}", (out_dtypes or [np.float32] * outputs)[k]) for k in range(outputs)]
-    b.node(op, idx, outputs=outs, name=f"{op.lower()}_node", **attrs)
+    outs = [b.tensor(f"out{k}", (out_dtypes or [np.float32] * outputs)[k], quant=out_quant[k] if out_quant else None)
+            for k in range(outputs)]
+    b.node(op, idx, outputs=outs, name=f"{op.lower()}_node", quant_type=quant_type, **attrs)
     b.output(*outs)
     session = msv0.Session(b.finish(), num_threads=num_threads)
     result = session.run(feeds)

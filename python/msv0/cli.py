@@ -254,18 +254,15 @@ def _op_note(name: str) -> str:
     return note.replace("|", "\\|")
 
 
-# int8 data: QuantDTypeCast converts it; no int8 arithmetic kernel exists yet.
-INT8 = {"QuantDTypeCast": "f32↔i8/u8, i8↔u8"}
-
-
 def ops_markdown() -> str:
     """The supported-ops table of README.md, generated from msv0.supported_ops()."""
     from msv0.registry import CONTROL
 
     lines = ["| op | fp32 | int8 | notes |", "|---|---|---|---|"]
+    int8 = set(msv0.supported_ops(int8=True))
     for name in msv0.supported_ops():
         fp32 = "yes (data flow)" if name in CONTROL else "yes"
-        lines.append(f"| `{name}` | {fp32} | {INT8.get(name, '–')} | {_op_note(name)} |")
+        lines.append(f"| `{name}` | {fp32} | {'yes' if name in int8 else '–'} | {_op_note(name)} |")
     return "\n".join(lines)
 
 

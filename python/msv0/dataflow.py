@@ -24,7 +24,7 @@ from msv0.errors import Error, ModelError, node_error
 from msv0.model import Model, Node
 from msv0.ops.control_flow import MERGE
 from msv0.ops.tensor_list import TensorList
-from msv0.registry import CONTROL, OPS, Plan, Value, check_size, fail
+from msv0.registry import CONTROL, OPS, Plan, Value, build, check_size, fail
 
 MAX_NODE_RUNS = 250_000  # a graph that has not finished by then is taken to loop forever
 MAX_CALL_DEPTH = 64  # nested Partial/While/Loop calls; r1.1 models nest a few levels
@@ -138,7 +138,7 @@ class Interpreter:
                 known = a if dynamic else t.data if t.is_const else None
                 ins.append(Value(a.shape, a.dtype, t, known))
             try:
-                plan = OPS[node.op].build(node, ins)
+                plan = build(node, ins)
             except Error:
                 raise
             except Exception as e:

@@ -106,13 +106,28 @@ class OpDef:
 
 OPS: dict[str, OpDef] = {}
 
+# int8 build functions, by op: r1.1 picks a node's kernel by its first input's dtype, so a node
+# whose first input is int8 builds through here when its op has an entry (ops whose fp32 build
+# is dtype-agnostic, such as Shape, have none).
+INT8: dict[str, Callable[[Node, list[Value]], Plan]] = {}
+
 # Ops that exist in the schema but cannot run in an inference runtime, with the reason.
 REJECTED: dict[str, str] = {}
 
 
-def op(*names: str, data_dependent: bool | Callable[[Node], bool] = False):
+def op(*names: str, data_dependent: bool | Callable[[Node], bool] = False, int8: bool = False):
     """Register a build function for the schema primitives `names`. `data_dependent` is True,
-    or a predicate on the node, when the output shape depends on input values."""
+    or a predicate on the node, when the output shape depends on input values. With int8, the
+    function is the ops' int8 kernel (see INT8); the op's other registration owns its flags."""
+    if int8:
+        def register_int8(fn):
+            for name in names:
+                if name in INT8:
+                    raise RuntimeError(f"int8 op {name} registered twice")
+                INT8[name] = fn
+            return fn
+
+        return register_int8
     if not callable(data_dependent):
         data_dependent = (lambda node: True) if data_dependent else (lambda node: False)
 
@@ -124,6 +139,13 @@ def op(*names: str, data_dependent: bool | Callable[[Node], bool] = False):
         return fn
 
     return register
+
+
+def build(node: Node, ins: list[Value]) -> Plan:
+    """The node's plan from its op's build function, or its int8 one (see INT8)."""
+    if ins and ins[0].dtype == np.int8 and node.op in INT8:
+        return INT8[node.op](node, ins)
+    return OPS[node.op].build(node, ins)
 
 
 # Control-flow ops: fn(interp, node, inputs) -> {output index: value}, or None when the op
@@ -210,9 +232,9 @@ def normalize_axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
     return a
 
 
-def supported_ops() -> list[str]:
-    """The schema primitives msv0 can run, sorted."""
-    return sorted(OPS)
+def supported_ops(int8: bool = False) -> list[str]:
+    """The schema primitives msv0 can run, sorted; with int8, those with an int8 kernel."""
+    return sorted(INT8 if int8 else OPS)
 
 
 def as_float32(node: Node, v: Value, what: str) -> None:

@@ -22,7 +22,7 @@ from msv0.fusion import fuse_blocks
 from msv0.errors import Error, InputError, ModelError, UnsupportedOpError, node_error
 from msv0.model import Model, load
 from msv0.planner import allocate
-from msv0.registry import CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, REJECTED, Plan, RunFn, Shape, Value, check_size
+from msv0.registry import CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, REJECTED, Plan, RunFn, Shape, Value, build, check_size
 
 Signature = tuple[Shape, ...]
 
@@ -275,7 +275,7 @@ class Session:
                                      "a graph input, nor produced by an earlier node")
                 ins.append(values[k])
             try:
-                plan: Plan = OPS[node.op].build(node, ins)
+                plan: Plan = build(node, ins)
             except Error:
                 raise
             except Exception as e:

@@ -2,59 +2,14 @@
 §3.1), exact equality on every tier: odd m, n, k around each tier's tile and SIMD tails, zero
 points at the int8 limits, all -128 operands, accumulators at and past int32's range, and
 requantization over the whole int32 range of accumulators, multipliers and shifts."""
-import math
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
 from msv0 import _core
 
+from int8_ref import I32_MAX, I32_MIN, conv_multiplier, quantize_round_parameter, rdbpot, srdhm, wrap32
+
 GUARD = 37  # elements on each side of the output, checked untouched
-I32_MIN, I32_MAX = -(2**31), 2**31 - 1
-
-
-def wrap32(x):
-    """int64 values modulo 2^32 as int32: r1.1 accumulates and shifts in wrapping int32."""
-    return ((np.asarray(x, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int64)
-
-
-def quantize_multiplier(M):
-    """QuantizeMultiplier: M = f·2^e, f in [0.5, 1); m = round_half_up(f·2^31), exactly."""
-    if M == 0:
-        return 0, 0
-    f, e = math.frexp(M)
-    m = math.floor(Fraction(f) * 2**31 + Fraction(1, 2))
-    if m == 2**31:
-        m, e = 2**30, e + 1
-    return m, e
-
-
-def quantize_round_parameter(M):
-    """(m, left shift, right shift), both shifts >= 0 (r1.1 stores the right one as <= 0)."""
-    m, e = quantize_multiplier(M)
-    return m, max(e, 0), -min(e, 0)
-
-
-def conv_multiplier(s_in, s_w, s_out):
-    """Conv/FC M_c: float product of float scales, divided in double."""
-    return float(np.float32(np.float32(s_in) * np.float32(s_w))) / float(np.float32(s_out))
-
-
-def srdhm(a, b):
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    p = a * b
-    x = p + np.where(p >= 0, 2**30, 1 - 2**30)
-    q = np.where(x >= 0, x >> 31, -((-x) >> 31))  # C division: truncation toward zero
-    return np.where((a == I32_MIN) & (b == I32_MIN), I32_MAX, q)
-
-
-def rdbpot(x, n):
-    x, n = np.asarray(x, np.int64), np.asarray(n, np.int64)
-    mask = (np.int64(1) << n) - 1
-    rem = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> n) + (rem > threshold)
 
 
 def ref_acc(a, b, a_zp, b_zp, bias):

@@ -69,6 +69,7 @@ def dequantize(q: np.ndarray, scale: float, zp: int) -> np.ndarray:
 
 
 @op("QuantDTypeCast")
+@op("QuantDTypeCast", int8=True)
 def quant_dtype_cast(node, ins):
     expect_inputs(node, ins, 1)
     x = ins[0]
