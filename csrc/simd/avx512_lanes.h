@@ -50,6 +50,13 @@ struct VecI32 {
   static constexpr int kLanes = 16;
   __m512i v;
   static VecI32 load(const int32_t* p) { return {_mm512_loadu_si512(p)}; }
+  // kLanes int8 values, sign-extended (tail: the first n, the rest 0).
+  static VecI32 load_s8(const int8_t* p) {
+    return {_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+  }
+  static VecI32 load_s8_tail(const int8_t* p, int64_t n) {
+    return {_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(tail_mask16(n), p))};
+  }
   static VecI32 splat(int32_t x) { return {_mm512_set1_epi32(x)}; }
   static VecI32 zero() { return {_mm512_setzero_si512()}; }
   void store(int32_t* p) const { _mm512_storeu_si512(p, v); }
@@ -64,6 +71,8 @@ inline VecI32 operator+(VecI32 a, VecI32 b) { return {_mm512_add_epi32(a.v, b.v)
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm512_sub_epi32(a.v, b.v)}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {_mm512_mullo_epi32(a.v, b.v)}; }
 inline int32_t reduce_add(VecI32 a) { return _mm512_reduce_add_epi32(a.v); }
+inline VecI32 max(VecI32 a, VecI32 b) { return {_mm512_max_epi32(a.v, b.v)}; }
+inline VecI32 min(VecI32 a, VecI32 b) { return {_mm512_min_epi32(a.v, b.v)}; }
 
 // r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
 //   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].

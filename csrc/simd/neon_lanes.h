@@ -57,6 +57,17 @@ struct VecI32 {
   static constexpr int kLanes = 4;
   int32x4_t v;
   static VecI32 load(const int32_t* p) { return {vld1q_s32(p)}; }
+  // kLanes int8 values, sign-extended (tail: the first n, the rest 0).
+  static VecI32 load_s8(const int8_t* p) {
+    int32_t w;
+    __builtin_memcpy(&w, p, 4);
+    return {vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)))))};
+  }
+  static VecI32 load_s8_tail(const int8_t* p, int64_t n) {
+    int8_t t[4] = {};
+    for (int64_t i = 0; i < n; ++i) t[i] = p[i];
+    return load_s8(t);
+  }
   static VecI32 splat(int32_t x) { return {vdupq_n_s32(x)}; }
   static VecI32 zero() { return {vdupq_n_s32(0)}; }
   void store(int32_t* p) const { vst1q_s32(p, v); }
@@ -80,6 +91,8 @@ inline VecI32 operator+(VecI32 a, VecI32 b) { return {vaddq_s32(a.v, b.v)}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {vsubq_s32(a.v, b.v)}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {vmulq_s32(a.v, b.v)}; }
 inline int32_t reduce_add(VecI32 a) { return vaddvq_s32(a.v); }
+inline VecI32 max(VecI32 a, VecI32 b) { return {vmaxq_s32(a.v, b.v)}; }
+inline VecI32 min(VecI32 a, VecI32 b) { return {vminq_s32(a.v, b.v)}; }
 
 // r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
 //   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].

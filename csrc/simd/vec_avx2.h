@@ -60,6 +60,15 @@ struct VecI32 {
   static constexpr int kLanes = 8;
   __m256i v;
   static VecI32 load(const int32_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+  // kLanes int8 values, sign-extended (tail: the first n, the rest 0).
+  static VecI32 load_s8(const int8_t* p) {
+    return {_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))};
+  }
+  static VecI32 load_s8_tail(const int8_t* p, int64_t n) {
+    int8_t t[8] = {};
+    for (int64_t i = 0; i < n; ++i) t[i] = p[i];
+    return load_s8(t);
+  }
   static VecI32 splat(int32_t x) { return {_mm256_set1_epi32(x)}; }
   static VecI32 zero() { return {_mm256_setzero_si256()}; }
   void store(int32_t* p) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
@@ -86,6 +95,8 @@ inline int32_t reduce_add(VecI32 a) {
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
   return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
 }
+inline VecI32 max(VecI32 a, VecI32 b) { return {_mm256_max_epi32(a.v, b.v)}; }
+inline VecI32 min(VecI32 a, VecI32 b) { return {_mm256_min_epi32(a.v, b.v)}; }
 
 constexpr bool kDot4Native = false;  // dot4 is several instructions (tile sizes depend on it)
 constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8

@@ -44,6 +44,9 @@ struct VecI32 {
   static constexpr int kLanes = 1;
   int32_t v;
   static VecI32 load(const int32_t* p) { return {*p}; }
+  // kLanes int8 values, sign-extended (tail: the first n).
+  static VecI32 load_s8(const int8_t* p) { return {*p}; }
+  static VecI32 load_s8_tail(const int8_t* p, int64_t) { return {*p}; }
   static VecI32 splat(int32_t x) { return {x}; }
   static VecI32 zero() { return {0}; }
   void store(int32_t* p) const { *p = v; }
@@ -57,6 +60,8 @@ inline VecI32 operator+(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) + uint3
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) - uint32_t(b.v))}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) * uint32_t(b.v))}; }
 inline int32_t reduce_add(VecI32 a) { return a.v; }
+inline VecI32 max(VecI32 a, VecI32 b) { return {a.v > b.v ? a.v : b.v}; }
+inline VecI32 min(VecI32 a, VecI32 b) { return {a.v < b.v ? a.v : b.v}; }
 
 constexpr bool kDot4Native = false;
 constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8
