@@ -306,7 +306,9 @@ def test_cli_bench_against_onnxruntime(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [["info", "{bad}"], ["run", "{bad}", "--random"], ["run", "{model}"],
-                                  ["run", "{model}", "--input", "x"], ["info", "{missing}"], ["quantize"]])
+                                  ["run", "{model}", "--input", "x"], ["info", "{missing}"],
+                                  ["quantize", "{bad}", "-o", "{bad}", "--random", "1"],
+                                  ["quantize", "{model}", "-o", "{bad}", "--calib", "{missing}"]])
 def test_cli_errors_are_one_line_exit_2(argv, model_path, tmp_path, capsys):
     bad = tmp_path / "bad.ms"
     bad.write_bytes(b"\0" * 32)

@@ -1,4 +1,4 @@
-"""The `msv0` command line: info, run, demo, bench, ops (convert and quantize are reserved).
+"""The `msv0` command line: info, run, demo, bench, ops, quantize, and convert (with msv0.convert).
 
 Every msv0.Error (and an unreadable file) ends the command with a one-line message on stderr
 and exit status 2, without a traceback.
@@ -289,6 +289,34 @@ def cmd_ops(args) -> None:
             print(name)
 
 
+def cmd_quantize(args) -> None:
+    from msv0.quantize import quantize, samples, snr_db
+
+    m = msv0.load(args.model)
+    if args.calib:
+        with np.load(args.calib) as data:
+            calib = {k: data[k] for k in data.files}
+    else:
+        rng = np.random.default_rng(args.seed)
+        calib = {t.name: np.stack([random_feed(t.shape, t.dtype, rng) for _ in range(args.random)]) for t in m.inputs}
+    total = len(next(iter(calib.values()))) if calib else 0
+    bar = Progress(total, "calibrating")
+    out = quantize(m, calib, num_threads=args.threads, on_sample=bar.update)
+    bar.close()
+    Path(args.output).write_bytes(out)
+    size = Path(args.model).stat().st_size
+    print(f"{args.output}: {len(out):,} bytes ({len(out) / size:.2f}x of {size:,})")
+    fp32, int8 = msv0.Session(m, num_threads=args.threads), msv0.Session(out, num_threads=args.threads)
+    rows = []
+    feeds = list(samples(m, calib))[:args.check]
+    ref, got = [fp32.run(f) for f in feeds], [int8.run(f) for f in feeds]
+    for t in m.outputs:
+        snr = snr_db(np.concatenate([r[t.name].ravel() for r in ref]), np.concatenate([g[t.name].ravel() for g in got]))
+        rows.append((t.name, f"{snr:.1f}"))
+    print(f"\nint8 against fp32 on {len(feeds)} calibration sample(s):")
+    table(["output", "SNR dB"], rows)
+
+
 def cmd_reserved(args) -> None:
     raise CliError(f"'{args.command}' is not available in this build of msv0")
 
@@ -350,7 +378,16 @@ def build_parser() -> argparse.ArgumentParser:
         add_cli(sub)
     else:
         sub.add_parser("convert", help="(not available)").set_defaults(func=cmd_reserved)
-    sub.add_parser("quantize", help="(not available yet)").set_defaults(func=cmd_reserved)
+    p = sub.add_parser("quantize", help="post-training int8 quantization (calibrated min/max)")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.ms")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--calib", metavar="DATA.npz", help="calibration samples: one [K, *shape] array per input name")
+    src.add_argument("--random", type=int, metavar="K", help="calibrate on K random samples")
+    p.add_argument("--seed", type=int, default=0, help="seed for --random")
+    p.add_argument("--check", type=int, default=4, metavar="K", help="samples for the SNR report")
+    _threads(p)
+    p.set_defaults(func=cmd_quantize)
     return parser
 
 

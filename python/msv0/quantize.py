@@ -1,0 +1,322 @@
+"""Post-training quantization: a float v0 model and calibration feeds in, a PostTraining v0 file
+out, as r1.1's quantizer wrote them (format-v0.md §3). Every node msv0 runs in int8 gets int8
+activations with one per-tensor QuantParam calibrated by min/max, symmetric int8 weights with
+one QuantParam per output channel and int32 biases at scale s_in·s_w; QuantDTypeCast nodes join
+the int8 and float parts, so the file still takes and returns float under the same names."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+import flatbuffers
+import numpy as np
+
+from msv0.errors import InputError, ModelError
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.CNode import CNodeT
+from msv0.fb.MetaGraph import MetaGraphT
+from msv0.fb.NodeType import NodeType
+from msv0.fb.Primitive import PrimitiveT
+from msv0.fb.PrimitiveType import PrimitiveType
+from msv0.fb.QuantDTypeCast import QuantDTypeCastT
+from msv0.fb.QuantParam import QuantParamT
+from msv0.fb.QuantType import QuantType
+from msv0.fb.Tensor import TensorT
+from msv0.fb.TypeId import TypeId
+from msv0.model import PRIMITIVE_NAMES, Model, load
+from msv0.registry import INT8
+from msv0.session import Session
+
+F32, I8, I32 = TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32
+
+
+@dataclass(frozen=True)
+class WeightRule:
+    """Where an op keeps its constant weight and bias, and the weight's output-channel axis
+    (None: one QuantParam for the whole weight, as r1.1's int8 MatMul reads only the first)."""
+
+    weight: int
+    bias: int | None
+    channel_axis: int | None
+
+
+WEIGHTS = {
+    "Conv2D": WeightRule(1, 2, 0),  # [Cout, kH, kW, Cin/group]
+    "DepthwiseConv2D": WeightRule(1, 2, 0),  # [C, kH, kW, 1]
+    "FullConnection": WeightRule(1, 2, 0),  # [N, K]
+    "MatMul": WeightRule(1, None, None),
+}
+# Ops whose int8 output rearranges or selects input values: the output takes the input's
+# QuantParam, so r1.1's kernels copy bytes instead of requantizing.
+SAME_PARAMS = {"Reshape", "Squeeze", "Unsqueeze", "ExpandDims", "Flatten", "Transpose", "Nchw2Nhwc", "Nhwc2Nchw",
+               "Pooling", "Slice", "StridedSlice", "Gather", "Crop", "Split", "DepthToSpace", "SpaceToBatch",
+               "SpaceToBatchND", "BatchToSpace", "BatchToSpaceND", "Resize", "Pad"}
+# Output params r1.1's int8 kernels fix (format-v0.md §3.1), by op and attributes.
+FIXED_PARAMS: dict[str, Callable[[object], tuple[float, int] | None]] = {
+    "SoftMax": lambda a: (1 / 256, -128),
+    "Activation": lambda a: (1 / 256, -128) if a.type == ActivationType.SIGMOID else None,
+}
+# Nodes of an op with an int8 kernel that r1.1 still ran in float (its int8 kernel refuses them).
+INT8_REFUSES: dict[str, Callable[[object], bool]] = {
+    "Activation": lambda a: a.type not in (ActivationType.RELU, ActivationType.RELU6, ActivationType.SIGMOID,
+                                           ActivationType.TANH, ActivationType.HSWISH, ActivationType.LEAKY_RELU),
+}
+
+
+def activation_param(lo: float, hi: float) -> tuple[float, int]:
+    """Asymmetric int8 (scale, zero point) covering [lo, hi] and 0."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi == lo:
+        return 1.0, 0
+    scale = (hi - lo) / 255
+    return scale, int(np.clip(np.round(-128 - lo / scale), -128, 127))
+
+
+def _param(scale: float, zp: int, lo: float = 0.0, hi: float = 0.0) -> QuantParamT:
+    p = QuantParamT()
+    p.scale, p.zeroPoint, p.min, p.max, p.inited, p.numBits = float(scale), int(zp), float(lo), float(hi), True, 8
+    return p
+
+
+def samples(model: Model, calibration) -> Iterable[list[np.ndarray]]:
+    """Calibration feeds, positional: from {input name: [K, *shape]} (or [K, *shape without a
+    leading batch of 1]), or an iterable of feeds as Session.run takes them."""
+    infos = model.inputs
+    if not isinstance(calibration, Mapping):
+        for feeds in calibration:
+            yield [np.asarray(feeds[i.name] if isinstance(feeds, Mapping) else feeds[j], np.float32)
+                   for j, i in enumerate(infos)]
+        return
+    arrays = []
+    for info in infos:
+        if info.name not in calibration:
+            raise InputError(f"calibration data has no array for input '{info.name}'")
+        a = np.asarray(calibration[info.name], np.float32)
+        shape = tuple(info.shape)
+        if a.shape[1:] != shape and shape[:1] == (1,) and a.shape[1:] == shape[1:]:
+            a = a[:, None]
+        if a.ndim != len(shape) + 1:
+            raise InputError(f"calibration array '{info.name}' has shape {a.shape}; expected [K, *{list(shape)}]")
+        arrays.append(a)
+    counts = {len(a) for a in arrays}
+    if len(counts) != 1:
+        raise InputError(f"calibration arrays hold different sample counts: {sorted(counts)}")
+    for k in range(counts.pop()):
+        yield [a[k] for a in arrays]
+
+
+def calibrate(model: Model, calibration, num_threads: int = 1,
+              on_sample: Callable[[int], None] | None = None) -> dict[int, tuple[float, float]]:
+    """{tensor index: (min, max)} over the calibration feeds, for the graph inputs and every
+    float32 tensor a main-graph node writes. on_sample(k) is called after the k-th sample."""
+    probe = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+    watched = list(model.graph_inputs) + [k for i in model.main_nodes for k in model.nodes[i].outputs
+                                          if model.tensors[k].type_id == F32]
+    for k, t in enumerate(probe.allTensors):
+        t.name = f"t{k}"  # unique names: the probe's outputs are looked up by name
+    probe.outputIndex = watched
+    if probe.subGraph:
+        probe.subGraph[0].outputIndices = watched
+    fbb = flatbuffers.Builder(1024)
+    fbb.Finish(probe.Pack(fbb))
+    session = Session(bytes(fbb.Output()), num_threads=num_threads)
+    ranges: dict[int, tuple[float, float]] = {}
+    for count, feeds in enumerate(samples(model, calibration), 1):
+        out = session.run(feeds)
+        for k in watched:
+            a = out[f"t{k}"]
+            if a.size:
+                lo, hi = ranges.get(k, (np.inf, -np.inf))
+                ranges[k] = (min(lo, float(a.min())), max(hi, float(a.max())))
+        if on_sample is not None:
+            on_sample(count)
+    if not ranges:
+        raise InputError("calibration data holds no samples")
+    return ranges
+
+
+class _Rewriter:
+    """Rewrites the main graph of `g` into its PostTraining form."""
+
+    def __init__(self, model: Model, g: MetaGraphT, ranges: dict[int, tuple[float, float]]):
+        self.model, self.g, self.ranges = model, g, ranges
+        self.nodes: list[CNodeT] = []
+        self.int8: set[int] = set()  # tensors now holding int8 activations
+        self.as_int8: dict[int, int] = {}  # float tensor -> its quantized copy
+        self.as_float: dict[int, int] = {}  # int8 tensor -> its dequantized copy
+        self.uses = np.zeros(len(g.allTensors), np.int64)
+        for i in model.main_nodes:
+            for k in model.nodes[i].inputs:
+                self.uses[k] += 1
+
+    def tensor(self, name: str, type_id: int, dims, quant=None, data: np.ndarray | None = None,
+               node_type: int = NodeType.CNode) -> int:
+        t = TensorT()
+        t.name, t.nodeType, t.dataType, t.dims, t.format = name, node_type, type_id, [int(d) for d in dims], 0
+        t.quantParams = quant
+        t.data = None if data is None else np.frombuffer(np.ascontiguousarray(data).tobytes(), np.uint8)
+        self.g.allTensors.append(t)
+        return len(self.g.allTensors) - 1
+
+    def cast(self, src: int, src_t: int, dst_t: int, dst: int) -> None:
+        attrs = QuantDTypeCastT()
+        attrs.srcT, attrs.dstT = src_t, dst_t
+        n = CNodeT()
+        n.name = f"{self.g.allTensors[dst].name}/QuantDTypeCast"
+        n.nodeType, n.quantType = NodeType.CNode, QuantType.PostTraining
+        n.primitive = PrimitiveT()
+        n.primitive.valueType, n.primitive.value = PrimitiveType.QuantDTypeCast, attrs
+        n.inputIndex, n.outputIndex = [src], [dst]
+        self.nodes.append(n)
+
+    def activation(self, k: int) -> int:
+        """Tensor k as int8: itself when a quantized node wrote it, else a quantized copy."""
+        if k in self.int8:
+            return k
+        if k not in self.as_int8:
+            t = self.g.allTensors[k]
+            scale, zp = activation_param(*self.ranges[k])
+            q = self.tensor(f"{t.name}/int8", I8, list(t.dims) if t.dims is not None else [], [_param(scale, zp, *self.ranges[k])])
+            self.cast(k, F32, I8, q)
+            self.as_int8[k] = q
+        return self.as_int8[k]
+
+    def float_of(self, k: int) -> int:
+        if k not in self.int8:
+            return k
+        if k not in self.as_float:
+            t = self.g.allTensors[k]
+            f = self.tensor(f"{t.name}/float", F32, list(t.dims) if t.dims is not None else [])
+            self.cast(k, I8, F32, f)
+            self.as_float[k] = f
+        return self.as_float[k]
+
+    def const(self, k: int, type_id: int, values: np.ndarray, quant: list[QuantParamT] | None) -> int:
+        """A constant's quantized form: in place when this node is its only reader."""
+        t = self.g.allTensors[k]
+        if self.uses[k] > 1:
+            return self.tensor(f"{t.name}/{np.dtype(values.dtype).name}", type_id, list(t.dims) if t.dims is not None else [], quant, values,
+                               NodeType.ValueNode)
+        t.dataType, t.quantParams = type_id, quant
+        t.data = np.frombuffer(np.ascontiguousarray(values).tobytes(), np.uint8)
+        return k
+
+    def quantizable(self, i: int) -> bool:
+        node = self.model.nodes[i]
+        if node.op not in INT8 or node.op == "QuantDTypeCast":
+            return False
+        if INT8_REFUSES.get(node.op, lambda a: False)(node.attrs):
+            return False
+        tensors = self.model.tensors
+        first = tensors[node.inputs[0]] if node.inputs else None
+        if first is None or first.type_id != F32 or first.is_const:
+            return False
+        return all(tensors[k].type_id == F32 and k in self.ranges for k in node.outputs)
+
+    def quantize_node(self, i: int, n: CNodeT) -> None:
+        node, tensors = self.model.nodes[i], self.model.tensors
+        rule = WEIGHTS.get(node.op)
+        s_in, s_w = None, None
+        for pos, k in enumerate(node.inputs):
+            t = tensors[k]
+            if t.type_id != F32:
+                continue
+            if not t.is_const:
+                n.inputIndex[pos] = self.activation(k)
+                if pos == 0:
+                    s_in = self.g.allTensors[n.inputIndex[0]].quantParams[0].scale
+            elif rule is not None and pos == rule.weight:
+                q, quant = _weight(t.data, rule.channel_axis)
+                s_w = np.array([p.scale for p in quant], np.float64)
+                n.inputIndex[pos] = self.const(k, I8, q, quant)
+            elif rule is not None and pos == rule.bias and s_in is not None and s_w is not None:
+                scale = s_in * s_w
+                b = np.clip(np.round(t.data.astype(np.float64).reshape(-1) / scale), -2**31, 2**31 - 1)
+                n.inputIndex[pos] = self.const(k, I32, b.astype(np.int32).reshape(t.data.shape), None)
+            else:  # a constant operand (Add's, Concat's): per-tensor, from its own range
+                scale, zp = activation_param(t.data.min(initial=0), t.data.max(initial=0))
+                q = np.clip(np.round(t.data / scale) + zp, -128, 127).astype(np.int8)
+                n.inputIndex[pos] = self.const(k, I8, q, [_param(scale, zp)])
+        fixed = FIXED_PARAMS.get(node.op, lambda a: None)(node.attrs)
+        for k in node.outputs:
+            t = self.g.allTensors[k]
+            if fixed is not None:
+                param = _param(*fixed)
+            elif node.op in SAME_PARAMS:
+                src = self.g.allTensors[n.inputIndex[0]].quantParams[0]
+                param = _param(src.scale, src.zeroPoint, src.min, src.max)
+            else:
+                param = _param(*activation_param(*self.ranges[k]), *self.ranges[k])
+            t.dataType, t.quantParams = I8, [param]
+            self.int8.add(k)
+        n.quantType = QuantType.PostTraining
+
+    def run(self) -> None:
+        g, model = self.g, self.model
+        for i in model.main_nodes:
+            n = g.nodes[i]
+            if self.quantizable(i):
+                self.quantize_node(i, n)
+            else:
+                n.inputIndex = [self.float_of(k) for k in n.inputIndex]
+            self.nodes.append(n)
+        outputs = []
+        for k in model.graph_outputs:
+            if k not in self.int8:
+                outputs.append(k)
+                continue
+            # The float output keeps the tensor's name; the int8 tensor is renamed.
+            t = g.allTensors[k]
+            name, t.name = t.name, f"{t.name}/int8"
+            f = self.tensor(name, F32, list(t.dims) if t.dims is not None else [])
+            self.cast(k, I8, F32, f)
+            outputs.append(f)
+        g.nodes = self.nodes
+        g.outputIndex = outputs
+        if g.subGraph:
+            main = g.subGraph[0]
+            main.outputIndices = outputs
+            main.nodeIndices = list(range(len(self.nodes)))
+            main.tensorIndices = list(range(len(g.allTensors)))
+
+
+def _weight(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, list[QuantParamT]]:
+    """Symmetric int8 weights, zero point 0: per slice along axis, or per tensor."""
+    w = w.astype(np.float32)
+    if axis is None:
+        amax = np.abs(w).max(initial=0).reshape(1)
+    else:
+        amax = np.abs(np.moveaxis(w, axis, 0)).reshape(w.shape[axis], -1).max(axis=1, initial=0)
+    scale = np.where(amax > 0, amax / 127, 1.0).astype(np.float64)
+    shape = [1] * w.ndim
+    if axis is not None:
+        shape[axis] = -1
+    q = np.clip(np.round(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    return q, [_param(s, 0) for s in scale]
+
+
+def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
+             on_sample: Callable[[int], None] | None = None) -> bytes:
+    """A PostTraining int8 version of a float model, as .ms bytes. calibration: {input name:
+    [K, *input shape]} or an iterable of feeds (as Session.run takes them)."""
+    model = model if isinstance(model, Model) else load(model)
+    if len(model.subgraphs) > 1:
+        raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
+    ranges = calibrate(model, calibration, num_threads, on_sample)
+    g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+    if not g.subGraph and len(model.main_nodes) != len(g.nodes):
+        raise ModelError("quantize: the model's node list and its main graph differ")
+    _Rewriter(model, g, ranges).run()
+    fbb = flatbuffers.Builder(1024)
+    fbb.Finish(g.Pack(fbb), file_identifier=b"MSL1")
+    return bytes(fbb.Output())
+
+
+def snr_db(reference: np.ndarray, value: np.ndarray) -> float:
+    """Signal-to-noise ratio of value against reference, in dB."""
+    ref = np.asarray(reference, np.float64)
+    noise = np.sum((np.asarray(value, np.float64) - ref) ** 2)
+    return float("inf") if noise == 0 else float(10 * np.log10(np.sum(ref**2) / noise))
+
+
+__all__: Sequence[str] = ["quantize", "calibrate", "snr_db"]

@@ -1,0 +1,81 @@
+"""msv0.quantize: the PostTraining file it writes, its calibration input, the CLI, and the int8
+models' accuracy against fp32."""
+import numpy as np
+import pytest
+
+import msv0
+from msv0 import cli, zoo
+from msv0.fb.QuantType import QuantType
+from msv0.quantize import activation_param, quantize, snr_db
+
+
+def calib(shape, k=4, seed=1):
+    return np.random.default_rng(seed).standard_normal((k,) + tuple(shape)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    net = zoo.mobilenet_tiny_net(resolution=32)
+    fp32 = net.to_ms()
+    return net, fp32, quantize(fp32, {"input": calib(net.input_shape)})
+
+
+def test_activation_param_covers_range_and_zero():
+    for lo, hi in [(-1.0, 3.0), (0.5, 2.0), (-4.0, -1.0), (0.0, 0.0)]:
+        scale, zp = activation_param(lo, hi)
+        assert -128 <= zp <= 127 and scale > 0
+        q = lambda v: np.round(v / scale) + zp  # noqa: E731
+        assert q(min(lo, 0)) >= -128.5 and q(max(hi, 0)) <= 127.5 and q(0) == zp
+
+
+def test_quantized_file_layout(tiny):
+    net, fp32, int8 = tiny
+    m, f = msv0.load(int8), msv0.load(fp32)
+    assert [(t.name, t.shape, t.dtype) for t in m.inputs] == [(t.name, t.shape, t.dtype) for t in f.inputs]
+    assert [(t.name, t.shape, t.dtype) for t in m.outputs] == [(t.name, t.shape, t.dtype) for t in f.outputs]
+    ops = [m.nodes[i].op for i in m.main_nodes]
+    assert ops[0] == "QuantDTypeCast" and ops[-1] == "QuantDTypeCast"
+    assert all(n.quant_type == QuantType.PostTraining for n in m.nodes if n.op in msv0.supported_ops(int8=True))
+    for n in m.nodes:
+        if n.op == "Conv2D":
+            w = m.tensors[n.inputs[1]]
+            assert w.dtype == np.int8 and len(w.quant) == w.shape[0] and all(p.zeroPoint == 0 for p in w.quant)
+            assert m.tensors[n.inputs[2]].dtype == np.int32
+            assert m.tensors[n.inputs[0]].dtype == np.int8 and len(m.tensors[n.outputs[0]].quant) == 1
+    # Weights are stored once, as int8: the file shrinks to about a quarter.
+    assert len(int8) < 0.4 * len(fp32)
+
+
+def test_quantized_model_tracks_fp32(tiny):
+    net, fp32, int8 = tiny
+    x = calib(net.input_shape, k=3, seed=2)
+    s32, s8 = msv0.Session(fp32), msv0.Session(int8)
+    ref = np.concatenate([s32.run([v])["logits"] for v in x])
+    got = np.concatenate([s8.run([v])["logits"] for v in x])
+    assert snr_db(ref, got) > 25
+
+
+def test_calibration_accepts_samples_without_batch_dim_and_iterables(tiny):
+    net, fp32, int8 = tiny
+    x = calib(net.input_shape)
+    assert quantize(fp32, {"input": x[:, 0]}) == int8
+    assert quantize(fp32, [{"input": v} for v in x]) == int8
+
+
+@pytest.mark.parametrize("data,match", [({"other": np.zeros((1, 1, 32, 32, 3), np.float32)}, "no array for input"),
+                                        ({"input": np.zeros((2, 5), np.float32)}, "expected \\[K"),
+                                        ({"input": np.zeros((0, 1, 32, 32, 3), np.float32)}, "no samples")])
+def test_calibration_errors(tiny, data, match):
+    with pytest.raises(msv0.InputError, match=match):
+        quantize(tiny[1], data)
+
+
+def test_cli_quantize(tiny, tmp_path, capsys):
+    net, fp32, _ = tiny
+    (tmp_path / "f.ms").write_bytes(fp32)
+    np.savez(tmp_path / "c.npz", input=calib(net.input_shape))
+    assert cli.main(["quantize", str(tmp_path / "f.ms"), "--calib", str(tmp_path / "c.npz"), "-o",
+                     str(tmp_path / "q.ms")]) == 0
+    out = capsys.readouterr().out
+    assert "SNR" in out and "logits" in out
+    assert msv0.Session(str(tmp_path / "q.ms")).run([calib(net.input_shape, 1)[0]])["logits"].shape == (1, 10)
