@@ -94,6 +94,12 @@ def dequantize(q, scale, zp):
 # ---- Conv2D / FullConnection / MatMul
 
 
+def out_scale(acc, s_in, s_w, ratio=1.0):
+    """A test's output scale: the accumulators' RMS at ~40 output steps, divided by ratio."""
+    rms = np.sqrt(np.mean(np.square(acc, dtype=np.float64))) if np.size(acc) else 1.0
+    return float(s_in * np.median(s_w) * max(rms, 1.0) / 40 / ratio)
+
+
 def requant_out(acc, s_in, s_w, s_out, zp_out, lo=-128, hi=127):
     """r1.1's conv/FC output stage per channel (last axis): M_c = (double)(float)(s_in·s_w[c]) /
     (double)s_out, then MBQM + zp_out, clamped."""
@@ -115,10 +121,17 @@ def conv_out_size(size, k, s, d, same_upper, p0, p1):
     return max(out, 1), p0
 
 
-def ref_conv2d_s8(x, w, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out, group=1, stride=(1, 1), dilation=(1, 1),
-                  pads=(0, 0, 0, 0), same_upper=False, act=0):
+def ref_conv2d_s8(x, w, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out, act=0, **geometry):
     """Conv2D int8 (§3.1): x NHWC int8, w [oc, kh, kw, c/group] int8, bias int32 [oc] or None,
-    s_w/zp_w scalars or per output channel; pads (up, down, left, right)."""
+    s_w/zp_w scalars or per output channel; geometry as ref_conv2d_acc's."""
+    acc = ref_conv2d_acc(x, w, bias, zp_in, zp_w, **geometry)
+    return requant_out(acc, s_in, s_w, s_out, zp_out, *act_range(act, s_out, zp_out))
+
+
+def ref_conv2d_acc(x, w, bias, zp_in, zp_w, group=1, stride=(1, 1), dilation=(1, 1), pads=(0, 0, 0, 0),
+                   same_upper=False):
+    """The int32 accumulators Σ(x − zp_in)(w − zp_w) + bias of a Conv2D (wrapped as r1.1's);
+    pads (up, down, left, right), recomputed for SAME_UPPER."""
     n, h, wd, c = x.shape
     oc, kh, kw, cg = w.shape
     (sh, sw), (dh, dw) = stride, dilation
@@ -138,8 +151,7 @@ def ref_conv2d_s8(x, w, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out, group=1, st
                 taps = xp[:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, kx * dw:kx * dw + (ow - 1) * sw + 1:sw,
                           g * cg:(g + 1) * cg]
                 acc[..., g * og:(g + 1) * og] += taps @ wz[g * og:(g + 1) * og, ky, kx].T
-    acc = wrap32(acc + (0 if bias is None else np.asarray(bias, np.int64)))
-    return requant_out(acc, s_in, s_w, s_out, zp_out, *act_range(act, s_out, zp_out))
+    return wrap32(acc + (0 if bias is None else np.asarray(bias, np.int64)))
 
 
 def ref_fc_s8(x2, w, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out, act=0):

@@ -10,7 +10,7 @@ import msv0
 from msv0.fb.Format import Format
 from msv0.fb.PadMode import PadMode
 
-from int8_ref import qp, ref_conv2d_s8
+from int8_ref import out_scale, qp, ref_conv2d_acc, ref_conv2d_s8
 from oprun import Const, run_op
 
 
@@ -25,25 +25,25 @@ def run_conv(x, w, bias, q_in, q_w, q_out, group=1, stride=(1, 1), dilation=(1, 
     return y
 
 
-def check(rng, x_shape, oc, k, group=1, per_channel=True, zp=None, ratio=None, threads=1, bias=True, **geo):
+def check(rng, x_shape, oc, k, group=1, per_channel=True, zp=None, ratio=1.0, multiplier=None, threads=1, bias=True,
+          act=0, values=(-128, 128), **geo):
     """A random conv of x_shape NHWC to oc channels with a k=(kh, kw) kernel; zp = (in, w, out)
-    zero points (random when None); ratio scales the output so M = ratio · s_in·s_w/s_out is about
-    1/√K times it (random spread by default)."""
-    c = x_shape[3]
-    cg = c // group
-    x = rng.integers(-128, 128, x_shape, dtype=np.int8)
-    w = rng.integers(-128, 128, (oc, *k, cg), dtype=np.int8)
-    b = rng.integers(-(2**18), 2**18, oc, dtype=np.int32) if bias else None
+    zero points (random, and per channel when per_channel, when None); the output scale from
+    out_scale, or s_in·s_w/multiplier; x and w drawn from [values)."""
+    cg = x_shape[3] // group
+    x = rng.integers(*values, x_shape, dtype=np.int8)
+    w = rng.integers(*values, (oc, *k, cg), dtype=np.int8)
+    b = rng.integers(-(2**14), 2**14, oc, dtype=np.int32) if bias else None
     zp_in, zp_w, zp_out = zp if zp is not None else (int(v) for v in rng.integers(-128, 128, 3))
     s_in = 0.03
-    s_w = 0.002 * 10 ** rng.uniform(-0.5, 0.5, oc) if per_channel else np.full(oc, 0.002)
+    s_w = (0.002 * 10 ** rng.uniform(-0.5, 0.5, oc) if per_channel else np.full(oc, 0.002)).astype(np.float32)
     zp_ws = rng.integers(-128, 128, oc) if per_channel and zp is None else np.full(oc, zp_w)
     q_w = ([dict(scale=float(s), zeroPoint=int(z), inited=True, numBits=8) for s, z in zip(s_w, zp_ws)]
            if per_channel else qp(s_w[0], zp_ws[0]))
-    kk = k[0] * k[1] * cg
-    s_out = s_in * 0.002 * 60 * np.sqrt(max(kk, 1)) / (ratio if ratio is not None else 1.0)
-    y = run_conv(x, w, b, qp(s_in, zp_in), q_w, qp(s_out, zp_out), group=group, threads=threads, **geo)
-    want = ref_conv2d_s8(x, w, b, s_in, zp_in, s_w.astype(np.float32), zp_ws, s_out, zp_out, group=group, **geo)
+    s_out = (float(np.float32(s_in) * s_w[0]) / multiplier if multiplier else
+             out_scale(ref_conv2d_acc(x, w, b, zp_in, zp_ws, group=group, **geo), s_in, s_w, ratio))
+    y = run_conv(x, w, b, qp(s_in, zp_in), q_w, qp(s_out, zp_out), group=group, threads=threads, act=act, **geo)
+    want = ref_conv2d_s8(x, w, b, s_in, zp_in, s_w, zp_ws, s_out, zp_out, act, group=group, **geo)
     assert y.dtype == np.int8 and y.shape == want.shape
     np.testing.assert_array_equal(y, want)
     return y
@@ -77,9 +77,17 @@ def test_conv2d_s8_zero_point_limits(isa, rng, per_channel, zp):
     check(rng, (1, 5, 4, 33), 18, (3, 3), per_channel=per_channel, zp=zp, pads=(1, 1, 1, 1))
 
 
-@pytest.mark.parametrize("ratio", [1e-5, 0.01, 1.0, 40.0], ids=str)
+@pytest.mark.parametrize("ratio", [1e-4, 0.1, 1.0, 10.0], ids=str)
 def test_conv2d_s8_scale_ratios(isa, rng, ratio):
     check(rng, (1, 4, 5, 17), 20, (3, 3), ratio=ratio, stride=(2, 2), pads=(0, 1, 1, 1))
+
+
+@pytest.mark.parametrize("multiplier", [1e-9, 0.49999997, 0.5, 0.99999994, 1.0, 1.5], ids=str)
+def test_conv2d_s8_multipliers(isa, rng, multiplier):
+    # Per-tensor weights: one M for every channel, at and around the powers of two where the
+    # shifts change; small inputs so that M near 1 does not saturate everything.
+    check(rng, (1, 3, 4, 5), 18, (2, 2), per_channel=False, multiplier=multiplier, zp=(1, -1, 3), bias=False,
+          values=(-3, 4))
 
 
 @pytest.mark.parametrize("act", [1, 3], ids=["relu", "relu6"])
