@@ -89,3 +89,83 @@ def quantize(x, scale, zp):
 
 def dequantize(q, scale, zp):
     return (np.asarray(q, np.int32) - np.int32(zp)).astype(np.float32) * np.float32(scale)
+
+
+# ---- Conv2D / FullConnection / MatMul
+
+
+def out_scale(acc, s_in, s_w, ratio=1.0):
+    """A test's output scale: the accumulators' RMS at ~40 output steps, divided by ratio."""
+    rms = np.sqrt(np.mean(np.square(acc, dtype=np.float64))) if np.size(acc) else 1.0
+    return float(s_in * np.median(s_w) * max(rms, 1.0) / 40 / ratio)
+
+
+def requant_out(acc, s_in, s_w, s_out, zp_out, lo=-128, hi=127):
+    """r1.1's conv/FC output stage per channel (last axis): M_c = (double)(float)(s_in·s_w[c]) /
+    (double)s_out, then MBQM + zp_out, clamped."""
+    s_w = np.broadcast_to(np.asarray(s_w, np.float64), acc.shape[-1:])
+    params = [quantize_round_parameter(conv_multiplier(s_in, s, s_out)) for s in s_w]
+    m, left, right = (np.array(p, np.int64) for p in zip(*params)) if params else (np.zeros(0, np.int64),) * 3
+    return np.clip(wrap32(mbqm(wrap32(acc), m, left, right) + zp_out), lo, hi).astype(np.int8)
+
+
+def conv_out_size(size, k, s, d, same_upper, p0, p1):
+    """§5 Conv2D: SAME_UPPER recomputes the pads (floor/ceil split); otherwise the stored pads;
+    an output <= 0 becomes 1. Returns (out, leading pad)."""
+    if same_upper:
+        out = math.ceil(size / s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        p0 = total // 2
+    else:
+        out = math.ceil((size + p0 + p1 - (k - 1) * d) / s)
+    return max(out, 1), p0
+
+
+def ref_conv2d_s8(x, w, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out, act=0, **geometry):
+    """Conv2D int8 (§3.1): x NHWC int8, w [oc, kh, kw, c/group] int8, bias int32 [oc] or None,
+    s_w/zp_w scalars or per output channel; geometry as ref_conv2d_acc's."""
+    acc = ref_conv2d_acc(x, w, bias, zp_in, zp_w, **geometry)
+    return requant_out(acc, s_in, s_w, s_out, zp_out, *act_range(act, s_out, zp_out))
+
+
+def ref_conv2d_acc(x, w, bias, zp_in, zp_w, group=1, stride=(1, 1), dilation=(1, 1), pads=(0, 0, 0, 0),
+                   same_upper=False):
+    """The int32 accumulators Σ(x − zp_in)(w − zp_w) + bias of a Conv2D (wrapped as r1.1's);
+    pads (up, down, left, right), recomputed for SAME_UPPER."""
+    n, h, wd, c = x.shape
+    oc, kh, kw, cg = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    oh, pt = conv_out_size(h, kh, sh, dh, same_upper, pads[0], pads[1])
+    ow, pl = conv_out_size(wd, kw, sw, dw, same_upper, pads[2], pads[3])
+    # Every tap the windows reach, outside x at zp_in: contributes (zp_in - zp_in)·w = 0.
+    hp, wp = max(h + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(wd + pl, (ow - 1) * sw + (kw - 1) * dw + 1)
+    xp = np.full((n, hp, wp, c), zp_in, np.int64)
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    xp -= zp_in
+    wz = w.astype(np.int64) - np.broadcast_to(np.asarray(zp_w, np.int64), (oc,)).reshape(oc, 1, 1, 1)
+    og = oc // group
+    acc = np.zeros((n, oh, ow, oc), np.int64)
+    for g in range(group):
+        for ky in range(kh):
+            for kx in range(kw):
+                taps = xp[:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, kx * dw:kx * dw + (ow - 1) * sw + 1:sw,
+                          g * cg:(g + 1) * cg]
+                acc[..., g * og:(g + 1) * og] += taps @ wz[g * og:(g + 1) * og, ky, kx].T
+    return wrap32(acc + (0 if bias is None else np.asarray(bias, np.int64)))
+
+
+def ref_fc_s8(x2, w, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out, act=0):
+    """FullConnection int8 on rows x2 [rows, K]: weight [N, K], per-channel params allowed."""
+    wz = w.astype(np.int64) - np.broadcast_to(np.asarray(zp_w, np.int64), w.shape[:1])[:, None]
+    acc = wrap32((x2.astype(np.int64) - zp_in) @ wz.T + (0 if bias is None else np.asarray(bias, np.int64)))
+    return requant_out(acc, s_in, s_w, s_out, zp_out, *act_range(act, s_out, zp_out))
+
+
+def ref_matmul_s8(a, b, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out):
+    """MatMul int8 on batched (already transposed) a [..., M, K], b [..., K, N]: one multiplier
+    M = (double)((s_in_f·s_w_f)/s_out_f) in float; no fused activation."""
+    acc = (a.astype(np.int64) - zp_in) @ (b.astype(np.int64) - zp_w)
+    acc = wrap32(acc + (0 if bias is None else np.asarray(bias, np.int64)))
+    M = float(np.float32(np.float32(s_in) * np.float32(s_w)) / np.float32(s_out))
+    m, left, right = quantize_round_parameter(M)
+    return np.clip(wrap32(mbqm(acc, m, left, right) + zp_out), -128, 127).astype(np.int8)

@@ -200,16 +200,26 @@ class GemmS8 : public NativeOp {
  public:
   GemmS8(const py::array& b, bool transposed, int64_t a_zp, const py::array& b_zp, std::optional<py::array> bias,
          std::optional<py::array> mult, std::optional<py::array> left, std::optional<py::array> right, int64_t c_zp,
-         int64_t lo, int64_t hi, const std::vector<int64_t>& x_shape)
+         int64_t lo, int64_t hi, const std::vector<int64_t>& x_shape,
+         const std::optional<std::vector<int64_t>>& y_shape)
       : kernel_(MSV0_DISPATCH(gemm_s8)), a_zp_(int8_param(a_zp, "a_zp")), c_zp_(int8_param(c_zp, "c_zp")),
         lo_(int8_param(lo, "lo")), hi_(int8_param(hi, "hi")) {
     if (b.ndim() != 2) throw ArgError("b: expected a 2-D array");
     const int8_t* pb = in_ptr<int8_t>(b, "b");
     n_ = transposed ? b.shape(0) : b.shape(1);
     k_ = transposed ? b.shape(1) : b.shape(0);
-    if (x_shape.size() != 2 || x_shape[1] != k_ || x_shape[0] < 0)
+    if (y_shape) {  // FullConnection's: x of any shape holding m rows of k, y of m rows of n
+      checked_shape(x_shape, x_shape.size(), "x_shape");
+      checked_shape(*y_shape, y_shape->size(), "y_shape");
+      if (y_shape->empty() || y_shape->back() != n_) throw ArgError("y_shape: last dim must be " + std::to_string(n_));
+      m_ = elements(std::vector<int64_t>(y_shape->begin(), y_shape->end() - 1));
+      if (elements(x_shape) != m_ * k_)
+        throw ArgError("x_shape: expected " + std::to_string(m_) + " rows of " + std::to_string(k_));
+    } else if (x_shape.size() != 2 || x_shape[1] != k_ || x_shape[0] < 0) {
       throw ArgError("x_shape: expected (m, " + std::to_string(k_) + ")");
-    m_ = x_shape[0];
+    } else {
+      m_ = x_shape[0];
+    }
     const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
     b_zp_ = per_column(b_zp, n_, padded, "b_zp");
     for (int64_t j = 0; j < n_; ++j) int8_param(b_zp_[j], "b_zp");
@@ -227,7 +237,7 @@ class GemmS8 : public NativeOp {
     packed_.resize(static_cast<size_t>(gemm_s8_packed_size(n_, k_)));
     b_sum_.resize(static_cast<size_t>(padded));
     kernel_.pack(pb, b.shape(1), transposed, n_, k_, packed_.data(), b_sum_.data());
-    set_operands({{{m_, k_}, 'b'}}, {{{m_, n_}, mult_.empty() ? 'i' : 'b'}});
+    set_operands({{x_shape, 'b'}}, {{y_shape ? *y_shape : std::vector<int64_t>{m_, n_}, mult_.empty() ? 'i' : 'b'}});
   }
 
   void run(const void* const* in, void* const* out) const override {
@@ -266,13 +276,15 @@ MSV0_BIND(m) {
       m, "GemmS8",
       "int8 GEMM, r1.1 arithmetic, on x of x_shape (m, k): acc = (x - a_zp) · (B - b_zp) + bias per column;\n"
       "y (m, n) = acc as int32, or with mult/left/right clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + c_zp,\n"
-      "lo, hi) as int8, per column. B is k x n, or n x k when transposed, packed once.")
+      "lo, hi) as int8, per column. B is k x n, or n x k when transposed, packed once. With y_shape (last dim\n"
+      "n, m rows), x_shape may be any shape of m·k elements and y has y_shape.")
       .def(py::init<const py::array&, bool, int64_t, const py::array&, std::optional<py::array>,
                     std::optional<py::array>, std::optional<py::array>, std::optional<py::array>, int64_t, int64_t,
-                    int64_t, const std::vector<int64_t>&>(),
+                    int64_t, const std::vector<int64_t>&, const std::optional<std::vector<int64_t>>&>(),
            py::arg("b"), py::arg("transposed"), py::arg("a_zp"), py::arg("b_zp"), py::arg("bias") = py::none(),
            py::arg("mult") = py::none(), py::arg("left") = py::none(), py::arg("right") = py::none(),
-           py::arg("c_zp") = 0, py::arg("lo") = -128, py::arg("hi") = 127, py::arg("x_shape"));
+           py::arg("c_zp") = 0, py::arg("lo") = -128, py::arg("hi") = 127, py::arg("x_shape"),
+           py::arg("y_shape") = py::none());
 }
 
 }  // namespace msv0

@@ -3,6 +3,7 @@ objects (csrc/kernels/conv2d_f32.cc, deconv2d_f32.cc) choose the algorithm and p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -71,26 +72,49 @@ class ConvGeometry:
         return self.weight.shape[0]
 
 
-def conv_geometry(node, ins) -> ConvGeometry:
-    """Checks and output geometry shared by every op with Conv2D's attributes and inputs."""
+class ConvWindow(NamedTuple):
+    """A Conv2D-shaped node's window after its checks (ConvGeometry's fields of the same names)."""
+
+    group: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    oh: int
+    ow: int
+    pt: int
+    pl: int
+
+
+def conv_window(node, x_shape, w_shape) -> ConvWindow:
+    """The attributes checked against NHWC x_shape and a [Cout, kH, kW, Cin/group] w_shape, and the
+    output size and leading pads they give (shared by the float and int8 Conv2D)."""
     a = node.attrs
-    expect_inputs(node, ins, 2, 3)
-    n, h, w, c = _x_nhwc(node, ins[0])
-    weight = float_weight(node, ins[1])
-    if weight.ndim != 4:
-        raise fail(node, f"weight must be 4-D [Cout, kH, kW, Cin/group], got {weight.shape}")
-    oc, _, _, cg = weight.shape
-    kh, kw, sh, sw, dh, dw = _geometry(node, a, weight.shape[1:3])
+    if len(w_shape) != 4:
+        raise fail(node, f"weight must be 4-D [Cout, kH, kW, Cin/group], got {tuple(w_shape)}")
+    _, h, w, c = x_shape
+    oc, _, _, cg = w_shape
+    kh, kw, sh, sw, dh, dw = _geometry(node, a, w_shape[1:3])
     group = a.group
     if group < 1 or c % group or oc % group or cg * group != c:
-        raise fail(node, f"group {group} does not fit input channels {c}, weight {weight.shape}")
+        raise fail(node, f"group {group} does not fit input channels {c}, weight {tuple(w_shape)}")
     if a.padMode != PadMode.SAME_UPPER and min(a.padUp, a.padDown, a.padLeft, a.padRight) < 0:
         raise fail(node, f"negative pads {a.padUp, a.padDown, a.padLeft, a.padRight}")
     oh, pt = conv_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl = conv_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
-    lo, hi = activation_range(a.activationType)
-    return ConvGeometry(n, h, w, c, weight, _bias(node, ins, oc), group, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl,
-                        lo, hi)
+    return ConvWindow(group, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl)
+
+
+def conv_geometry(node, ins) -> ConvGeometry:
+    """Checks and output geometry shared by every op with Conv2D's attributes and inputs."""
+    expect_inputs(node, ins, 2, 3)
+    n, h, w, c = _x_nhwc(node, ins[0])
+    weight = float_weight(node, ins[1])
+    win = conv_window(node, ins[0].shape, weight.shape)
+    lo, hi = activation_range(node.attrs.activationType)
+    return ConvGeometry(n, h, w, c, weight, _bias(node, ins, weight.shape[0]), *win, lo, hi)
 
 
 @op("Conv2D")

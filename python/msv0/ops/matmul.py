@@ -8,6 +8,21 @@ from msv0.registry import Plan, activation_range, as_float32, const_input, expec
 from msv0.weights import float_weight
 
 
+def fc_shape(node, x, n: int, k: int) -> tuple[int, ...]:
+    """A FullConnection's output shape for weight [n, k] (shared by the float and int8 op)."""
+    a = node.attrs
+    if a.useAxis:
+        axis = a.axis + len(x.shape) if a.axis < 0 else a.axis
+        if not 1 <= axis <= len(x.shape):
+            raise fail(node, f"axis {a.axis} out of range for input shape {x.shape}")
+        if int(np.prod(x.shape[axis:])) != k:
+            raise fail(node, f"input {x.shape} from axis {axis} does not match weight K={k}")
+        return tuple(x.shape[:axis]) + (n,)
+    if k == 0 or x.size % k:
+        raise fail(node, f"input {x.shape} is not a multiple of weight K={k}")
+    return (x.size // k, n)
+
+
 @op("FullConnection")
 def full_connection(node, ins):
     a = node.attrs
@@ -18,17 +33,7 @@ def full_connection(node, ins):
     if weight.ndim != 2:
         raise fail(node, f"weight must be 2-D [N, K], got {weight.shape}")
     n, k = weight.shape
-    if a.useAxis:
-        axis = a.axis + len(x.shape) if a.axis < 0 else a.axis
-        if not 1 <= axis <= len(x.shape):
-            raise fail(node, f"axis {a.axis} out of range for input shape {x.shape}")
-        if int(np.prod(x.shape[axis:])) != k:
-            raise fail(node, f"input {x.shape} from axis {axis} does not match weight K={k}")
-        out_shape = tuple(x.shape[:axis]) + (n,)
-    else:
-        if k == 0 or x.size % k:
-            raise fail(node, f"input {x.shape} is not a multiple of weight K={k}")
-        out_shape = (x.size // k, n)
+    out_shape = fc_shape(node, x, n, k)
     bias = None
     if len(ins) == 3:
         bias = np.ascontiguousarray(const_input(node, ins[2], "bias"), np.float32).reshape(-1)

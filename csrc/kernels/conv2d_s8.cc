@@ -1,0 +1,208 @@
+// Conv2D int8, NHWC, with r1.1's arithmetic (format-v0.md §3.1) on the packed int8 GEMM
+// (gemm_s8.h): per group, the im2col rows of x (one per output pixel, kh·kw·cg values in the
+// weight's order) times the group's weight rows, requantized per output channel in the GEMM's
+// epilogue. A 1x1 stride-1 unpadded conv reads x's NHWC rows as they are; other convs gather a
+// tile of rows at a time into per-thread scratch, padding taps as x_zp so they add 0 to
+// Σ(x − x_zp)(w − w_zp). This file has no per-tier code: the gather is memcpy/memset (libc
+// picks its own ISA) and every product runs in the active tier's gemm_s8 slot.
+#include "kernels/gemm_s8.h"
+
+#include "kernels/kernel.h"
+
+#if MSV0_ONCE
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+
+KernelSlots<GemmS8Kernel>& gemm_s8_slots();  // defined by gemm_s8.cc
+
+namespace {
+
+// Output pixels per gathered tile: enough rows to amortise streaming the group's packed
+// weights once per tile, few enough that the tile (rows x k bytes) stays near L2.
+constexpr int64_t kTileRows = 240;
+// Below this many pixels per thread, threads split the output channels instead.
+constexpr int64_t kMinThreadRows = 48;
+
+int32_t int8_param(int64_t x, const char* what) {
+  if (x < -128 || x > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
+  return static_cast<int32_t>(x);
+}
+
+// Where part `part` of `splits` shares of `panels` starts, on a micro-kernel tile boundary.
+int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) {
+  const int64_t tiles = (panels + tile - 1) / tile;
+  return std::min(panels, tiles * part / splits * tile);
+}
+
+class Conv2dS8 : public NativeOp {
+ public:
+  // weight [oc, kh, kw, c/group] int8; w_zp, bias, mult, left, right: oc int32 each (bias may
+  // be absent); x_zp, y_zp, lo, hi int8 values.
+  Conv2dS8(const py::array& weight, const py::array& w_zp, std::optional<py::array> bias, const py::array& mult,
+           const py::array& left, const py::array& right, int64_t group, int64_t sh, int64_t sw, int64_t dh,
+           int64_t dw, int64_t pt, int64_t pl, int64_t x_zp, int64_t y_zp, int64_t lo, int64_t hi,
+           const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape)
+      : kernel_(MSV0_DISPATCH(gemm_s8)), group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl),
+        x_zp_(int8_param(x_zp, "x_zp")), y_zp_(int8_param(y_zp, "y_zp")), lo_(int8_param(lo, "lo")),
+        hi_(int8_param(hi, "hi")) {
+    const std::vector<int64_t> wt = checked_shape(shape_of(weight), 4, "weight: expected [oc, kh, kw, c/group], shape");
+    if (group < 1) throw ArgError("group must be >= 1");
+    check_strides(sh, sw, dh, dw);
+    check_pads(pt, pl);
+    if (lo_ > hi_) throw ArgError("lo must be <= hi");
+    const auto& x = checked_shape(x_shape, 4, "x_shape");
+    const auto& y = checked_shape(y_shape, 4, "y_shape");
+    oc_ = wt[0], kh_ = wt[1], kw_ = wt[2], cg_ = wt[3];
+    if (oc_ % group) throw ArgError("weight: output channels not divisible by group");
+    if (x[3] != cg_ * group) throw ArgError("x_shape: expected " + std::to_string(cg_ * group) + " channels");
+    if (y[0] != x[0] || y[3] != oc_)
+      throw ArgError("y_shape: expected batch " + std::to_string(x[0]) + " and " + std::to_string(oc_) + " channels");
+    n_ = x[0], h_ = x[1], w_ = x[2], c_ = x[3], oh_ = y[1], ow_ = y[2];
+    og_ = oc_ / group;
+    k_ = kh_ * kw_ * cg_;
+    cols_ = (og_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
+    direct_ = kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh_ == h_ && ow_ == w_;
+    const int8_t* pw = in_ptr<int8_t>(weight, "weight");
+    b_zp_ = per_group(w_zp, "w_zp");
+    for (int32_t z : b_zp_) int8_param(z, "w_zp");
+    bias_ = bias ? per_group(*bias, "bias") : std::vector<int32_t>(static_cast<size_t>(group * cols_), 0);
+    mult_ = per_group(mult, "mult");
+    left_ = per_group(left, "left");
+    right_ = per_group(right, "right");
+    for (size_t j = 0; j < left_.size(); ++j)
+      if (left_[j] < 0 || left_[j] > 31 || right_[j] < 0 || right_[j] > 31)
+        throw ArgError("left and right shifts must be in [0, 31]");
+    // Group g's weight rows form B^T (og x k) of its GEMM.
+    group_bytes_ = gemm_s8_packed_size(og_, k_);
+    packed_.resize(static_cast<size_t>(group_bytes_ * group));
+    b_sum_.resize(static_cast<size_t>(group * cols_));
+    for (int64_t g = 0; g < group; ++g)
+      kernel_.pack(pw + g * og_ * k_, k_, true, og_, k_, packed_.data() + g * group_bytes_,
+                   b_sum_.data() + g * cols_);
+    set_operands({{x, 'b'}}, {{y, 'b'}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    const auto* x = static_cast<const int8_t*>(in[0]);
+    auto* y = static_cast<int8_t*>(out[0]);
+    const int64_t pixels = n_ * oh_ * ow_, panels = cols_ / kGemmS8Nr, tile = kernel_.nr / kGemmS8Nr;
+    if (pixels == 0 || og_ == 0) return;
+    const ThreadPool* pool = bound_pool();
+    const int64_t threads = pool ? pool->size() : 1;
+    // As in conv2d_f32: tiles of up to kTileRows pixels, at least one per thread; with too few
+    // pixels for that, the threads split each tile's output channels and stream only their
+    // share of the weights (ResNet-50's 7x7 stage: 49 pixels, 2.3 MiB of weights).
+    const int64_t want = pixels >= kMinThreadRows * threads ? std::max((pixels + kTileRows - 1) / kTileRows, threads)
+                                                             : (pixels + kTileRows - 1) / kTileRows;
+    const int64_t rows = (pixels + want - 1) / want, tiles = (pixels + rows - 1) / rows;
+    const int64_t splits = tiles >= threads ? 1 : std::min((panels + tile - 1) / tile, threads);
+    const int64_t gemm_bytes = (gemm_s8_scratch_bytes(k_, kernel_.mr) + 63) / 64 * 64;
+    const int64_t buf_bytes = direct_ ? 0 : rows * k_;
+    parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
+      auto* scratch = reinterpret_cast<int8_t*>(thread_scratch(static_cast<size_t>((gemm_bytes + buf_bytes) / 4 + 1)));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t part = t % splits, p0 = t / splits * rows, p1 = std::min(pixels, p0 + rows);
+        run_tile(x, y, p0, p1, panel_bound(panels, part, splits, tile), panel_bound(panels, part + 1, splits, tile),
+                 scratch, scratch + gemm_bytes);
+      }
+    });
+  }
+
+  const char* name() const override { return "conv2d_s8"; }
+
+ private:
+  std::vector<int32_t> per_group(const py::array& a, const char* what) const {
+    expect_shape(a, {oc_}, what);
+    const int32_t* p = in_ptr<int32_t>(a, what);
+    std::vector<int32_t> v(static_cast<size_t>(group_ * cols_), 0);
+    for (int64_t g = 0; g < group_; ++g) std::copy(p + g * og_, p + (g + 1) * og_, v.begin() + g * cols_);
+    return v;
+  }
+
+  // Pixels [p0, p1) of the flattened (n, oh, ow), B panels [q0, q1) of every group.
+  void run_tile(const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t q0, int64_t q1, int8_t* scratch,
+                int8_t* buf) const {
+    for (int64_t g = 0; g < group_; ++g) {
+      const int8_t* a = x + p0 * c_ + g * cg_;
+      int64_t lda = c_;
+      if (!direct_) {
+        int8_t* row = buf;
+        for (int64_t p = p0; p < p1; ++p, row += k_) gather_row(x, p, g * cg_, row);
+        a = buf;
+        lda = k_;
+      }
+      const int64_t col = g * cols_;
+      const GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col, b_zp_.data() + col,
+                            bias_.data() + col, mult_.data() + col, left_.data() + col, right_.data() + col,
+                            x_zp_, y_zp_, lo_, hi_, nullptr, y + p0 * oc_ + g * og_, oc_, p1 - p0, og_, k_};
+      kernel_.fn(args, 0, p1 - p0, q0, q1, scratch);
+    }
+  }
+
+  // The im2col row of output pixel p: its kh x kw window over channels [c0, c0 + cg), taps
+  // outside x as x_zp. Every tap is bounds-checked, so any output size is safe.
+  void gather_row(const int8_t* x, int64_t p, int64_t c0, int8_t* dst) const {
+    const int64_t b = p / (oh_ * ow_), oy = p / ow_ % oh_, ox = p % ow_, ix0 = ox * sw_ - pl_;
+    // One contiguous run of x per window row when undilated, inside, and spanning all channels.
+    const bool row_run = dw_ == 1 && cg_ == c_ && ix0 >= 0 && ix0 + kw_ <= w_;
+    for (int64_t ky = 0; ky < kh_; ++ky, dst += kw_ * cg_) {
+      const int64_t iy = oy * sh_ - pt_ + ky * dh_;
+      if (iy < 0 || iy >= h_) {
+        std::memset(dst, x_zp_, static_cast<size_t>(kw_ * cg_));
+        continue;
+      }
+      const int8_t* src = x + (b * h_ + iy) * w_ * c_ + c0;
+      if (row_run) {
+        std::memcpy(dst, src + ix0 * c_, static_cast<size_t>(kw_ * cg_));
+        continue;
+      }
+      for (int64_t kx = 0; kx < kw_; ++kx) {
+        const int64_t ix = ix0 + kx * dw_;
+        if (ix < 0 || ix >= w_)
+          std::memset(dst + kx * cg_, x_zp_, static_cast<size_t>(cg_));
+        else
+          std::memcpy(dst + kx * cg_, src + ix * c_, static_cast<size_t>(cg_));
+      }
+    }
+  }
+
+  const GemmS8Kernel& kernel_;  // the slot of the tier active at construction, which packed B
+  int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
+  int32_t x_zp_, y_zp_, lo_, hi_;
+  int64_t n_ = 0, h_ = 0, w_ = 0, c_ = 0, oh_ = 0, ow_ = 0, oc_ = 0, kh_ = 0, kw_ = 0, cg_ = 0;
+  int64_t og_ = 0, k_ = 0, cols_ = 0, group_bytes_ = 0;
+  bool direct_ = false;
+  std::vector<int8_t> packed_;  // group blocks of group_bytes_
+  // Per output channel, each group's og padded with zeros to cols_ (whole panels, as the
+  // GEMM loads them as vectors):
+  std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
+};
+
+}  // namespace
+
+MSV0_BIND(m) {
+  py::class_<Conv2dS8, NativeOp, std::shared_ptr<Conv2dS8>>(
+      m, "Conv2dS8",
+      "int8 Conv2D, NHWC, r1.1 arithmetic: acc = Σ (x − x_zp)(w − w_zp[o]) + bias[o] over the window (padding\n"
+      "taps as x_zp), y = clamp(RDBPOT(SRDHM(acc · 2^left[o], mult[o]), right[o]) + y_zp, lo, hi); weight\n"
+      "[oc, kh, kw, c/group] packed once; pt/pl: the leading pads; x_shape/y_shape NHWC.")
+      .def(py::init<const py::array&, const py::array&, std::optional<py::array>, const py::array&,
+                    const py::array&, const py::array&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                    int64_t, int64_t, int64_t, int64_t, int64_t, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&>(),
+           py::arg("weight"), py::arg("w_zp"), py::arg("bias"), py::arg("mult"), py::arg("left"), py::arg("right"),
+           py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"), py::arg("pt"),
+           py::arg("pl"), py::arg("x_zp"), py::arg("y_zp"), py::arg("lo"), py::arg("hi"), py::arg("x_shape"),
+           py::arg("y_shape"));
+}
+
+}  // namespace msv0
+#endif
