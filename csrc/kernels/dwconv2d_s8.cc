@@ -59,11 +59,19 @@ void store_s8_n(VecI32 v, int8_t* p, int64_t lanes) {
     v.store_s8(p);
 }
 
+// The requantization constants of channels [c, c + kLanes).
+struct Requant {
+  VecI32 mult, left, right, zp, lo, hi;
+};
+
+Requant requant_at(const DwS8Args& a, int64_t c) {
+  return {VecI32::load(a.mult + c), VecI32::load(a.left + c), VecI32::load(a.right + c), VecI32::splat(a.y_zp),
+          VecI32::splat(a.lo), VecI32::splat(a.hi)};
+}
+
 template <bool Tail>
-void requantize_store(const DwS8Args& a, VecI32 acc, int8_t* out, int64_t c, int64_t lanes) {
-  store_s8_n<Tail>(requantize(acc, VecI32::load(a.mult + c), VecI32::load(a.left + c), VecI32::load(a.right + c),
-                              VecI32::splat(a.y_zp), VecI32::splat(a.lo), VecI32::splat(a.hi)),
-                   out + c, lanes);
+void requantize_store(const Requant& q, VecI32 acc, int8_t* out, int64_t lanes) {
+  store_s8_n<Tail>(requantize(acc, q.mult, q.left, q.right, q.zp, q.lo, q.hi), out, lanes);
 }
 
 // Any pixel: taps [ky0, ky1) x [kx0, kx1) of the window whose top-left input cell is (iy0, ix0),
@@ -79,7 +87,7 @@ void pixel(const DwS8Args& a, const int8_t* xb, int64_t iy0, int64_t ky0, int64_
     for (int64_t kx = kx0; kx < kx1; ++kx)
       acc = acc + (load_s8_n<Tail>(xr + kx * a.dw * a.c, lanes) - x_zp) * VecI32::load(wr + kx * a.cp);
   }
-  requantize_store<Tail>(a, acc, out, c, lanes);
+  requantize_store<Tail>(requant_at(a, c), acc, out + c, lanes);
 }
 
 // K x K windows: pixels [ox_lo, ox_hi) of one output row, whose columns all lie inside the
@@ -92,13 +100,18 @@ void interior(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64_
   VecI32 w[K * K];
   for (int i = 0; i < K * K; ++i) w[i] = VecI32::load(a.weight + i * a.cp + c);
   const VecI32 bias = VecI32::load(a.folded_bias + c);
+  const Requant q = requant_at(a, c);
+  // Locals: the int8 stores may alias anything, so fields of `a` and rows[] would be reloaded
+  // per pixel.
+  const int64_t ch = a.c, step = a.dw * a.c, sw = a.sw, pl = a.pl;
+  const int8_t* row[K];
+  for (int ky = 0; ky < K; ++ky) row[ky] = rows[ky];
   for (int64_t ox = ox_lo; ox < ox_hi; ++ox) {
-    const int64_t off = (ox * a.sw - a.pl) * a.c + c;
+    const int64_t off = (ox * sw - pl) * ch + c;
     VecI32 acc = bias;
     for (int ky = 0; ky < K; ++ky)
-      for (int kx = 0; kx < K; ++kx)
-        acc = acc + load_s8_n<Tail>(rows[ky] + off + kx * a.dw * a.c, lanes) * w[ky * K + kx];
-    requantize_store<Tail>(a, acc, yrow + ox * a.c, c, lanes);
+      for (int kx = 0; kx < K; ++kx) acc = acc + load_s8_n<Tail>(row[ky] + off + kx * step, lanes) * w[ky * K + kx];
+    requantize_store<Tail>(q, acc, yrow + ox * ch + c, lanes);
   }
 }
 
