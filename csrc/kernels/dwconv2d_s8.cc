@@ -90,42 +90,42 @@ void pixel(const DwS8Args& a, const int8_t* xb, int64_t iy0, int64_t ky0, int64_
   requantize_store<Tail>(requant_at(a, c), acc, out + c, lanes);
 }
 
-// K x K windows: pixels [ox_lo, ox_hi) of one output row, whose columns all lie inside the
-// image, channels [c, c + lanes), the K*K weight vectors in registers. rows[ky] is the input row
-// of tap row ky, or a row of x_zp where r1.1 skips the tap: every tap then reads and adds x·w',
-// and the folded bias (bias − x_zp·Σw', wrapping like the sum) takes the zero point off.
+// K x K windows: one output row's pixels, channels [c, c + lanes), the K*K weight vectors in
+// registers. rows[ky] is the input row of tap row ky, or a row of x_zp where r1.1 skips the tap,
+// and taps left or right of the image read x_zp too: every tap reads and adds x·w', and the
+// folded bias (bias − x_zp·Σw', wrapping like the sum) takes the zero point off. Pixels
+// [ox_lo, ox_hi) have all their columns inside the image and test none.
 template <int K, bool Tail>
-void interior(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64_t c, int64_t lanes, int64_t ox_lo,
-              int64_t ox_hi) {
+void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64_t c, int64_t lanes, int64_t ox_lo,
+               int64_t ox_hi) {
   VecI32 w[K * K];
   for (int i = 0; i < K * K; ++i) w[i] = VecI32::load(a.weight + i * a.cp + c);
   const VecI32 bias = VecI32::load(a.folded_bias + c);
   const Requant q = requant_at(a, c);
   // Locals: the int8 stores may alias anything, so fields of `a` and rows[] would be reloaded
   // per pixel.
-  const int64_t ch = a.c, step = a.dw * a.c, sw = a.sw, pl = a.pl;
+  const int64_t ch = a.c, w_in = a.w, dw = a.dw, sw = a.sw, pl = a.pl;
+  const int8_t* const zp = a.zp_row + c;
   const int8_t* row[K];
-  for (int ky = 0; ky < K; ++ky) row[ky] = rows[ky];
-  for (int64_t ox = ox_lo; ox < ox_hi; ++ox) {
-    const int64_t off = (ox * sw - pl) * ch + c;
-    VecI32 acc = bias;
-    for (int ky = 0; ky < K; ++ky)
-      for (int kx = 0; kx < K; ++kx) acc = acc + load_s8_n<Tail>(row[ky] + off + kx * step, lanes) * w[ky * K + kx];
-    requantize_store<Tail>(q, acc, yrow + ox * ch + c, lanes);
-  }
-}
-
-// One output row's channels [c, c + lanes): border pixels tap by tap, the rest through interior().
-template <int K, bool Tail>
-void row_block(const DwS8Args& a, const int8_t* xb, int64_t iy0, int64_t ky0, int64_t ky1, const int8_t* const* rows,
-               int8_t* yrow, int64_t c, int64_t lanes, int64_t ox_lo, int64_t ox_hi) {
+  for (int ky = 0; ky < K; ++ky) row[ky] = rows[ky] + c;
   auto border = [&](int64_t ox) {
-    const int64_t ix0 = ox * a.sw - a.pl;
-    pixel<Tail>(a, xb, iy0, ky0, ky1, ix0, dw_s8_first_tap(ix0, a.dw), dw_s8_last_tap(ix0, a.dw, a.w, K),
-                yrow + ox * a.c, c, lanes);
+    VecI32 acc = bias;
+    for (int kx = 0; kx < K; ++kx) {
+      const int64_t ix = ox * sw - pl + kx * dw;
+      const bool inside = ix >= 0 && ix < w_in;
+      for (int ky = 0; ky < K; ++ky)
+        acc = acc + load_s8_n<Tail>(inside ? row[ky] + ix * ch : zp, lanes) * w[ky * K + kx];
+    }
+    requantize_store<Tail>(q, acc, yrow + ox * ch + c, lanes);
   };
   for (int64_t ox = 0; ox < ox_lo; ++ox) border(ox);
-  interior<K, Tail>(a, rows, yrow, c, lanes, ox_lo, ox_hi);
+  for (int64_t ox = ox_lo; ox < ox_hi; ++ox) {
+    const int64_t off = (ox * sw - pl) * ch;
+    VecI32 acc = bias;
+    for (int ky = 0; ky < K; ++ky)
+      for (int kx = 0; kx < K; ++kx) acc = acc + load_s8_n<Tail>(row[ky] + off + kx * dw * ch, lanes) * w[ky * K + kx];
+    requantize_store<Tail>(q, acc, yrow + ox * ch + c, lanes);
+  }
   for (int64_t ox = ox_hi; ox < a.ow; ++ox) border(ox);
 }
 
@@ -145,8 +145,8 @@ void rows_square(const DwS8Args& a, int64_t r0, int64_t r1) {
     int8_t* yrow = a.y + r * a.ow * a.c;
     int64_t c = 0;
     for (; c + VecI32::kLanes <= a.c; c += VecI32::kLanes)
-      row_block<K, false>(a, xb, iy0, ky0, ky1, rows, yrow, c, VecI32::kLanes, ox_lo, ox_hi);
-    if (c < a.c) row_block<K, true>(a, xb, iy0, ky0, ky1, rows, yrow, c, a.c - c, ox_lo, ox_hi);
+      row_block<K, false>(a, rows, yrow, c, VecI32::kLanes, ox_lo, ox_hi);
+    if (c < a.c) row_block<K, true>(a, rows, yrow, c, a.c - c, ox_lo, ox_hi);
   }
 }
 
