@@ -169,3 +169,57 @@ def ref_matmul_s8(a, b, bias, s_in, zp_in, s_w, zp_w, s_out, zp_out):
     M = float(np.float32(np.float32(s_in) * np.float32(s_w)) / np.float32(s_out))
     m, left, right = quantize_round_parameter(M)
     return np.clip(wrap32(mbqm(acc, m, left, right) + zp_out), -128, 127).astype(np.int8)
+
+# ---- DepthwiseConv2D / Pooling
+
+
+def wrap8(x):
+    """int values modulo 2^8 as int8 values: a C cast to int8_t."""
+    return ((np.asarray(x, np.int64) + 128) % 256 - 128).astype(np.int64)
+
+
+def dwconv_s8(x, w, w_zp, bias, x_zp, y_zp, requant, lo, hi, sh, sw, dh, dw, pt, pl, oh, ow):
+    """r1.1's generic int8 depthwise conv; w [c, kh, kw] int8, w_zp and bias per channel,
+    requant = (mult, left, right) per channel. A tap counts when its row under dilateH is in
+    the image, and then reads the row stepped by dilateW (r1.1's quirk); columns use dilateW."""
+    n, h, wd, c = x.shape
+    _, kh, kw = w.shape
+    ws = w.astype(np.int64) - np.asarray(w_zp, np.int64)[:, None, None]
+    xs = x.astype(np.int64) - x_zp
+    acc = np.zeros((n, oh, ow, c), np.int64) + np.asarray(bias, np.int64)
+    for oy in range(oh):
+        for ky in range(kh):
+            if not 0 <= oy * sh - pt + ky * dh < h:
+                continue
+            iy = oy * sh - pt + ky * dw
+            for ox in range(ow):
+                for kx in range(kw):
+                    ix = ox * sw - pl + kx * dw
+                    if 0 <= ix < wd:
+                        acc[:, oy, ox] += xs[:, iy, ix] * ws[:, ky, kx]
+    mult, left, right = (np.asarray(r, np.int64) for r in requant)
+    return np.clip(wrap32(mbqm(wrap32(acc), mult, left, right) + y_zp), lo, hi).astype(np.int8)
+
+
+def pool_s8(x, is_max, kh, kw, sh, sw, pt, pl, oh, ow, s_in, zp_in, s_out, zp_out):
+    """r1.1's int8 pooling: windows clipped to the image; max from -128 (copied when the params
+    are equal), mean = floor((S + 128·cnt + cnt/2) / cnt) − 128; then (int8)(round((v − zp_in)·r)
+    + zp_out), r = s_in_f / s_out_f in float, widened."""
+    n, h, w, c = x.shape
+    r = float(np.float32(s_in) / np.float32(s_out))
+    y = np.empty((n, oh, ow, c), np.int64)
+    for oy in range(oh):
+        y0, y1 = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
+        for ox in range(ow):
+            x0, x1 = max(ox * sw - pl, 0), min(ox * sw - pl + kw, w)
+            win = x[:, y0:y1, x0:x1].astype(np.int64).reshape(n, -1, c)
+            if is_max:
+                v = win.max(axis=1, initial=-128)
+                if (s_in, zp_in) == (s_out, zp_out):
+                    y[:, oy, ox] = v
+                    continue
+            else:
+                cnt = win.shape[1]
+                v = (win.sum(axis=1) + 128 * cnt + cnt // 2) // cnt - 128
+            y[:, oy, ox] = wrap8(c_round((v - zp_in) * r) + zp_out)
+    return y.astype(np.int8)
