@@ -154,3 +154,20 @@ def test_conv2d_s8_errors(rng):
     bad(rng, f"{node}.*kernelW=5", kernelW=5)
     # A scale ratio r1.1 cannot shift into range.
     bad(rng, f"{node}.*beyond", out_quant=qp(1e-30, 0))
+
+
+def test_conv2d_s8_kernel_arg_checks():
+    w = np.zeros((4, 3, 3, 2), np.int8)
+    z = np.zeros(4, np.int32)
+    ok = dict(weight=w, w_zp=z, bias=None, mult=z, left=z, right=z, group=1, sh=1, sw=1, dh=1, dw=1, pt=1, pl=1,
+              x_zp=0, y_zp=0, lo=-128, hi=127, x_shape=(1, 5, 5, 2), y_shape=(1, 5, 5, 4))
+    assert msv0._core.Conv2dS8(**ok).name == "conv2d_s8"
+    for change in [dict(w_zp=np.zeros(3, np.int32)), dict(bias=np.zeros(4, np.float32)), dict(left=z + 32),
+                   dict(w_zp=z + 128), dict(x_zp=-129), dict(lo=5, hi=4), dict(group=3), dict(sh=0), dict(pt=-1),
+                   dict(x_shape=(1, 5, 5, 3)), dict(y_shape=(2, 5, 5, 4)), dict(weight=np.zeros((4, 3, 3), np.int8)),
+                   dict(weight=w.astype(np.int16))]:
+        with pytest.raises(ValueError):
+            msv0._core.Conv2dS8(**{**ok, **change})
+    conv = msv0._core.Conv2dS8(**ok)
+    with pytest.raises(ValueError):  # the operands are checked on every Python call
+        conv([np.zeros((1, 5, 5, 3), np.int8)], [np.zeros((1, 5, 5, 4), np.int8)])

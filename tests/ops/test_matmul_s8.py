@@ -159,3 +159,17 @@ def test_matmul_s8_errors(rng):
         run_matmul(a, b[:7], None, q, q, q)
     with pytest.raises(msv0.ModelError, match="matmul_node.*batch dims"):
         run_matmul(a.reshape(1, 3, 8), b, None, q, q, q)
+
+
+def test_gemm_s8_y_shape(rng):
+    # GemmS8 with y_shape: x of any shape holding its rows of k (FullConnection's flattening).
+    b = rng.integers(-128, 128, (6, 10), dtype=np.int8)
+    zp = np.zeros(6, np.int32)
+    g = msv0._core.GemmS8(b, True, 0, zp, x_shape=(2, 3, 5, 2), y_shape=(3, 2, 6))
+    x = rng.integers(-128, 128, (2, 3, 5, 2), dtype=np.int8)
+    y = np.empty((3, 2, 6), np.int32)
+    g([x], [y])
+    np.testing.assert_array_equal(y.reshape(6, 6), x.reshape(6, 10).astype(np.int64) @ b.T.astype(np.int64))
+    for x_shape, y_shape in [((2, 3, 5, 2), (3, 2, 5)), ((2, 3, 5, 2), (4, 6)), ((7,), (1, 6)), ((6, 10), ())]:
+        with pytest.raises(ValueError):
+            msv0._core.GemmS8(b, True, 0, zp, x_shape=x_shape, y_shape=y_shape)
