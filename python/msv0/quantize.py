@@ -149,10 +149,12 @@ class _Rewriter:
             for k in model.nodes[i].inputs:
                 self.uses[k] += 1
 
-    def tensor(self, name: str, type_id: int, dims, quant=None, data: np.ndarray | None = None,
+    def tensor(self, name: str, type_id: int, like: TensorT, quant=None, data: np.ndarray | None = None,
                node_type: int = NodeType.CNode) -> int:
+        """A new tensor with the dims and format of `like`."""
         t = TensorT()
-        t.name, t.nodeType, t.dataType, t.dims, t.format = name, node_type, type_id, [int(d) for d in dims], 0
+        t.name, t.nodeType, t.dataType, t.format = name, node_type, type_id, like.format
+        t.dims = [int(d) for d in like.dims] if like.dims is not None else []
         t.quantParams = quant
         t.data = None if data is None else np.frombuffer(np.ascontiguousarray(data).tobytes(), np.uint8)
         self.g.allTensors.append(t)
@@ -162,7 +164,7 @@ class _Rewriter:
         attrs = QuantDTypeCastT()
         attrs.srcT, attrs.dstT = src_t, dst_t
         n = CNodeT()
-        n.name = f"{self.g.allTensors[dst].name}/QuantDTypeCast"
+        n.name = f"{_name(self.g.allTensors[dst])}/QuantDTypeCast"
         n.nodeType, n.quantType = NodeType.CNode, QuantType.PostTraining
         n.primitive = PrimitiveT()
         n.primitive.valueType, n.primitive.value = PrimitiveType.QuantDTypeCast, attrs
@@ -176,7 +178,7 @@ class _Rewriter:
         if k not in self.as_int8:
             t = self.g.allTensors[k]
             scale, zp = activation_param(*self.ranges[k])
-            q = self.tensor(f"{t.name}/int8", I8, list(t.dims) if t.dims is not None else [], [_param(scale, zp, *self.ranges[k])])
+            q = self.tensor(f"{_name(t)}/int8", I8, t, [_param(scale, zp, *self.ranges[k])])
             self.cast(k, F32, I8, q)
             self.as_int8[k] = q
         return self.as_int8[k]
@@ -186,7 +188,7 @@ class _Rewriter:
             return k
         if k not in self.as_float:
             t = self.g.allTensors[k]
-            f = self.tensor(f"{t.name}/float", F32, list(t.dims) if t.dims is not None else [])
+            f = self.tensor(f"{_name(t)}/float", F32, t)
             self.cast(k, I8, F32, f)
             self.as_float[k] = f
         return self.as_float[k]
@@ -195,7 +197,7 @@ class _Rewriter:
         """A constant's quantized form: in place when this node is its only reader."""
         t = self.g.allTensors[k]
         if self.uses[k] > 1:
-            return self.tensor(f"{t.name}/{np.dtype(values.dtype).name}", type_id, list(t.dims) if t.dims is not None else [], quant, values,
+            return self.tensor(f"{_name(t)}/{np.dtype(values.dtype).name}", type_id, t, quant, values,
                                NodeType.ValueNode)
         t.dataType, t.quantParams = type_id, quant
         t.data = np.frombuffer(np.ascontiguousarray(values).tobytes(), np.uint8)
@@ -255,6 +257,7 @@ class _Rewriter:
         g, model = self.g, self.model
         for i in model.main_nodes:
             n = g.nodes[i]
+            n.inputIndex = [int(k) for k in n.inputIndex]  # the reader's arrays are read-only views
             if self.quantizable(i):
                 self.quantize_node(i, n)
             else:
@@ -267,8 +270,8 @@ class _Rewriter:
                 continue
             # The float output keeps the tensor's name; the int8 tensor is renamed.
             t = g.allTensors[k]
-            name, t.name = t.name, f"{t.name}/int8"
-            f = self.tensor(name, F32, list(t.dims) if t.dims is not None else [])
+            name, t.name = _name(t), f"{_name(t)}/int8"
+            f = self.tensor(name, F32, t)
             self.cast(k, I8, F32, f)
             outputs.append(f)
         g.nodes = self.nodes
@@ -278,6 +281,11 @@ class _Rewriter:
             main.outputIndices = outputs
             main.nodeIndices = list(range(len(self.nodes)))
             main.tensorIndices = list(range(len(g.allTensors)))
+
+
+def _name(t: TensorT) -> str:
+    """A tensor's name (bytes as the generated reader leaves it, str once rewritten)."""
+    return t.name.decode("utf-8", "replace") if isinstance(t.name, bytes) else (t.name or "")
 
 
 def _weight(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, list[QuantParamT]]:
