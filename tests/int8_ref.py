@@ -148,8 +148,8 @@ def resize_bilinear_s8(x, oh, ow, align, zp_in):
         for j, (x0, x1, wx) in enumerate(axis(w, ow)):
             lb, lt, rb, rt = (x[:, y0, x0], x[:, y1, x0], x[:, y0, x1], x[:, y1, x1])
             if zp_in == 0:
-                acc = sum(int(cf) * v.astype(np.int64) for cf, v in
-                          [((1024 - wx) * (1024 - wy), lb), (wy * (1024 - wx), lt), (wx * (1024 - wy), rb), (wx * wy, rt)])
+                cfs = [(1024 - wx) * (1024 - wy), wy * (1024 - wx), wx * (1024 - wy), wx * wy]
+                acc = sum(cf * q.astype(np.int64) for cf, q in zip(cfs, (lb, lt, rb, rt)))
                 acc = acc + (1 << 19)
                 y[:, i, j] = np.sign(acc) * (np.abs(acc) // (1 << 20))
             else:

@@ -6,7 +6,8 @@ import pytest
 
 from msv0.errors import ModelError
 
-from int8_ref import mbqm, qp, quantize_round_parameter, requant_double, requant_float, resize_bilinear_s8, resize_nearest_index
+from int8_ref import (mbqm, qp, quantize_round_parameter, requant_double, requant_float, resize_bilinear_s8,
+                      resize_nearest_index)
 from oprun import Const, run_op
 
 I8 = [np.int8]
@@ -137,7 +138,8 @@ def test_resize_nearest_s8(rng, align, size):
                                        newWidth=size[1], alignCorners=align), moved)  # |Δscale| < 1e-6: a copy
     y = run1("Resize", [x], (0.1, 3, 0.3, -20), method=1, newHeight=size[0], newWidth=size[1], alignCorners=align)
     m, left, right = quantize_round_parameter(float(np.float32(0.1) / np.float32(0.3)))
-    np.testing.assert_array_equal(y, np.clip(mbqm(moved.astype(np.int64) - 3, m, left + 20, right + 20) - 20, -128, 127))
+    want = mbqm(moved.astype(np.int64) - 3, m, left + 20, right + 20) - 20
+    np.testing.assert_array_equal(y, np.clip(want, -128, 127))
 
 
 @pytest.mark.parametrize("zp_in", [0, 5, -128])
