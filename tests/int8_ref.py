@@ -208,3 +208,34 @@ def mean_hw_s8(x, s_in, zp_in, s_out, zp_out):
     bias = math.trunc(zp_out - zp_in * s_in / s_out)
     total = np.asarray(x, np.int64).sum(axis=(1, 2), keepdims=True)
     return np.clip(mbqm(total, m, left, right) + bias, -128, 127).astype(np.int8)
+
+
+def unary_s8(q, op, s_in, zp_in, s_out, zp_out):
+    """r1.1's arithmetic_self int8, one element at a time; None where r1.1 errs or is undefined."""
+    f = np.float32
+    si, so = f(s_in), f(s_out)
+    out = []
+    for v in np.asarray(q).reshape(-1):
+        if op == "Square":
+            m, left, right = reduce_multiplier(float(f(si * si) / so))
+            d = int(v) - zp_in
+            out.append(int(mbqm(d * d, m, left, right)) + zp_out)
+            continue
+        x = f(f(f(int(v)) * si) + f(f(-zp_in) * si))
+        if (op == "Sqrt" and x < 0) or (op == "Rsqrt" and x <= 0) or (op == "Reciprocal" and x == 0):
+            return None
+        if op in ("Round", "Ceil"):
+            y = float(c_round(float(x)) if op == "Round" else math.ceil(float(x))) / float(so)
+        elif op == "Rsqrt":
+            y = float(f(1) / f(f(math.sqrt(float(x))) * so))
+        elif op == "Reciprocal":
+            y = float(f(1) / f(x * so))
+        else:
+            fx = {"Abs": abs, "Floor": math.floor, "Sin": math.sin, "Cos": math.cos, "Sqrt": math.sqrt,
+                  "Log": lambda t: math.log(t) if t > 0 else (-math.inf if t == 0 else math.nan)}[op](float(x))
+            y = float(f(f(fx) / so))
+        r = c_round(y) + zp_out
+        if not abs(r) < 2**31:
+            return None
+        out.append(int(r))
+    return np.clip(np.array(out).reshape(np.shape(q)), -128, 127).astype(np.int8)
