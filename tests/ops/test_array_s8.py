@@ -176,3 +176,31 @@ def test_quant_param_errors_name_the_node(rng, op, attrs):
         run_op(op, [x], out_dtypes=I8, in_quant=[qp(0.1, 0)], **attrs)
     with pytest.raises(ModelError, match=f"{op.lower()}_node.*needs exactly one quantParam, has 2"):
         run_op(op, [x], out_dtypes=I8, in_quant=[qp(0.1, 0) * 2], out_quant=[qp(0.1, 0)], **attrs)
+
+
+def test_crop_negative_axis_and_errors(rng):
+    x = q8(rng, (5, 6))
+    p = (0.1, 0, 0.1, 0)
+    y = run_op("Crop", [x, np.zeros((2, 3), np.int8)], out_dtypes=I8, in_quant=[qp(0.1, 0), qp(1, 0)],
+               out_quant=[qp(0.1, 0)], axis=-1, offsets=[2])[0]  # r1.1 compares the axis raw: every dim
+    np.testing.assert_array_equal(y, x[2:4, 2:5])
+    for axis, offsets, match in [(-1, [1, 1], "negative axis"), (2, [1], "out of range")]:
+        with pytest.raises(ModelError, match=match):
+            run_op("Crop", [x, np.zeros((2, 3), np.int8)], out_dtypes=I8, in_quant=[qp(*p[:2]), qp(1, 0)],
+                   out_quant=[qp(*p[2:])], axis=axis, offsets=offsets)
+    with pytest.raises(ModelError, match="ranks 1 to 4"):
+        run1("Crop", [q8(rng, (1, 1, 1, 1, 2)), np.zeros((1, 1, 1, 1, 1), np.int8)], p, axis=0, offsets=[0])
+
+
+def test_gather_index_dtype_errors(rng):
+    x = q8(rng, (4, 3))
+    p = (0.1, 0, 0.2, 0)
+    with pytest.raises(ModelError, match="gather_node.*int32"):
+        run1("Gather", [x, Const(np.array([1], np.int64))], p, axis=0)
+    with pytest.raises(ModelError, match="gathernd_node.*indices must be int8"):
+        run1("GatherNd", [x, Const(np.array([[1]], np.int32))], p)
+
+
+def test_resize_bilinear_rounded_ratio_past_the_input(rng):
+    with pytest.raises(ModelError, match="read past the input"):
+        run1("Resize", [q8(rng, (1, 2, 1, 1))], (0.1, 0, 0.1, 0), method=0, newHeight=3000, newWidth=1)

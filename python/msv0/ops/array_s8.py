@@ -121,7 +121,9 @@ def with_tables(plan: Plan, pre=None, post=None) -> Plan:
 def byte_move(node, ins):
     """r1.1's int8 kernels of these ops move bytes and never read an output quant param.
     (int8 Unsqueeze reads its "output" params from the input tensor, so its requantization is
-    the identity.)"""
+    the identity, but it needs that param.)"""
+    if node.op == "Unsqueeze":
+        input_param(node, ins[0])
     return own_build(node, ins)
 
 
