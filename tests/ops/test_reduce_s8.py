@@ -101,3 +101,11 @@ def test_argminmax_s8_rejects(rng):
     with pytest.raises(InputError, match="argmax_node.*does not fit int8"):
         run_op("ArgMax", [x], out_dtypes=I8, in_quant=[qp(0.1, 0)], out_quant=[qp(0.01, 0)], axis=1, topK=1,
                outMaxValue=True)
+
+
+@pytest.mark.parametrize("mode,axes,want", [(5, [3, 2], 114), (3, [2, 3], 3)])
+def test_reduce_s8_r11_unit_test_values(mode, axes, want):
+    """Values r1.1's own int8 Reduce unit tests pin (all-105 input, s 0.005 zp 5 -> s 0.01 zp 1):
+    SumSquare over two axes squares the requantized partial sums, giving 114 (exact math: 127)."""
+    x = np.full((1, 2, 2, 3), 105, np.int8)
+    np.testing.assert_array_equal(reduce(x, (0.005, 5, 0.01, 1), mode=mode, axes=axes), [[want, want]])
