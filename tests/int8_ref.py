@@ -223,3 +223,152 @@ def pool_s8(x, is_max, kh, kw, sh, sw, pt, pl, oh, ow, s_in, zp_in, s_out, zp_ou
                 v = (win.sum(axis=1) + 128 * cnt + cnt // 2) // cnt - 128
             y[:, oy, ox] = wrap8(c_round((v - zp_in) * r) + zp_out)
     return y.astype(np.int8)
+
+# ---- layout / reduce ops
+
+
+def requant_float(q, s_in, zp_in, s_out, zp_out, divide=False):
+    """Concat/Reshape/Squeeze/Split/Crop/DepthToSpace/BatchToSpace: everything in float32,
+    s = s_in·(1/s_out) (or s_in/s_out), b = −zp_in·s, C round, + zp_out, clamp."""
+    f = np.float32
+    s = f(s_in) / f(s_out) if divide else f(s_in) * (f(1) / f(s_out))
+    b = f(-zp_in) * s
+    v = (np.asarray(q).astype(f) * s).astype(f) + b
+    return np.clip(c_round(v.astype(f)) + zp_out, -128, 127).astype(np.int8)
+
+
+def requant_double(q, alpha, zp_in, zp_out):
+    """Slice/Gather/GatherNd: round(α·(q − zp_in)) + zp_out in double, clamp."""
+    return np.clip(c_round(alpha * (np.asarray(q, np.float64) - zp_in)) + zp_out, -128, 127).astype(np.int8)
+
+
+def reduce_multiplier(M):
+    """QuantizeMultiplierSmallerThanOne split as the Reduce kernel does: (m, left, right)."""
+    m, e = quantize_multiplier(M)
+    return m, max(e, 0), max(-e, 0)
+
+
+def resize_nearest_index(n_in, n_out, align):
+    out = []
+    for p in range(n_out):
+        i = ((n_in - 1) * p + (n_out - 1) // 2) // (n_out - 1) if align and n_out != 1 else n_in * p // n_out
+        out.append(min(i, n_in - 1))
+    return out
+
+
+def resize_bilinear_s8(x, oh, ow, align, zp_in):
+    """r1.1's int8 bilinear: 10-bit fixed point when zp_in == 0, float weights otherwise; no
+    requantization. Written as loops over output pixels."""
+    n, h, w, c = x.shape
+    y = np.zeros((n, oh, ow, c), np.int8)
+
+    def axis(n_in, n_out):
+        if zp_in == 0:
+            num, den = (n_in - 1, n_out - 1) if align and n_out > 1 else (n_in, n_out)
+            ratio = (1024 * num + den // 2) // den
+            return [(p * ratio // 1024, min(p * ratio // 1024 + 1, n_in - 1), p * ratio - 1024 * (p * ratio // 1024))
+                    for p in range(n_out)]
+        ratio = (np.float32(n_in - 1) / np.float32(n_out - 1) if align and n_out > 1
+                 else np.float32(n_in) / np.float32(n_out))
+        res = []
+        for p in range(n_out):
+            s = np.float32(p) * ratio
+            lo = int(np.floor(s))
+            res.append((lo, min(lo + 1, n_in - 1), np.float32(s - np.float32(lo))))
+        return res
+
+    for i, (y0, y1, wy) in enumerate(axis(h, oh)):
+        for j, (x0, x1, wx) in enumerate(axis(w, ow)):
+            lb, lt, rb, rt = (x[:, y0, x0], x[:, y1, x0], x[:, y0, x1], x[:, y1, x1])
+            if zp_in == 0:
+                cfs = [(1024 - wx) * (1024 - wy), wy * (1024 - wx), wx * (1024 - wy), wx * wy]
+                acc = sum(cf * q.astype(np.int64) for cf, q in zip(cfs, (lb, lt, rb, rt)))
+                acc = acc + (1 << 19)
+                y[:, i, j] = np.sign(acc) * (np.abs(acc) // (1 << 20))
+            else:
+                one = np.float32(1)
+                cfs = [(one - wx) * (one - wy), wy * (one - wx), wx * (one - wy), wx * wy]
+                v = np.zeros((n, c), np.float32)
+                for cf, q in zip(cfs, (lb, lt, rb, rt)):
+                    v = (v + np.float32(cf) * q.astype(np.float32)).astype(np.float32)
+                y[:, i, j] = np.trunc(v)
+    return y
+
+
+def reduce_s8(x, axes, mode, s_in, zp_in, s_out, zp_out):
+    """r1.1's generic int8 Reduce (modes: 0 Mean, 1 Max, 2 Min, 3 Prod, 4 Sum, 5 SumSquare),
+    one axis at a time in list order, keepdims; None where r1.1 reports an int32 overflow."""
+    v = np.asarray(x, np.int64)
+    in_out = reduce_multiplier(s_in / s_out)
+    for k, ax in enumerate(axes):
+        last = k == len(axes) - 1
+        d = np.moveaxis(v, ax, -1)
+        if mode in (1, 2):
+            r = d.max(-1) if mode == 1 else d.min(-1)
+        else:
+            terms = d - zp_in
+            if mode == 5:
+                terms = terms * terms
+            acc = np.ones(d.shape[:-1], np.int64) if mode == 3 else np.zeros(d.shape[:-1], np.int64)
+            for t in np.moveaxis(terms, -1, 0):
+                if mode == 5 and np.any(np.abs(t) > I32_MAX):
+                    return None
+                acc = acc * t if mode == 3 else acc + t
+                if np.any((acc < I32_MIN) | (acc > I32_MAX)):
+                    return None
+            if mode == 0:
+                acc = mbqm(acc, *reduce_multiplier(1.0 / d.shape[-1]))
+            elif mode == 3:
+                acc = mbqm(acc, *reduce_multiplier(s_in ** (d.shape[-1] - 1)))
+            elif mode == 5:
+                acc = mbqm(acc, *reduce_multiplier(s_in * s_in / s_out if last else s_in))
+            r = acc if last else acc + zp_in
+        v = np.expand_dims(r, ax)
+    if mode == 1:
+        v = mbqm(v - zp_in, *in_out)
+    elif mode == 2:
+        m, left, right = in_out
+        v = mbqm(v - zp_in, m, left + 20, right + 20)
+    elif mode != 5:
+        v = mbqm(v, *in_out)
+    return np.clip(v + zp_out, -128, 127).astype(np.int8)
+
+
+def mean_hw_s8(x, s_in, zp_in, s_out, zp_out):
+    """r1.1's 4-D int8 mean over H and W: raw sum, one multiplier, a truncated bias."""
+    n, h, w, c = x.shape
+    m, left, right = reduce_multiplier(s_in / (s_out * h * w))
+    bias = math.trunc(zp_out - zp_in * s_in / s_out)
+    total = np.asarray(x, np.int64).sum(axis=(1, 2), keepdims=True)
+    return np.clip(mbqm(total, m, left, right) + bias, -128, 127).astype(np.int8)
+
+
+def unary_s8(q, op, s_in, zp_in, s_out, zp_out):
+    """r1.1's arithmetic_self int8, one element at a time; None where r1.1 errs or is undefined."""
+    f = np.float32
+    si, so = f(s_in), f(s_out)
+    out = []
+    for v in np.asarray(q).reshape(-1):
+        if op == "Square":
+            m, left, right = reduce_multiplier(float(f(si * si) / so))
+            d = int(v) - zp_in
+            out.append(int(mbqm(d * d, m, left, right)) + zp_out)
+            continue
+        x = f(f(f(int(v)) * si) + f(f(-zp_in) * si))
+        if (op == "Sqrt" and x < 0) or (op == "Rsqrt" and x <= 0) or (op == "Reciprocal" and x == 0):
+            return None
+        if op in ("Round", "Ceil"):
+            y = float(c_round(float(x)) if op == "Round" else math.ceil(float(x))) / float(so)
+        elif op == "Rsqrt":
+            y = float(f(1) / f(f(math.sqrt(float(x))) * so))
+        elif op == "Reciprocal":
+            y = float(f(1) / f(x * so))
+        else:
+            fx = {"Abs": abs, "Floor": math.floor, "Sin": math.sin, "Cos": math.cos, "Sqrt": math.sqrt,
+                  "Log": lambda t: math.log(t) if t > 0 else (-math.inf if t == 0 else math.nan)}[op](float(x))
+            y = float(f(f(fx) / so))
+        r = c_round(y) + zp_out
+        if not abs(r) < 2**31:
+            return None
+        out.append(int(r))
+    return np.clip(np.array(out).reshape(np.shape(q)), -128, 127).astype(np.int8)

@@ -62,7 +62,8 @@ def test_reshape_bad(rng, spec):
 
 def test_reshape_int8_and_shape_op(rng):
     x = rng.integers(-128, 127, (3, 5), dtype=np.int8)
-    (y,) = run_op("Reshape", [x], out_dtypes=[np.int8], shape=[5, 3])
+    q = [{"scale": 0.1, "zeroPoint": 0, "inited": True, "numBits": 8}]  # r1.1's int8 Reshape reads them
+    (y,) = run_op("Reshape", [x], out_dtypes=[np.int8], in_quant=[q], out_quant=[q], shape=[5, 3])
     np.testing.assert_array_equal(y, x.reshape(5, 3))
     (s,) = run_op("Shape", [arr((2, 7, 1, 3), rng)], out_dtypes=[np.int32])
     assert s.dtype == np.int32

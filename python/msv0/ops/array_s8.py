@@ -121,7 +121,9 @@ def with_tables(plan: Plan, pre=None, post=None) -> Plan:
 def byte_move(node, ins):
     """r1.1's int8 kernels of these ops move bytes and never read an output quant param.
     (int8 Unsqueeze reads its "output" params from the input tensor, so its requantization is
-    the identity.)"""
+    the identity, but it needs that param.)"""
+    if node.op == "Unsqueeze":
+        input_param(node, ins[0])
     return own_build(node, ins)
 
 
@@ -178,6 +180,8 @@ def crop_s8(node, ins):
     offsets = list(node.attrs.offsets or ())
     if not 1 <= rank <= 4:
         raise fail(node, f"int8 Crop handles ranks 1 to 4, got {rank}")
+    if axis >= rank:
+        raise fail(node, f"axis {axis} is out of range for rank {rank}")
     if axis < 0 and len(offsets) > 1:
         raise fail(node, f"int8 Crop does not normalise the negative axis {axis} (r1.1 reads past its offsets)")
     table = copy_or_float(node, input_param(node, x), output_param(node), divide=True)
@@ -252,7 +256,7 @@ def pad_s8(node, ins):
     p_in, p_out = input_param(node, ins[0]), output_param(node)
     if not same_params(p_in, p_out):
         raise fail(node, "int8 Pad needs equal input and output quant params")
-    plan = own_build(node, ins, np.int32)
+    plan = own_build(node, ins, np.float32)
     a = node.attrs
     if a.paddingMode != PaddingMode.CONSTANT:
         if len(ins) != 2:

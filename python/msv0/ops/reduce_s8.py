@@ -70,6 +70,8 @@ def reduce_s8(node, ins):
         raise fail(node, f"int8 Reduce has no mode {a.mode}")
     p_in, p_out = input_param(node, x), output_param(node)
     rank = len(x.shape)
+    if rank == 0:
+        raise fail(node, "int8 Reduce needs an input of rank >= 1")
     raw = int_values(node, ins[1], "axes") if len(ins) == 2 else list(a.axes or ())
     axes = [ax + rank if ax < 0 else ax for ax in raw]
     if a.reduceToEnd:
