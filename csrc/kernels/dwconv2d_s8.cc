@@ -229,7 +229,7 @@ class DwConv2dS8 : public NativeOp {
                   int8_param(x_zp, "x_zp"), int8_param(y_zp, "y_zp"), int8_param(lo, "lo"), int8_param(hi, "hi")};
     if (a_.lo > a_.hi) throw ArgError("lo must be <= hi");
     // The rows r1.1's bounds admit must lie in the image: with rd != dh they may not.
-    for (int64_t oy = 0; oy < a_.oh; ++oy) {
+    for (int64_t oy = 0; rd != dh && oy < a_.oh; ++oy) {
       const int64_t iy0 = oy * sh - pt;
       const int64_t ky0 = dw_s8_first_tap(iy0, dh), ky1 = dw_s8_last_tap(iy0, dh, a_.h, kh);
       if (ky0 < ky1 && (iy0 + ky0 * rd < 0 || iy0 + (ky1 - 1) * rd >= a_.h))
