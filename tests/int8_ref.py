@@ -244,6 +244,12 @@ def requant_double(q, alpha, zp_in, zp_out):
 
 def reduce_multiplier(M):
     """QuantizeMultiplierSmallerThanOne split as the Reduce kernel does: (m, left, right)."""
+
+# ---- Add / Sub / Mul / QuantDTypeCast / activations / Softmax
+
+
+def smaller_than_one(M):
+    """QuantizeMultiplierSmallerThanOne as (m, left, right): the exponent split into shifts."""
     m, e = quantize_multiplier(M)
     return m, max(e, 0), max(-e, 0)
 
@@ -372,3 +378,34 @@ def unary_s8(q, op, s_in, zp_in, s_out, zp_out):
             return None
         out.append(int(r))
     return np.clip(np.array(out).reshape(np.shape(q)), -128, 127).astype(np.int8)
+
+def _add_sub(q0, q1, s0, zp0, s1, zp1, s_out, zp_out, sign, lo, hi):
+    twice_max = 2 * max(s0, s1)
+    scaled = []
+    for q, s, zp in ((q0, s0, zp0), (q1, s1, zp1)):
+        m, left, right = smaller_than_one(s / twice_max)
+        x = (np.asarray(q, np.int64) - zp) * 2**20 * 2**left
+        scaled.append(rdbpot(srdhm(x, m), right))
+    raw = scaled[0] + sign * scaled[1]
+    m, left, right = smaller_than_one(twice_max / (2**20 * s_out))
+    return np.clip(rdbpot(srdhm(wrap32(raw * 2**left), m), right) + zp_out, lo, hi).astype(np.int8)
+
+
+def add_s8(q0, q1, s0, zp0, s1, zp1, s_out, zp_out, act=0):
+    """int8 Add: double scales, left shift 20, fused RELU/RELU6 range."""
+    lo, hi = act_range(act, s_out, zp_out)
+    return _add_sub(q0, q1, s0, zp0, s1, zp1, s_out, zp_out, 1, lo, hi)
+
+
+def sub_s8(q0, q1, s0, zp0, s1, zp1, s_out, zp_out):
+    """int8 Sub: Add's scheme on float scales, a0' − a1', no activation."""
+    f = lambda s: float(np.float32(s))  # noqa: E731
+    return _add_sub(q0, q1, f(s0), zp0, f(s1), zp1, f(s_out), zp_out, -1, -128, 127)
+
+
+def mul_s8(q0, q1, s0, zp0, s1, zp1, s_out, zp_out):
+    """int8 Mul: M = (s0·s1)/s_out all in float; no activation."""
+    M = float(np.float32(np.float32(s0) * np.float32(s1)) / np.float32(s_out))
+    m, left, right = smaller_than_one(M)
+    prod = (np.asarray(q0, np.int64) - zp0) * (np.asarray(q1, np.int64) - zp1)
+    return np.clip(rdbpot(srdhm(wrap32(prod * 2**left), m), right) + zp_out, -128, 127).astype(np.int8)

@@ -100,5 +100,11 @@ inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, Vec
   return {_mm512_min_epi32(hi.v, _mm512_max_epi32(lo.v, q))};
 }
 
+// int32 -> float per lane, rounding to nearest even (exact below 2^24).
+inline VecF to_f32(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }
+// float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
+// out-of-range results differ between tiers).
+inline VecI32 trunc_i32(VecF a) { return {_mm512_cvttps_epi32(a.v)}; }
+
 }  // namespace MSV0_ISA
 }  // namespace msv0

@@ -112,5 +112,11 @@ inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, Vec
   return {vminq_s32(hi.v, vmaxq_s32(lo.v, q))};
 }
 
+// int32 -> float per lane, rounding to nearest even (exact below 2^24).
+inline VecF to_f32(VecI32 a) { return {vcvtq_f32_s32(a.v)}; }
+// float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
+// out-of-range results differ between tiers).
+inline VecI32 trunc_i32(VecF a) { return {vcvtq_s32_f32(a.v)}; }
+
 }  // namespace MSV0_ISA
 }  // namespace msv0

@@ -93,5 +93,11 @@ inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, Vec
   return {q < lo.v ? lo.v : q > hi.v ? hi.v : q};
 }
 
+// int32 -> float per lane, rounding to nearest even (exact below 2^24).
+inline VecF to_f32(VecI32 a) { return {static_cast<float>(a.v)}; }
+// float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
+// out-of-range results differ between tiers).
+inline VecI32 trunc_i32(VecF a) { return {static_cast<int32_t>(a.v)}; }
+
 }  // namespace MSV0_ISA
 }  // namespace msv0

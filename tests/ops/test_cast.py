@@ -116,3 +116,69 @@ def test_i8_to_i8_requantises():
 def test_quant_cast_bad_pairs(src, dst, xdt, odt):
     with pytest.raises(msv0.ModelError):
         qcast(np.zeros(2, xdt), src, dst, odt, in_q=q(1.0, 0), out_q=q(1.0, 0))
+
+
+# The C++ kernels (_core.QuantCast) of f32 <-> i8 on every tier, against the NumPy forms in
+# msv0.ops.cast and against tests/int8_ref.py.
+CAST_SIZES = [1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 97]
+SPECIALS = [np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0, 3.4e38, -3.4e38, 1e-45, 0.05, -0.05, 0.15, -0.15, 12.75,
+            -12.85, 127.5, -128.5, 126.49999, -128.49998, 1e10, -1e10]
+
+
+def test_f32_to_i8_kernel_tiers(isa, rng):
+    from int8_ref import quantize
+    from msv0.ops.cast import quantize_i8
+
+    for n in CAST_SIZES:
+        x = np.concatenate([rng.uniform(-15, 15, n), SPECIALS])[: n + len(SPECIALS)].astype(np.float32)
+        for scale, zp in [(0.1, 3), (0.05, -128), (0.02, 127), (7.0, 0)]:
+            y = qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, out_q=q(scale, zp))
+            np.testing.assert_array_equal(y, quantize_i8(x, scale, zp))
+            finite = np.isfinite(x)
+            with np.errstate(over="ignore"):  # ±3.4e38 · (1/scale) overflows to ±inf: clamped
+                np.testing.assert_array_equal(y[finite], quantize(x[finite], scale, zp))
+            assert (y[np.isinf(x)] == 127).all() and (y[np.isnan(x)] == 0).all()
+
+
+def test_f32_to_i8_unfused(isa):
+    # x·(1/0.3f) rounds to exactly .5 in float before + 100, where a fused multiply-add would not:
+    # -42.75 gives -42.5 -> -43 unfused (-42 fused).
+    x = np.array([-42.75, -38.25, -41.25, float.fromhex("-0x1.a8cccep+4")] * 5, np.float32)
+    y = qcast(x, TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, np.int8, out_q=q(0.3, 100))
+    from msv0.ops.cast import quantize_i8
+
+    np.testing.assert_array_equal(y, quantize_i8(x, 0.3, 100))
+    assert y[:4].tolist() == [-43, -28, -38, 12]
+
+
+def test_i8_to_f32_kernel_tiers(isa):
+    from int8_ref import dequantize
+
+    qi = np.tile(np.arange(-128, 128, dtype=np.int8), 3)
+    for n in CAST_SIZES + [len(qi)]:
+        for scale, zp in [(0.25, 7), (0.1, -128), (3e-5, 127)]:
+            y = qcast(qi[:n], TypeId.kNumberTypeInt8, TypeId.kNumberTypeFloat32, np.float32, in_q=q(scale, zp))
+            np.testing.assert_array_equal(y, dequantize(qi[:n], scale, zp))
+
+
+def test_quant_cast_threads(rng):
+    from msv0.ops.cast import dequantize, quantize_i8
+
+    x = rng.uniform(-20, 20, (3, 20011)).astype(np.float32)
+    b = msv0.builder.Builder("q")
+    i = b.input("x", x.shape, x.dtype)
+    m = b.tensor("m", np.int8, quant=q(0.1, -3))
+    o = b.tensor("y", np.float32, quant=q(0.1, -3))
+    b.node("QuantDTypeCast", [i], outputs=[m], srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt8)
+    b.node("QuantDTypeCast", [m], outputs=[o], srcT=TypeId.kNumberTypeInt8, dstT=TypeId.kNumberTypeFloat32)
+    b.output(m, o)
+    out = msv0.Session(b.finish(), num_threads=2).run([x])
+    np.testing.assert_array_equal(out["m"], quantize_i8(x, 0.1, -3))
+    np.testing.assert_array_equal(out["y"], dequantize(out["m"], 0.1, -3))
+
+
+def test_quant_cast_kernel_checks_arguments():
+    msv0._core.QuantCast(0, [3], 1.0, 0)
+    for args in [(2, [3], 1.0, 0), (0, [-1], 1.0, 0), (1, [3], 1.0, 2**31)]:
+        with pytest.raises(ValueError):
+            msv0._core.QuantCast(*args)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0 import dtypes
+from msv0 import _core, dtypes
 from msv0.fb.TypeId import TypeId
 from msv0.registry import Plan, expect_inputs, fail, op
 
@@ -104,9 +104,13 @@ def quant_dtype_cast(node, ins):
         raise fail(node, "neither the output nor the input has a quantParam")
     if src == F32 and p.scale == 0:
         raise fail(node, "quantParam scale is 0")
-    if dst == I8:
-        fn = lambda v: quantize_i8(v, p.scale, p.zeroPoint)  # noqa: E731
-    elif dst == U8:
+    if dst == I8:  # the C++ kernel of quantize_i8
+        with np.errstate(over="ignore", divide="ignore"):
+            inv = np.float32(1) / np.float32(p.scale)
+        return Plan([(x.shape, dst)], kernel=_core.QuantCast(0, x.shape, inv, p.zeroPoint))
+    if src == I8:  # f32: the C++ kernel of dequantize
+        return Plan([(x.shape, dst)], kernel=_core.QuantCast(1, x.shape, np.float32(p.scale), p.zeroPoint))
+    if dst == U8:
         fn = lambda v: quantize_u8(v, p.scale, p.zeroPoint)  # noqa: E731
     else:
         fn = lambda v: dequantize(v, p.scale, p.zeroPoint)  # noqa: E731

@@ -1,0 +1,212 @@
+// Element-wise int8 Add/Sub/Mul in r1.1's fixed-point arithmetic (format-v0.md §3.1), on the
+// operand shapes binary_f32.cc takes: full, a row repeated along the leading dims, or one
+// value. The output is flat; elements [e0, e1) split over threads, each run of a row is one
+// loop over VecI32 lanes of sign-extended int8.
+#include "kernels/kernel.h"
+
+namespace msv0 {
+
+// Add and Sub rescale each input (its own multiplier, after r1.1's left shift of 20) and add or
+// subtract; Mul multiplies the zero-point-free inputs. All then requantize to the output.
+enum BinaryS8Kind : int32_t { kBinS8Add = 0, kBinS8Sub = 1, kBinS8Mul = 2 };
+enum BinaryS8Operand : int32_t { kS8Full = 0, kS8Row = 1, kS8One = 2 };
+
+// An input's zero point and (Add/Sub) rescaling RDBPOT(SRDHM((q − zp)·2^left, mult), right).
+struct BinaryS8Input {
+  int32_t zp, mult, left, right;
+};
+
+struct BinaryS8Args {
+  const int8_t* a;
+  const int8_t* b;
+  int8_t* y;
+  int64_t size, inner;  // output elements; row length for kS8Row operands
+  int32_t op, a_kind, b_kind;
+  BinaryS8Input in[2];
+  int32_t mult, left, right, zp, lo, hi;  // the output requantization and clamp
+};
+
+using BinaryS8Fn = void (*)(const BinaryS8Args&, int64_t e0, int64_t e1);
+MSV0_DECLARE(binary_s8, BinaryS8Fn)
+
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+struct Lanes {
+  VecI32 zp, mult, left, right;
+};
+
+Lanes lanes_of(const BinaryS8Input& p) {
+  return {VecI32::splat(p.zp), VecI32::splat(p.mult), VecI32::splat(p.left), VecI32::splat(p.right)};
+}
+
+// requantize with no zero point and no clamp is exactly RDBPOT(SRDHM(x·2^left, mult), right).
+VecI32 rescale(VecI32 q, const Lanes& p) {
+  return requantize(q - p.zp, p.mult, p.left, p.right, VecI32::zero(), VecI32::splat(INT32_MIN),
+                    VecI32::splat(INT32_MAX));
+}
+
+template <int Op>
+struct Combine {
+  Lanes a, b, out;
+  VecI32 lo, hi;
+
+  explicit Combine(const BinaryS8Args& g)
+      : a(lanes_of(g.in[0])), b(lanes_of(g.in[1])),
+        out(lanes_of({g.zp, g.mult, g.left, g.right})), lo(VecI32::splat(g.lo)), hi(VecI32::splat(g.hi)) {}
+
+  // Overflow: Add/Sub rescale |q − zp|·2^20 <= 255·2^20 by a multiplier <= 1/2, so the sum
+  // stays below 2^28; Mul's product is at most 256^2.
+  VecI32 operator()(VecI32 qa, VecI32 qb) const {
+    VecI32 raw;
+    if constexpr (Op == kBinS8Mul)
+      raw = (qa - a.zp) * (qb - b.zp);
+    else if constexpr (Op == kBinS8Add)
+      raw = rescale(qa, a) + rescale(qb, b);
+    else
+      raw = rescale(qa, a) - rescale(qb, b);
+    return requantize(raw, out.mult, out.left, out.right, out.zp, lo, hi);
+  }
+};
+
+const int8_t* operand(const int8_t* p, int32_t kind, int64_t e, int64_t col) {
+  return kind == kS8Full ? p + e : kind == kS8Row ? p + col : p;
+}
+
+template <int Op>
+void segment(const Combine<Op>& f, const BinaryS8Args& g, int64_t e, int64_t len, int64_t col) {
+  const int8_t* a = operand(g.a, g.a_kind, e, col);
+  const int8_t* b = operand(g.b, g.b_kind, e, col);
+  int8_t* y = g.y + e;
+  const bool a_one = g.a_kind == kS8One, b_one = g.b_kind == kS8One;
+  const VecI32 as = VecI32::splat(*a), bs = VecI32::splat(*b);
+  int64_t i = 0;
+  for (; i + VecI32::kLanes <= len; i += VecI32::kLanes)
+    f(a_one ? as : VecI32::load_s8(a + i), b_one ? bs : VecI32::load_s8(b + i)).store_s8(y + i);
+  if (i < len) {
+    const int64_t n = len - i;
+    f(a_one ? as : VecI32::load_s8_tail(a + i, n), b_one ? bs : VecI32::load_s8_tail(b + i, n)).store_s8_tail(y + i, n);
+  }
+}
+
+template <int Op>
+void run_range(const BinaryS8Args& g, int64_t e0, int64_t e1) {
+  const Combine<Op> f(g);
+  const bool rows = g.a_kind == kS8Row || g.b_kind == kS8Row;
+  while (e0 < e1) {
+    const int64_t col = rows ? e0 % g.inner : 0;
+    const int64_t len = rows ? min_i(e1 - e0, g.inner - col) : e1 - e0;
+    segment<Op>(f, g, e0, len, col);
+    e0 += len;
+  }
+}
+
+}  // namespace
+
+void binary_s8(const BinaryS8Args& g, int64_t e0, int64_t e1) {
+  switch (g.op) {
+    case kBinS8Add: return run_range<kBinS8Add>(g, e0, e1);
+    case kBinS8Sub: return run_range<kBinS8Sub>(g, e0, e1);
+    default: return run_range<kBinS8Mul>(g, e0, e1);
+  }
+}
+
+MSV0_EXPORT(binary_s8)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <string>
+#include <vector>
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+namespace {
+
+int64_t operand_size(int32_t kind, int64_t size, int64_t inner) {
+  return kind == kS8Full ? size : kind == kS8Row ? inner : 1;
+}
+
+void check_requant(const std::vector<int64_t>& r, const char* what) {
+  if (r.size() != 3) throw ArgError(std::string(what) + ": expected (mult, left, right)");
+  if (r[0] < INT32_MIN || r[0] > INT32_MAX) throw ArgError(std::string(what) + ": mult out of int32 range");
+  if (r[1] < 0 || r[1] > 31 || r[2] < 0 || r[2] > 31)
+    throw ArgError(std::string(what) + ": left and right shifts must be in [0, 31]");
+}
+
+int32_t zero_point(int64_t zp, const char* what) {
+  if (zp < -128 || zp > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
+  return static_cast<int32_t>(zp);
+}
+
+BinaryS8Input input_of(int64_t zp, const std::vector<int64_t>& r, const char* what) {
+  check_requant(r, what);
+  return {zero_point(zp, what), static_cast<int32_t>(r[0]), static_cast<int32_t>(r[1]), static_cast<int32_t>(r[2])};
+}
+
+// y = clamp(requantize(a op b)) on int8 arrays of the shapes fixed here.
+class BinaryS8 : public NativeOp {
+ public:
+  BinaryS8(int32_t op, int32_t a_kind, int32_t b_kind, int64_t inner, const std::vector<int64_t>& a_shape,
+           const std::vector<int64_t>& b_shape, const std::vector<int64_t>& y_shape, int64_t a_zp,
+           const std::vector<int64_t>& a_requant, int64_t b_zp, const std::vector<int64_t>& b_requant,
+           const std::vector<int64_t>& y_requant, int64_t y_zp, int64_t lo, int64_t hi)
+      : fn_(MSV0_DISPATCH(binary_s8)) {
+    if (op < kBinS8Add || op > kBinS8Mul) throw ArgError("unknown int8 binary op " + std::to_string(op));
+    for (int32_t k : {a_kind, b_kind})
+      if (k < kS8Full || k > kS8One) throw ArgError("unknown operand kind " + std::to_string(k));
+    const int64_t size = elements(checked_shape(y_shape, y_shape.size(), "y_shape"));
+    if (inner < 1 || ((a_kind == kS8Row || b_kind == kS8Row) && size % inner))
+      throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
+    if (elements(checked_shape(a_shape, a_shape.size(), "a_shape")) != operand_size(a_kind, size, inner))
+      throw ArgError("a_shape: wrong number of elements for its kind");
+    if (elements(checked_shape(b_shape, b_shape.size(), "b_shape")) != operand_size(b_kind, size, inner))
+      throw ArgError("b_shape: wrong number of elements for its kind");
+    check_requant(y_requant, "y_requant");
+    if (lo < -128 || hi > 127 || lo > hi) throw ArgError("need -128 <= lo <= hi <= 127");
+    g_ = BinaryS8Args{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind,
+                      {input_of(a_zp, a_requant, "a"), input_of(b_zp, b_requant, "b")},
+                      static_cast<int32_t>(y_requant[0]), static_cast<int32_t>(y_requant[1]),
+                      static_cast<int32_t>(y_requant[2]), zero_point(y_zp, "y_zp"), static_cast<int32_t>(lo),
+                      static_cast<int32_t>(hi)};
+    set_operands({{a_shape, 'b'}, {b_shape, 'b'}}, {{y_shape, 'b'}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    BinaryS8Args g = g_;
+    g.a = static_cast<const int8_t*>(in[0]);
+    g.b = static_cast<const int8_t*>(in[1]);
+    g.y = static_cast<int8_t*>(out[0]);
+    // 16K elements per chunk: large enough that a chunk outweighs a thread hand-off.
+    parallel_for(g.size, 16384, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
+  }
+  const char* name() const override { return "binary_s8"; }
+
+ private:
+  BinaryS8Fn fn_;
+  BinaryS8Args g_;
+};
+
+}  // namespace
+
+MSV0_BIND(m) {
+  py::class_<BinaryS8, NativeOp, std::shared_ptr<BinaryS8>>(m, "BinaryS8",
+      "int8 y = clamp(requant(a op b) + y_zp, lo, hi), r1.1 arithmetic; op 0 = add, 1 = sub (each input\n"
+      "rescaled by RDBPOT(SRDHM((q - zp)·2^left, mult), right) first), 2 = mul ((qa - a_zp)·(qb - b_zp));\n"
+      "requant = (mult, left, right). Operand kinds 0 = full, 1 = a row of `inner` repeated, 2 = one value.")
+      .def(py::init<int32_t, int32_t, int32_t, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, int64_t, const std::vector<int64_t>&, int64_t,
+                    const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, int64_t, int64_t>(),
+           py::arg("op"), py::arg("a_kind"), py::arg("b_kind"), py::arg("inner"), py::arg("a_shape"),
+           py::arg("b_shape"), py::arg("y_shape"), py::arg("a_zp"), py::arg("a_requant"), py::arg("b_zp"),
+           py::arg("b_requant"), py::arg("y_requant"), py::arg("y_zp"), py::arg("lo") = -128, py::arg("hi") = 127);
+}
+
+}  // namespace msv0
+#endif
