@@ -1,4 +1,4 @@
-"""int8 Activation and LeakyReLU (format-v0.md §3.1 "Activation int8").
+"""int8 Activation (format-v0.md §3.1 "Activation int8"); for int8 LeakyReLU see activation.py.
 
 An int8 input has 256 values, so each activation is computed once per Session for all of them, in
 r1.1's arithmetic (vectorised int64 / float32 / float64 NumPy), into a table that run() indexes.
@@ -157,9 +157,3 @@ def activation_s8(node, ins):
     else:
         raise fail(node, f"activation type {t} has no int8 kernel in r1.1")
     return _table_plan(x, table)
-
-
-@op("LeakyReLU", int8=True)
-def leaky_relu_s8(node, ins):
-    raise fail(node, "int8 LeakyReLU fails in r1.1 (no int8 parameter setup for this primitive); "
-                     "use Activation LEAKY_RELU")
