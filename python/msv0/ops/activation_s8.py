@@ -2,7 +2,6 @@
 
 An int8 input has 256 values, so each activation is computed once per Session for all of them, in
 r1.1's arithmetic (vectorised int64 / float32 / float64 NumPy), into a table that run() indexes.
-The fixed-point helpers here are gemmlowp's, as nnacl's fixed_point.c spells them.
 """
 from __future__ import annotations
 
@@ -12,37 +11,11 @@ import numpy as np
 
 from msv0.fb.ActivationType import ActivationType
 from msv0.ops.activation import tanh_pade
+from msv0.ops.fixed_point_s8 import I32_MAX, c_round, rdbpot, srdhm, wrap32
 from msv0.quant import I8, f32, input_param, output_param, quantize_multiplier, round_parameter
 from msv0.registry import Plan, expect_inputs, fail, op
 
-I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 ALL_Q = np.arange(-128, 128, dtype=np.int64)  # table index q + 128
-
-
-def wrap32(x):
-    return (np.asarray(x, np.int64) + 2**31) % 2**32 - 2**31
-
-
-def srdhm(a, b, bits: int = 32):
-    """SaturatingRoundingDoublingHighMul on int{bits} values held in int64 (32 or 16)."""
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    lo = -(1 << (bits - 1))
-    p = a * b
-    p = p + np.where(p >= 0, 1 << (bits - 2), 1 - (1 << (bits - 2)))
-    q = np.where(p >= 0, p >> (bits - 1), -((-p) >> (bits - 1)))  # C division truncates
-    return np.where((a == lo) & (b == lo), -lo - 1, q)
-
-
-def rdbpot(x, n):
-    """RoundingDivideByPOT: x / 2^n rounded half away from zero (exact in int64 for any n)."""
-    x, n = np.asarray(x, np.int64), np.asarray(n, np.int64)
-    mask = (np.int64(1) << n) - 1
-    return (x >> n) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-def c_round(x):
-    x = np.asarray(x, np.float64)
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
 
 
 def _relu_table(node, pi, po, act: int) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 from msv0 import _core
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.EltwiseMode import EltwiseMode
-from msv0.ops.elementwise import FULL, ROW, broadcast_shape, operand_kind
+from msv0.ops.elementwise import FULL, broadcast_shape, operand_kind
 from msv0.quant import I8, activation_range, f32, input_param, output_param, smaller_than_one
 from msv0.registry import Plan, expect_inputs, fail, op
 
