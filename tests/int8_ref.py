@@ -282,3 +282,20 @@ def softmax_s8(q, s_in, axis=-1):
         r, nb = gemmlowp_reciprocal(total, 12)
         out[idx] = [min(max(int(rdbpot(_srdhm(r, x), nb + 23)) - 128, -128), 127) for x in exps]
     return np.moveaxis(out, -1, axis)
+
+
+def div_s8(q0, q1, s0, zp0, s1, zp1, s_out, zp_out):
+    """div_int8.c per element; shifts of 32 or more rounded exactly (r1.1: undefined)."""
+    f = np.float32
+    m, e = quantize_multiplier(float(f(s0) / (f(s1) * f(s_out))))
+    out = []
+    for x, y in zip(np.asarray(q0, np.int64).ravel().tolist(), np.asarray(q1, np.int64).ravel().tolist()):
+        a, b = x - zp0, y - zp1
+        inv, rs = gemmlowp_reciprocal(abs(b), 31)
+        inv = inv if b > 0 else -inv
+        lead = 32 - a.bit_length() - 1 if a >= 0 else 32 - (2 * -a).bit_length()
+        raw = _srdhm(a * 2**lead, inv)
+        t, n = _srdhm(raw, m), lead + rs - e
+        v = (t if n == 0 else int(math.copysign((abs(t) + (1 << (n - 1))) >> n, t))) + zp_out  # half away from 0
+        out.append(min(max(v, -128), 127))
+    return np.array(out, np.int8).reshape(np.broadcast(q0, q1).shape)
