@@ -124,7 +124,8 @@ def div_s8(node, ins):
     shape = broadcast_shape(node, ins[0].shape, ins[1].shape)
     m, e = quantize_multiplier(node, float(f32(pa.scale) / (f32(pb.scale) * f32(po.scale))))
     if e > DIV_MAX_EXPONENT:
-        raise fail(node, f"int8 Div multiplier exponent {e} exceeds {DIV_MAX_EXPONENT} (r1.1 shifts by a negative amount)")
+        raise fail(node, f"int8 Div multiplier exponent {e} exceeds {DIV_MAX_EXPONENT} "
+                         "(r1.1 would shift by a negative amount)")
 
     def run(inputs, outputs):
         a = inputs[0].astype(np.int64) - pa.zeroPoint
