@@ -138,3 +138,34 @@ def test_kernel_checks_arguments():
                 dict(a_requant=[1, 0]), dict(lo=5, hi=4), dict(a_kind=1, inner=3)]:
         with pytest.raises(ValueError):
             msv0._core.BinaryS8(**{**ok, **bad})
+
+
+DIV_PARAMS = PARAMS + [(0.1, 0, 0.1, 0, 1e-6, 0), (1e-6, 3, 0.5, -1, 40.0, 2)]
+
+
+@pytest.mark.parametrize("p", DIV_PARAMS, ids=range(len(DIV_PARAMS)))
+def test_div(rng, p):
+    from int8_ref import div_s8
+
+    a, b = _q(rng, (3, 37)), _q(rng, (37,))
+    b[b == p[3]] = p[3] + (1 if p[3] < 127 else -1)  # no zero divisor
+    np.testing.assert_array_equal(_run("Div", a, b, p, activationType=ActivationType.RELU),
+                                  div_s8(*np.broadcast_arrays(a, b), *p))
+
+
+def test_div_sweep():
+    from int8_ref import div_s8
+
+    """Every dividend against divisors at the ends, around the zero point and at powers of two."""
+    divisors = np.array([-128, -127, -66, -65, -64, -63, -3, -1, 0, 1, 2, 7, 62, 63, 64, 126, 127], np.int8)
+    a = np.repeat(np.arange(-128, 128), len(divisors)).astype(np.int8)
+    b = np.tile(divisors, 256)
+    np.testing.assert_array_equal(_run("Div", a, b, PARAMS[0]), div_s8(a, b, *PARAMS[0]))
+
+
+def test_div_errors(rng):
+    a = _q(rng, 5)
+    with pytest.raises(msv0.ModelError, match="div_node.*division by zero"):
+        _run("Div", a, np.full(5, -2, np.int8), PARAMS[0])
+    with pytest.raises(msv0.ModelError, match="div_node.*exponent"):
+        _run("Div", a, a, (1.0, 0, 1e-4, 0, 1e-4, 0))

@@ -118,7 +118,11 @@ def activation(node, ins):
 @op("LeakyReLU")
 def leaky_relu_op(node, ins):
     # r1.1 has only an int8 LeakyReLU kernel (fp32 goes through Activation); the fp32 form here
-    # is the same formula as Activation LEAKY_RELU.
+    # is the same formula as Activation LEAKY_RELU. That int8 kernel has no parameter setup for
+    # this primitive, so kernel creation fails in r1.1 (format-v0.md §3.1).
+    if ins and ins[0].dtype == np.int8:
+        raise fail(node, "int8 LeakyReLU fails in r1.1 (no int8 parameter setup for this primitive); "
+                         "use Activation LEAKY_RELU")
     slope = np.float32(node.attrs.negativeSlope)
     return _float_unary(node, ins, lambda x, out: leaky_relu(x, slope, out))
 

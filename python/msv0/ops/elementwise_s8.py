@@ -1,10 +1,11 @@
-"""int8 Add, Sub, Mul and Eltwise (format-v0.md §3.1): r1.1's fixed-point arithmetic in the
-_core.BinaryS8 kernel object; this module derives its multipliers and picks the operand layout.
+"""int8 Add, Sub, Mul, Eltwise and Div (format-v0.md §3.1): r1.1's fixed-point arithmetic, in the
+_core.BinaryS8 kernel object (this module derives its multipliers and picks the operand layout)
+but for the colder Div, which runs in NumPy.
 
 Broadcasting follows r1.1 per op. Add handles a one-element input, or one input of the output's
 shape and the other equal to the output's trailing block; anything else r1.1 computes with the
-wrong elements, so it is a ModelError here. Sub and Mul tile both inputs to the output's shape
-first (general broadcasting), which shapes outside the kernel's layouts do here in NumPy.
+wrong elements, so it is a ModelError here. Sub, Mul and Div tile both inputs to the output's
+shape first (general broadcasting), which shapes outside the kernel's layouts do here in NumPy.
 """
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ import numpy as np
 from msv0 import _core
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.EltwiseMode import EltwiseMode
-from msv0.ops.elementwise import FULL, ROW, broadcast_shape, operand_kind
-from msv0.quant import I8, activation_range, f32, input_param, output_param, smaller_than_one
+from msv0.ops.elementwise import FULL, broadcast_shape, operand_kind
+from msv0.ops.fixed_point_s8 import rdbpot, reciprocal, srdhm
+from msv0.quant import I8, activation_range, f32, input_param, output_param, quantize_multiplier, smaller_than_one
 from msv0.registry import Plan, expect_inputs, fail, op
 
 ADD, SUB, MUL = 0, 1, 2
 ADD_LEFT_SHIFT = 20  # r1.1's fixed headroom shift for Add and Sub
+# Div's dividend q − zp has at least 23 bits of headroom (|q − zp| <= 255): a multiplier exponent
+# above it would make r1.1's final shift negative.
+DIV_MAX_EXPONENT = 23
 
 
 def _requant(node, M: float) -> list[int]:
@@ -94,3 +99,44 @@ def eltwise_s8(node, ins):
     if kind is None:
         raise fail(node, f"int8 Eltwise mode {node.attrs.mode} is not supported (only SUM and PROD)")
     return binary_s8_plan(node, ins, kind, ActivationType.NO_ACTIVATION)
+
+
+def _clz32(x):
+    """Leading zero bits of 0 <= x < 2^32 (32 for 0)."""
+    return 32 - np.frexp(x.astype(np.float64))[1]
+
+
+def _leading_sign_bits(x):
+    """nnacl's CountLeadingSignBits as r1.1 compiles it (the portable branch: the macro guarding
+    the builtin is misspelt), which counts one fewer for negative powers of two than clrsb."""
+    return np.where(x >= 0, _clz32(x) - 1, _clz32(-2 * x))
+
+
+@op("Div", int8=True)
+def div_s8(node, ins):
+    """div_int8.c: the divisor inverted by gemmlowp's reciprocal, the dividend normalised by its
+    headroom, one multiplier M = s0/(s1·s_out) in float with a signed exponent; no activation. Where
+    the final shift reaches 32 (a zero dividend, small M) r1.1's int shift is undefined: msv0
+    rounds exactly there (0)."""
+    expect_inputs(node, ins, 2)
+    pa, pb = input_param(node, ins[0], "input 0"), input_param(node, ins[1], "input 1")
+    po = output_param(node)
+    shape = broadcast_shape(node, ins[0].shape, ins[1].shape)
+    m, e = quantize_multiplier(node, float(f32(pa.scale) / (f32(pb.scale) * f32(po.scale))))
+    if e > DIV_MAX_EXPONENT:
+        raise fail(node, f"int8 Div multiplier exponent {e} exceeds {DIV_MAX_EXPONENT} "
+                         "(r1.1 would shift by a negative amount)")
+
+    def run(inputs, outputs):
+        a = inputs[0].astype(np.int64) - pa.zeroPoint
+        b = inputs[1].astype(np.int64) - pb.zeroPoint
+        if not np.all(b):
+            raise fail(node, "int8 division by zero (a divisor equals its zero point)")
+        r, nb = reciprocal(np.abs(b), 31)
+        lead = _leading_sign_bits(a)
+        quotient = srdhm(a << lead, np.sign(b) * r)
+        # past 62 (int64's limit) every int32 rounds to 0, as it does at 62
+        y = rdbpot(srdhm(quotient, m), np.minimum(lead + nb - e, 62)) + po.zeroPoint
+        outputs[0][...] = np.clip(y, -128, 127)
+
+    return Plan([(shape, I8)], run)
