@@ -44,20 +44,35 @@ Lanes lanes_of(const BinaryS8Input& p) {
   return {VecI32::splat(p.zp), VecI32::splat(p.mult), VecI32::splat(p.left), VecI32::splat(p.right)};
 }
 
-// requantize with no zero point and no clamp is exactly RDBPOT(SRDHM(x·2^left, mult), right).
-VecI32 rescale(VecI32 q, const Lanes& p) {
-  return requantize(q - p.zp, p.mult, p.left, p.right, VecI32::zero(), VecI32::splat(INT32_MIN),
-                    VecI32::splat(INT32_MAX));
-}
+// Add/Sub's rescaling of one input, RDBPOT(SRDHM((q − zp)·2^20, mult), right), in 32-bit lanes
+// (the binding checks left = 20, mult >= 0). With d = q − zp, |d| <= 255, SRDHM's
+// floor(((d·2^20)·mult + 2^30) / 2^31) is floor((d·mult + 2^10) / 2^11); splitting
+// mult = hi·2^11 + lo makes it d·hi + floor((d·lo + 2^10) / 2^11), both products inside int32.
+// RDBPOT(h, r) rounds half away from zero: (h + 2^(r−1) − [h < 0]) >> r, and h when r = 0.
+struct Rescale {
+  VecI32 zp, hi, lo, half, neg, right;
+
+  explicit Rescale(const BinaryS8Input& p)
+      : zp(VecI32::splat(p.zp)), hi(VecI32::splat(p.mult >> 11)), lo(VecI32::splat(p.mult & 2047)),
+        half(VecI32::splat(p.right > 0 ? 1 << (p.right - 1) : 0)), neg(VecI32::splat(p.right > 0 ? -1 : 0)),
+        right(VecI32::splat(p.right)) {}
+
+  VecI32 operator()(VecI32 q) const {
+    const VecI32 d = q - zp;
+    const VecI32 h = d * hi + shift_right(d * lo + VecI32::splat(1 << 10), 11);
+    return shift_right(h + half + (shift_right(h, 31) & neg), right);
+  }
+};
 
 template <int Op>
 struct Combine {
-  Lanes a, b, out;
+  Rescale a, b;
+  Lanes out;
   VecI32 lo, hi;
 
   explicit Combine(const BinaryS8Args& g)
-      : a(lanes_of(g.in[0])), b(lanes_of(g.in[1])),
-        out(lanes_of({g.zp, g.mult, g.left, g.right})), lo(VecI32::splat(g.lo)), hi(VecI32::splat(g.hi)) {}
+      : a(g.in[0]), b(g.in[1]), out(lanes_of({g.zp, g.mult, g.left, g.right})), lo(VecI32::splat(g.lo)),
+        hi(VecI32::splat(g.hi)) {}
 
   // Overflow: Add/Sub rescale |q − zp|·2^20 <= 255·2^20 by a multiplier <= 1/2, so the sum
   // stays below 2^28; Mul's product is at most 256^2.
@@ -66,9 +81,9 @@ struct Combine {
     if constexpr (Op == kBinS8Mul)
       raw = (qa - a.zp) * (qb - b.zp);
     else if constexpr (Op == kBinS8Add)
-      raw = rescale(qa, a) + rescale(qb, b);
+      raw = a(qa) + b(qb);
     else
-      raw = rescale(qa, a) - rescale(qb, b);
+      raw = a(qa) - b(qb);
     return requantize(raw, out.mult, out.left, out.right, out.zp, lo, hi);
   }
 };
@@ -169,6 +184,10 @@ class BinaryS8 : public NativeOp {
     if (elements(checked_shape(b_shape, b_shape.size(), "b_shape")) != operand_size(b_kind, size, inner))
       throw ArgError("b_shape: wrong number of elements for its kind");
     check_requant(y_requant, "y_requant");
+    if (op != kBinS8Mul)  // the inputs' rescaling kernel assumes r1.1's shift (see Rescale)
+      for (const auto* r : {&a_requant, &b_requant})
+        if (r->size() == 3 && ((*r)[1] != 20 || (*r)[0] < 0))
+          throw ArgError("add/sub input requant: left must be 20 and mult >= 0");
     if (lo < -128 || hi > 127 || lo > hi) throw ArgError("need -128 <= lo <= hi <= 127");
     g_ = BinaryS8Args{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind,
                       {input_of(a_zp, a_requant, "a"), input_of(b_zp, b_requant, "b")},
@@ -198,7 +217,7 @@ class BinaryS8 : public NativeOp {
 MSV0_BIND(m) {
   py::class_<BinaryS8, NativeOp, std::shared_ptr<BinaryS8>>(m, "BinaryS8",
       "int8 y = clamp(requant(a op b) + y_zp, lo, hi), r1.1 arithmetic; op 0 = add, 1 = sub (each input\n"
-      "rescaled by RDBPOT(SRDHM((q - zp)·2^left, mult), right) first), 2 = mul ((qa - a_zp)·(qb - b_zp));\n"
+      "rescaled by RDBPOT(SRDHM((q - zp)·2^20, mult), right) first: left = 20, mult >= 0), 2 = mul ((qa - a_zp)·(qb - b_zp));\n"
       "requant = (mult, left, right). Operand kinds 0 = full, 1 = a row of `inner` repeated, 2 = one value.")
       .def(py::init<int32_t, int32_t, int32_t, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
                     const std::vector<int64_t>&, int64_t, const std::vector<int64_t>&, int64_t,

@@ -73,6 +73,10 @@ inline VecI32 operator*(VecI32 a, VecI32 b) { return {_mm512_mullo_epi32(a.v, b.
 inline int32_t reduce_add(VecI32 a) { return _mm512_reduce_add_epi32(a.v); }
 inline VecI32 max(VecI32 a, VecI32 b) { return {_mm512_max_epi32(a.v, b.v)}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {_mm512_min_epi32(a.v, b.v)}; }
+inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm512_and_si512(a.v, b.v)}; }
+// Arithmetic right shifts (floor division by 2^n), n in [0, 31].
+inline VecI32 shift_right(VecI32 a, int n) { return {_mm512_srai_epi32(a.v, static_cast<unsigned>(n))}; }
+inline VecI32 shift_right(VecI32 a, VecI32 n) { return {_mm512_srav_epi32(a.v, n.v)}; }
 
 // r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
 //   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].

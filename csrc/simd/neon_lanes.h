@@ -93,6 +93,10 @@ inline VecI32 operator*(VecI32 a, VecI32 b) { return {vmulq_s32(a.v, b.v)}; }
 inline int32_t reduce_add(VecI32 a) { return vaddvq_s32(a.v); }
 inline VecI32 max(VecI32 a, VecI32 b) { return {vmaxq_s32(a.v, b.v)}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {vminq_s32(a.v, b.v)}; }
+inline VecI32 operator&(VecI32 a, VecI32 b) { return {vandq_s32(a.v, b.v)}; }
+// Arithmetic right shifts (floor division by 2^n), n in [0, 31]: sshl by a negative count.
+inline VecI32 shift_right(VecI32 a, int n) { return {vshlq_s32(a.v, vdupq_n_s32(-n))}; }
+inline VecI32 shift_right(VecI32 a, VecI32 n) { return {vshlq_s32(a.v, vnegq_s32(n.v))}; }
 
 // r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
 //   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].

@@ -97,6 +97,10 @@ inline int32_t reduce_add(VecI32 a) {
 }
 inline VecI32 max(VecI32 a, VecI32 b) { return {_mm256_max_epi32(a.v, b.v)}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {_mm256_min_epi32(a.v, b.v)}; }
+inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm256_and_si256(a.v, b.v)}; }
+// Arithmetic right shifts (floor division by 2^n), n in [0, 31].
+inline VecI32 shift_right(VecI32 a, int n) { return {_mm256_srai_epi32(a.v, n)}; }
+inline VecI32 shift_right(VecI32 a, VecI32 n) { return {_mm256_srav_epi32(a.v, n.v)}; }
 
 constexpr bool kDot4Native = false;  // dot4 is several instructions (tile sizes depend on it)
 constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8

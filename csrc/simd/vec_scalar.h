@@ -62,6 +62,10 @@ inline VecI32 operator*(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) * uint3
 inline int32_t reduce_add(VecI32 a) { return a.v; }
 inline VecI32 max(VecI32 a, VecI32 b) { return {a.v > b.v ? a.v : b.v}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {a.v < b.v ? a.v : b.v}; }
+inline VecI32 operator&(VecI32 a, VecI32 b) { return {a.v & b.v}; }
+// Arithmetic right shifts (floor division by 2^n), n in [0, 31].
+inline VecI32 shift_right(VecI32 a, int n) { return {a.v >> n}; }
+inline VecI32 shift_right(VecI32 a, VecI32 n) { return {a.v >> n.v}; }
 
 constexpr bool kDot4Native = false;
 constexpr int32_t kDotAOffset = 0;  // dot4 takes activations as int8
