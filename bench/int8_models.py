@@ -14,6 +14,7 @@ all runs are printed with the ratio to the best peer.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import multiprocessing as mp
 import os
 import statistics
@@ -130,12 +131,8 @@ def main() -> None:
     args = p.parse_args()
     print(f"isa {msv0.isa()}")
     kinds = ["msv0 int8", "msv0 fp32", "onnxruntime int8"]
-    try:
-        import openvino  # noqa: F401
-
+    if importlib.util.find_spec("openvino") is not None:
         kinds.append("openvino int8")
-    except ImportError:
-        pass
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             net, calib, x = _inputs(name)

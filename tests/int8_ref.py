@@ -242,18 +242,6 @@ def requant_double(q, alpha, zp_in, zp_out):
     return np.clip(c_round(alpha * (np.asarray(q, np.float64) - zp_in)) + zp_out, -128, 127).astype(np.int8)
 
 
-def reduce_multiplier(M):
-    """QuantizeMultiplierSmallerThanOne split as the Reduce kernel does: (m, left, right)."""
-
-# ---- Add / Sub / Mul / QuantDTypeCast / activations / Softmax
-
-
-def smaller_than_one(M):
-    """QuantizeMultiplierSmallerThanOne as (m, left, right): the exponent split into shifts."""
-    m, e = quantize_multiplier(M)
-    return m, max(e, 0), max(-e, 0)
-
-
 def resize_nearest_index(n_in, n_out, align):
     out = []
     for p in range(n_out):
@@ -305,7 +293,7 @@ def reduce_s8(x, axes, mode, s_in, zp_in, s_out, zp_out):
     """r1.1's generic int8 Reduce (modes: 0 Mean, 1 Max, 2 Min, 3 Prod, 4 Sum, 5 SumSquare),
     one axis at a time in list order, keepdims; None where r1.1 reports an int32 overflow."""
     v = np.asarray(x, np.int64)
-    in_out = reduce_multiplier(s_in / s_out)
+    in_out = quantize_round_parameter(s_in / s_out)
     for k, ax in enumerate(axes):
         last = k == len(axes) - 1
         d = np.moveaxis(v, ax, -1)
@@ -323,11 +311,11 @@ def reduce_s8(x, axes, mode, s_in, zp_in, s_out, zp_out):
                 if np.any((acc < I32_MIN) | (acc > I32_MAX)):
                     return None
             if mode == 0:
-                acc = mbqm(acc, *reduce_multiplier(1.0 / d.shape[-1]))
+                acc = mbqm(acc, *quantize_round_parameter(1.0 / d.shape[-1]))
             elif mode == 3:
-                acc = mbqm(acc, *reduce_multiplier(s_in ** (d.shape[-1] - 1)))
+                acc = mbqm(acc, *quantize_round_parameter(s_in ** (d.shape[-1] - 1)))
             elif mode == 5:
-                acc = mbqm(acc, *reduce_multiplier(s_in * s_in / s_out if last else s_in))
+                acc = mbqm(acc, *quantize_round_parameter(s_in * s_in / s_out if last else s_in))
             r = acc if last else acc + zp_in
         v = np.expand_dims(r, ax)
     if mode == 1:
@@ -343,7 +331,7 @@ def reduce_s8(x, axes, mode, s_in, zp_in, s_out, zp_out):
 def mean_hw_s8(x, s_in, zp_in, s_out, zp_out):
     """r1.1's 4-D int8 mean over H and W: raw sum, one multiplier, a truncated bias."""
     n, h, w, c = x.shape
-    m, left, right = reduce_multiplier(s_in / (s_out * h * w))
+    m, left, right = quantize_round_parameter(s_in / (s_out * h * w))
     bias = math.trunc(zp_out - zp_in * s_in / s_out)
     total = np.asarray(x, np.int64).sum(axis=(1, 2), keepdims=True)
     return np.clip(mbqm(total, m, left, right) + bias, -128, 127).astype(np.int8)
@@ -356,7 +344,7 @@ def unary_s8(q, op, s_in, zp_in, s_out, zp_out):
     out = []
     for v in np.asarray(q).reshape(-1):
         if op == "Square":
-            m, left, right = reduce_multiplier(float(f(si * si) / so))
+            m, left, right = quantize_round_parameter(float(f(si * si) / so))
             d = int(v) - zp_in
             out.append(int(mbqm(d * d, m, left, right)) + zp_out)
             continue
@@ -379,15 +367,18 @@ def unary_s8(q, op, s_in, zp_in, s_out, zp_out):
         out.append(int(r))
     return np.clip(np.array(out).reshape(np.shape(q)), -128, 127).astype(np.int8)
 
+# ---- Add / Sub / Mul / QuantDTypeCast / activations / Softmax
+
+
 def _add_sub(q0, q1, s0, zp0, s1, zp1, s_out, zp_out, sign, lo, hi):
     twice_max = 2 * max(s0, s1)
     scaled = []
     for q, s, zp in ((q0, s0, zp0), (q1, s1, zp1)):
-        m, left, right = smaller_than_one(s / twice_max)
+        m, left, right = quantize_round_parameter(s / twice_max)
         x = (np.asarray(q, np.int64) - zp) * 2**20 * 2**left
         scaled.append(rdbpot(srdhm(x, m), right))
     raw = scaled[0] + sign * scaled[1]
-    m, left, right = smaller_than_one(twice_max / (2**20 * s_out))
+    m, left, right = quantize_round_parameter(twice_max / (2**20 * s_out))
     return np.clip(rdbpot(srdhm(wrap32(raw * 2**left), m), right) + zp_out, lo, hi).astype(np.int8)
 
 
@@ -406,7 +397,7 @@ def sub_s8(q0, q1, s0, zp0, s1, zp1, s_out, zp_out):
 def mul_s8(q0, q1, s0, zp0, s1, zp1, s_out, zp_out):
     """int8 Mul: M = (s0·s1)/s_out all in float; no activation."""
     M = float(np.float32(np.float32(s0) * np.float32(s1)) / np.float32(s_out))
-    m, left, right = smaller_than_one(M)
+    m, left, right = quantize_round_parameter(M)
     prod = (np.asarray(q0, np.int64) - zp0) * (np.asarray(q1, np.int64) - zp1)
     return np.clip(rdbpot(srdhm(wrap32(prod * 2**left), m), right) + zp_out, -128, 127).astype(np.int8)
 

@@ -46,19 +46,6 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-template <bool Tail>
-VecI32 load_s8_n(const int8_t* p, int64_t lanes) {
-  return Tail ? VecI32::load_s8_tail(p, lanes) : VecI32::load_s8(p);
-}
-
-template <bool Tail>
-void store_s8_n(VecI32 v, int8_t* p, int64_t lanes) {
-  if (Tail)
-    v.store_s8_tail(p, lanes);
-  else
-    v.store_s8(p);
-}
-
 // The requantization constants of channels [c, c + kLanes).
 struct Requant {
   VecI32 mult, left, right, zp, lo, hi;

@@ -35,6 +35,18 @@ void store_n(VecF v, float* p, int64_t lanes) {
   else
     v.store(p);
 }
+// The same for int8 data in int32 lanes (sign-extended loads, narrowing stores).
+template <bool Tail>
+VecI32 load_s8_n(const int8_t* p, int64_t lanes) {
+  return Tail ? VecI32::load_s8_tail(p, lanes) : VecI32::load_s8(p);
+}
+template <bool Tail>
+void store_s8_n(VecI32 v, int8_t* p, int64_t lanes) {
+  if (Tail)
+    v.store_s8_tail(p, lanes);
+  else
+    v.store_s8(p);
+}
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #endif

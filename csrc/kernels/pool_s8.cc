@@ -33,11 +33,6 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-template <bool Tail>
-VecI32 load_s8_n(const int8_t* p, int64_t lanes) {
-  return Tail ? VecI32::load_s8_tail(p, lanes) : VecI32::load_s8(p);
-}
-
 // Channels [c, c + lanes) of one output pixel over the clipped window [y0,y1) x [x0,x1).
 template <bool Max, bool Tail>
 void window(const PoolS8Args& a, const int8_t* xb, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int8_t* out,

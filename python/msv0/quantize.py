@@ -23,7 +23,7 @@ from msv0.fb.QuantParam import QuantParamT
 from msv0.fb.QuantType import QuantType
 from msv0.fb.Tensor import TensorT
 from msv0.fb.TypeId import TypeId
-from msv0.model import PRIMITIVE_NAMES, Model, load
+from msv0.model import Model, load
 from msv0.registry import INT8
 from msv0.session import Session
 

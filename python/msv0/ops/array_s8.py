@@ -16,6 +16,7 @@ import numpy as np
 
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.ResizeMethod import ResizeMethod
+from msv0.ops.fixed_point_s8 import c_round, mbqm
 from msv0.ops.shape import int_values
 from msv0.quant import I8, f32, input_param, output_param, round_parameter
 from msv0.registry import OPS, Plan, Value, expect_inputs, fail, op
@@ -41,7 +42,7 @@ def lookup(table: np.ndarray, q: np.ndarray) -> np.ndarray:
 def _rounded(node, v: np.ndarray, zp_out: int) -> np.ndarray:
     """C's `int32_t t = round(v) + zp`, then the clamp to int8; an out-of-range double-to-int
     conversion is undefined in r1.1, so it rejects the node."""
-    r = np.copysign(np.floor(np.abs(v) + 0.5), v) + zp_out
+    r = c_round(v) + zp_out
     if not np.all(np.abs(r) < 2.0**31):
         raise fail(node, "the quant params make int8 requantization overflow int32")
     return np.clip(r, -128, 127).astype(np.int8)
@@ -71,30 +72,6 @@ def same_params(p_in, p_out) -> bool:
 
 def copy_or_float(node, p_in, p_out, divide: bool = False) -> np.ndarray:
     return IDENTITY if same_params(p_in, p_out) else float_table(node, p_in, p_out, divide)
-
-
-def srdhm(a: np.ndarray, b: int) -> np.ndarray:
-    """SaturatingRoundingDoublingHighMul on int32 values held in int64 (C division truncates)."""
-    p = a * np.int64(b)
-    x = p + np.where(p >= 0, 1 << 30, 1 - (1 << 30))
-    q = np.where(x >= 0, x >> 31, -((-x) >> 31))
-    return np.where((a == -(2**31)) & (b == -(2**31)), 2**31 - 1, q)
-
-
-def rdbpot(x: np.ndarray, n: int) -> np.ndarray:
-    """RoundingDivideByPOT: x / 2^n rounded half away from zero."""
-    mask = (1 << n) - 1
-    return (x >> n) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-def wrap32(x: np.ndarray) -> np.ndarray:
-    """C's int32 multiply: the left shifts before SRDHM wrap."""
-    return (x + 2**31) % 2**32 - 2**31
-
-
-def mbqm(x: np.ndarray, mult: int, left: int, right: int) -> np.ndarray:
-    """MultiplyByQuantizedMultiplier with both shifts as amounts >= 0."""
-    return rdbpot(srdhm(wrap32(x << left), mult), right)
 
 
 def with_tables(plan: Plan, pre=None, post=None) -> Plan:
@@ -231,7 +208,7 @@ def gather_nd_s8(node, ins):
 
 def double_index(p) -> np.ndarray:
     v = (Q - p.zeroPoint).astype(np.float64) * p.scale
-    return np.copysign(np.floor(np.abs(v) + 0.5), v).astype(np.int64)
+    return c_round(v).astype(np.int64)
 
 
 @op("SpaceToBatch", "SpaceToBatchND", int8=True)

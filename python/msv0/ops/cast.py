@@ -5,6 +5,7 @@ import numpy as np
 
 from msv0 import _core, dtypes
 from msv0.fb.TypeId import TypeId
+from msv0.ops.fixed_point_s8 import c_round
 from msv0.registry import Plan, expect_inputs, fail, op
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -40,17 +41,11 @@ def cast(node, ins):
     return Plan([(x.shape, dst)], run)
 
 
-def _round_away(v: np.ndarray) -> np.ndarray:
-    """C round(): half away from zero, in float64 so that x + 0.5 is exact for float32 x."""
-    v = v.astype(np.float64)
-    return np.copysign(np.floor(np.abs(v) + 0.5), v)
-
-
 def quantize_i8(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
     """f32 -> i8: x·(1.0f/scale) + zp in float (reciprocal, then multiply), C round, clamp."""
     with np.errstate(invalid="ignore", over="ignore"):
         v = x * (np.float32(1) / np.float32(scale)) + np.float32(zp)
-        q = np.clip(_round_away(v), -128, 127)
+        q = np.clip(c_round(v), -128, 127)
         q = np.where(np.isinf(x), 127, q)  # r1.1 maps both infinities to 127
         return np.nan_to_num(q).astype(np.int8)
 
@@ -59,7 +54,7 @@ def quantize_u8(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
     """f32 -> u8: (double)x / (double)scale + zp, C round, clamp to [0, 255]."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         v = x.astype(np.float64) / np.float64(np.float32(scale)) + zp
-        q = np.clip(_round_away(v), 0, 255)
+        q = np.clip(c_round(v), 0, 255)
         q = np.where(np.isinf(x), 255, q)
         return np.nan_to_num(q).astype(np.uint8)
 

@@ -30,7 +30,13 @@ def rdbpot(x, n):
     return (x >> n) + ((x & mask) > (mask >> 1) + (x < 0))
 
 
+def mbqm(x, mult: int, left: int, right: int):
+    """MultiplyByQuantizedMultiplier with both shifts as amounts >= 0 (the left shift wraps)."""
+    return rdbpot(srdhm(wrap32(np.asarray(x, np.int64) << left), mult), right)
+
+
 def c_round(x):
+    """C round(): half away from zero, in float64 (x + 0.5 is exact there for float32 x)."""
     x = np.asarray(x, np.float64)
     return np.copysign(np.floor(np.abs(x) + 0.5), x)
 

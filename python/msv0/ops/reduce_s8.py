@@ -11,7 +11,8 @@ import numpy as np
 
 from msv0.errors import InputError
 from msv0.fb.ReduceMode import ReduceMode
-from msv0.ops.array_s8 import mbqm, own_build
+from msv0.ops.array_s8 import own_build
+from msv0.ops.fixed_point_s8 import mbqm
 from msv0.ops.shape import int_values
 from msv0.quant import I8, f32, input_param, output_param, smaller_than_one
 from msv0.registry import Plan, expect_inputs, fail, op

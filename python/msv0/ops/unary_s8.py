@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.errors import InputError
-from msv0.ops.array_s8 import Q, lookup, mbqm
+from msv0.ops.array_s8 import Q, lookup
+from msv0.ops.fixed_point_s8 import c_round, mbqm
 from msv0.quant import I8, f32, input_param, output_param, smaller_than_one
 from msv0.registry import Plan, expect_inputs, op
 
@@ -31,7 +32,7 @@ FLOAT_OPS = {
     "Abs": (np.abs, False, None),
     "Floor": (np.floor, False, None),
     "Ceil": (np.ceil, True, None),
-    "Round": (_f64(lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)), True, None),
+    "Round": (_f64(c_round), True, None),
     "Sin": (_f64(np.sin), False, None),
     "Cos": (_f64(np.cos), False, None),
     "Log": (_f64(np.log), False, None),
@@ -42,7 +43,7 @@ FLOAT_OPS = {
 def _table(x_out: np.ndarray, zp_out: int) -> tuple[np.ndarray, np.ndarray]:
     """C round + zp_out, clamped; and which entries r1.1 cannot convert to int32."""
     with np.errstate(invalid="ignore"):
-        r = np.copysign(np.floor(np.abs(x_out) + 0.5), x_out) + zp_out
+        r = c_round(x_out) + zp_out
         bad = ~(np.abs(r) < 2.0**31)
     return np.clip(np.where(bad, 0, r), -128, 127).astype(np.int8), bad
 
