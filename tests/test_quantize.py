@@ -80,3 +80,18 @@ def test_cli_quantize(tiny, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "SNR" in out and "logits" in out
     assert msv0.Session(str(tmp_path / "q.ms")).run([calib(net.input_shape, 1)[0]])["logits"].shape == (1, 10)
+
+
+def test_nodes_r11_cannot_run_in_int8_stay_float():
+    # A global mean pool over 16 x 16 = 256 cells: r1.1's int16 window sum would overflow, so
+    # the Pooling runs in float between casts while the convolution around it is int8.
+    net = zoo.Net("wide_pool", (1, 16, 16, 3))
+    net.fc(net.gap(net.conv(net.input_name, 8, 3, act=1)), 4)
+    fp32 = net.to_ms()
+    x = calib(net.input_shape, k=3)
+    int8 = quantize(fp32, {"input": x})
+    m = msv0.load(int8)
+    dtypes = {m.nodes[i].op: m.tensors[m.nodes[i].inputs[0]].dtype for i in m.main_nodes}
+    assert dtypes["Conv2D"] == np.int8 and dtypes["Pooling"] == np.float32 and dtypes["FullConnection"] == np.int8
+    ref, got = msv0.Session(fp32).run([x[0]])["logits"], msv0.Session(int8).run([x[0]])["logits"]
+    assert snr_db(ref, got) > 25

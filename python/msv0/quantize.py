@@ -5,6 +5,7 @@ one QuantParam per output channel and int32 biases at scale s_in·s_w; QuantDTyp
 the int8 and float parts, so the file still takes and returns float under the same names."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -56,11 +57,14 @@ FIXED_PARAMS: dict[str, Callable[[object], tuple[float, int] | None]] = {
     "SoftMax": lambda a: (1 / 256, -128),
     "Activation": lambda a: (1 / 256, -128) if a.type == ActivationType.SIGMOID else None,
 }
-# Nodes of an op with an int8 kernel that r1.1 still ran in float (its int8 kernel refuses them).
-INT8_REFUSES: dict[str, Callable[[object], bool]] = {
-    "Activation": lambda a: a.type not in (ActivationType.RELU, ActivationType.RELU6, ActivationType.SIGMOID,
-                                           ActivationType.TANH, ActivationType.HSWISH, ActivationType.LEAKY_RELU),
-}
+# The ops this quantizer writes in int8: those whose int8 kernels take any calibrated value
+# (int8 Div, Reciprocal, Rsqrt, Log, ... stop on a zero or negative quantized input, so they
+# stay float). A node whose int8 kernel refuses its attributes or shapes (a mean window over
+# 128 cells, Add's general broadcasting, ...) stays float too: see quantize().
+_INT8_ACTIVATIONS = (ActivationType.RELU, ActivationType.RELU6, ActivationType.SIGMOID, ActivationType.TANH,
+                     ActivationType.HSWISH, ActivationType.LEAKY_RELU)
+QUANTIZABLE = {"Conv2D", "DepthwiseConv2D", "FullConnection", "MatMul", "Add", "Sub", "Mul", "Concat", "SoftMax",
+               "Activation", *SAME_PARAMS}
 
 
 def activation_param(lo: float, hi: float) -> tuple[float, int]:
@@ -138,9 +142,11 @@ def calibrate(model: Model, calibration, num_threads: int = 1,
 class _Rewriter:
     """Rewrites the main graph of `g` into its PostTraining form."""
 
-    def __init__(self, model: Model, g: MetaGraphT, ranges: dict[int, tuple[float, float]]):
-        self.model, self.g, self.ranges = model, g, ranges
+    def __init__(self, model: Model, g: MetaGraphT, ranges: dict[int, tuple[float, float]], keep_float: set[int]):
+        self.model, self.g, self.ranges, self.keep_float = model, g, ranges, keep_float
         self.nodes: list[CNodeT] = []
+        self.origin: dict[int, int] = {}  # node index in the rewritten graph -> in the model
+        self.int8_nodes: set[int] = set()  # model nodes written in int8
         self.int8: set[int] = set()  # tensors now holding int8 activations
         self.as_int8: dict[int, int] = {}  # float tensor -> its quantized copy
         self.as_float: dict[int, int] = {}  # int8 tensor -> its dequantized copy
@@ -205,9 +211,9 @@ class _Rewriter:
 
     def quantizable(self, i: int) -> bool:
         node = self.model.nodes[i]
-        if node.op not in INT8 or node.op == "QuantDTypeCast":
+        if node.op not in INT8 or node.op not in QUANTIZABLE or i in self.keep_float:
             return False
-        if INT8_REFUSES.get(node.op, lambda a: False)(node.attrs):
+        if node.op == "Activation" and node.attrs.type not in _INT8_ACTIVATIONS:
             return False
         tensors = self.model.tensors
         first = tensors[node.inputs[0]] if node.inputs else None
@@ -252,6 +258,7 @@ class _Rewriter:
             t.dataType, t.quantParams = I8, [param]
             self.int8.add(k)
         n.quantType = QuantType.PostTraining
+        self.int8_nodes.add(i)
 
     def run(self) -> None:
         g, model = self.g, self.model
@@ -262,6 +269,7 @@ class _Rewriter:
                 self.quantize_node(i, n)
             else:
                 n.inputIndex = [self.float_of(k) for k in n.inputIndex]
+            self.origin[len(self.nodes)] = i
             self.nodes.append(n)
         outputs = []
         for k in model.graph_outputs:
@@ -306,16 +314,29 @@ def _weight(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, list[QuantPara
 def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
              on_sample: Callable[[int], None] | None = None) -> bytes:
     """A PostTraining int8 version of a float model, as .ms bytes. calibration: {input name:
-    [K, *input shape]} or an iterable of feeds (as Session.run takes them)."""
+    [K, *input shape]} or an iterable of feeds (as Session.run takes them). A node whose int8
+    kernel refuses it (as r1.1's would have) is written in float, with casts around it."""
     model = model if isinstance(model, Model) else load(model)
     if len(model.subgraphs) > 1:
         raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
     ranges = calibrate(model, calibration, num_threads, on_sample)
-    g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
-    _Rewriter(model, g, ranges).run()
-    fbb = flatbuffers.Builder(1024)
-    fbb.Finish(g.Pack(fbb), file_identifier=b"MSL1")
-    return bytes(fbb.Output())
+    keep_float: set[int] = set()
+    while True:
+        g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+        rewriter = _Rewriter(model, g, ranges, keep_float)
+        rewriter.run()
+        fbb = flatbuffers.Builder(1024)
+        fbb.Finish(g.Pack(fbb), file_identifier=b"MSL1")
+        data = bytes(fbb.Output())
+        try:  # planning the file builds every kernel: an int8 node r1.1 could not run fails here
+            Session(data, num_threads=num_threads)
+            return data
+        except ModelError as e:
+            failed = re.match(r"node (\d+) ", str(e))
+            i = rewriter.origin.get(int(failed.group(1))) if failed else None
+            if i not in rewriter.int8_nodes:  # not a node this quantizer made int8
+                raise
+            keep_float.add(i)
 
 
 def snr_db(reference: np.ndarray, value: np.ndarray) -> float:
