@@ -1,4 +1,4 @@
-"""ONNX LSTM -> v0 Lstm and GRU -> unrolled v0 ops, compared with ONNX Runtime on the same model.
+"""ONNX LSTM (and onnxruntime's DynamicQuantizeLSTM) -> v0 Lstm and GRU -> unrolled v0 ops, compared with ONNX Runtime on the same model.
 Tolerance: 1e-4 of the output's largest magnitude. r1.1's fp32 tanh is a Padé form that drifts from
 tanh by up to 1.0e-4 as |x| nears 5 (1.5e-5 at 4), so the weights are scaled to keep gates below ~4."""
 from __future__ import annotations
@@ -70,10 +70,11 @@ def as_layout0(model):
     return m
 
 
-def check_close(model, feeds):
+def check_close(model, feeds, want=None):
     data = model.SerializeToString()
     layout1 = any(a.name == "layout" and a.i for a in model.graph.node[0].attribute)
-    want = run_ort((as_layout0(model) if layout1 else model).SerializeToString(), feeds)
+    if want is None:
+        want = run_ort((as_layout0(model) if layout1 else model).SerializeToString(), feeds)
     got = run_msv0(data, feeds)
     assert set(got) == set(want)
     for k, w in want.items():
@@ -98,6 +99,31 @@ LSTM_CASES = {
 @pytest.mark.parametrize("case", LSTM_CASES)
 def test_lstm(case, isa):
     check_close(*rnn_model("LSTM", **LSTM_CASES[case]))
+
+
+GRU_CASES = {
+    "forward": dict(seq=5, batch=3, inp=7, hid=4),
+    "reverse_states_linear_before_reset": dict(seq=4, batch=2, inp=3, hid=9, direction="reverse", states=True,
+                                               linear_before_reset=1),
+    "bidi_runtime_states": dict(seq=6, batch=2, inp=5, hid=3, direction="bidirectional", states=True,
+                                const_states=False),
+    "bidi_one_step_no_bias": dict(seq=1, batch=1, inp=1, hid=1, direction="bidirectional", bias=False),
+    "layout1_bidi_linear_before_reset": dict(seq=3, batch=4, inp=6, hid=5, direction="bidirectional", layout=1,
+                                             states=True, const_states=False, linear_before_reset=1),
+}
+
+
+@pytest.mark.parametrize("case", GRU_CASES)
+def test_gru_unrolled(case, isa):
+    check_close(*rnn_model("GRU", **GRU_CASES[case]))
+
+
+def test_gru_refusals_named():
+    model, _ = rnn_model("GRU", 129, 1, 2, 3, activations=["Sigmoid", "Relu"])
+    model.graph.node[0].name = "dec_gru"
+    with pytest.raises(msv0.UnsupportedOpError) as err:
+        convert(model.SerializeToString())
+    assert "dec_gru" in str(err.value) and "129 time steps" in str(err.value) and "Relu" in str(err.value)
 
 
 def test_lstm_full_sequence_lens_is_ignored():
@@ -127,3 +153,28 @@ def test_lstm_partial_sequence_lens_refused():
     model.graph.node[0].input.extend(["lens"])
     with pytest.raises(msv0.UnsupportedOpError, match="sequence_lens"):
         convert(model.SerializeToString())
+
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dynamic_quantize_lstm(tmp_path, per_channel):
+    """quantize_dynamic's com.microsoft.DynamicQuantizeLSTM runs as Lstm on dequantized weights: equal
+    (1e-4) to ONNX Runtime's float LSTM on those weights; ONNX Runtime's own kernel also quantizes x and
+    h at every step, which puts it ~1e-2 of the output's max away (README, converter)."""
+    quant = pytest.importorskip("onnxruntime.quantization")
+    model, feeds = rnn_model("LSTM", seq=6, batch=2, inp=5, hid=7, direction="bidirectional", states=True)
+    onnx.save(model, tmp_path / "f.onnx")
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", per_channel=per_channel)
+    q = onnx.load(tmp_path / "q.onnx")
+    node = q.graph.node[0]
+    assert node.op_type == "DynamicQuantizeLSTM"
+    init = {t.name: nh.to_array(t) for t in q.graph.initializer}
+    for name, k_scale in (("W", 8), ("R", 10)):  # the float model gets the weights msv0 should use
+        wq, scale, zp = (init[node.input[k]].astype(np.float64) for k in ({"W": 1, "R": 2}[name], k_scale, k_scale + 1))
+        w = (wq - zp.reshape(len(wq), 1, -1)) * scale.reshape(len(wq), 1, -1)
+        model.graph.initializer.remove(next(t for t in model.graph.initializer if t.name == name))
+        model.graph.initializer.append(nh.from_array(w.transpose(0, 2, 1).astype(np.float32), name))
+    check_close(q, feeds, want=run_ort(model.SerializeToString(), feeds))
+    want, got = run_ort(q.SerializeToString(), feeds), run_msv0(q.SerializeToString(), feeds)
+    for k, w in want.items():
+        assert np.abs(got[k] - w).max() <= 3e-2 * np.abs(w).max(), k
