@@ -109,7 +109,15 @@ def test_dequantize_linear_constant_weights():
     np.testing.assert_allclose(run_msv0(m.SerializeToString(), {"x": x})["y"], want, rtol=1e-5, atol=1e-5)
 
 
-def test_quantized_uint8_escaping_refused():
-    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"], name="dq"), N("Cast", ["q"], ["y"], to=T.FLOAT)]
-    with pytest.raises(msv0.UnsupportedOpError, match="dq.*uint8 output 'q' feeds Cast"):
-        convert(model(nodes, [("x", [3, 4])], ["y"]).SerializeToString())
+def test_dynamic_quantize_linear_uint8_outputs():
+    """y and y_zero_point read by something other than ConvInteger/MatMulInteger are real uint8 tensors."""
+    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]), N("Cast", ["q"], ["qf"], to=T.FLOAT)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+                     [h.make_tensor_value_info("q", T.UINT8, None), h.make_tensor_value_info("zp", T.UINT8, None),
+                      h.make_tensor_value_info("qf", T.FLOAT, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+    x = R.standard_normal((3, 4)).astype(np.float32)
+    want, got = run_ort(m, {"x": x}), run_msv0(m, {"x": x})
+    for k in want:
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)

@@ -3,8 +3,8 @@ Runtime's numbers.
 
 DynamicQuantizeLinear becomes Reduce min/max, Div and a clamp in fp32, rounding half to even with
 the 1.5·2^23 add-subtract (v0's Round rounds half away from zero). Its uint8 result stays an fp32
-tensor of integers: v0's Cast has no float -> uint8, so that result may feed only
-ConvInteger/MatMulInteger. Those run as fp32 Conv/MatMul on the zero-point-shifted integers, exact
+tensor of integers where only ConvInteger/MatMulInteger read it (else a QuantDTypeCast makes it
+uint8: v0's Cast has no float -> uint8). Those run as fp32 Conv/MatMul on the zero-point-shifted integers, exact
 while every sum stays below 2^24 (a Winograd 3x3 convolution rounds its transforms, ~1e-7
 relative). Their int32 result stays fp32 when its only readers are Casts to float.
 DequantizeLinear on constant weights becomes an fp32 constant (onnx's reference evaluator, which
@@ -53,11 +53,6 @@ def _clamp(c: Ctx, v: Val, lo: float, hi: float) -> Val:
 
 @handles("DynamicQuantizeLinear")
 def dynamic_quantize_linear(c: Ctx):
-    for k in (0, 2):
-        bad = [r for r in _readers(c, k) if r not in INTEGER_OPS]
-        if bad:
-            raise Unsupported(f"its uint8 output '{c.node.outputs[k]}' feeds {', '.join(bad)} "
-                              "(v0 has no float -> uint8 cast; only ConvInteger/MatMulInteger can read it)")
     x = c.inp(0)
     if x.dtype != F32:
         raise Unsupported("DynamicQuantizeLinear on non-float32 input")
@@ -77,9 +72,29 @@ def dynamic_quantize_linear(c: Ctx):
     zp = _round_half_even(c, _clamp(c, zp, 0.0, 255.0))
     y = _round_half_even(c, emit_binary(c, "Div", x, scale, x.shape, F32))
     y = _clamp(c, emit_binary(c, "Add", y, zp, x.shape, F32), 0.0, 255.0)
-    c.set(0, y)
+    c.set(0, _uint8_if_read(c, 0, y))
     c.set(1, c.op("Reshape", [scale], (), F32, shape=[]))  # ONNX's scale is rank 0
-    c.set(2, zp)
+    c.set(2, _uint8_if_read(c, 2, c.op("Reshape", [zp], (), F32, shape=[])))
+
+
+def _uint8_if_read(c: Ctx, k: int, v: Val) -> Val:
+    """v (fp32 integers in [0, 255]) as uint8 when something other than ConvInteger/MatMulInteger
+    reads output k: QuantDTypeCast with scale 1 and zero point 0 is exact on such values."""
+    if all(r in INTEGER_OPS for r in _readers(c, k)):
+        return v
+    out = Val(v.shape, np.dtype(np.uint8), nhwc=v.nhwc)
+    out.index = c.e.b.tensor(c.sub("uint8_"), np.uint8, v.stored_shape, quant=[dict(scale=1.0, zeroPoint=0, inited=True)])
+    c.e.b.node("QuantDTypeCast", [c.e.index(v)], outputs=[out.index], name=c.sub("QuantDTypeCast_"),
+               srcT=dtypes.type_id(F32), dstT=dtypes.type_id(np.uint8))
+    return out
+
+
+def _as_float(c: Ctx, v: Val) -> Val:
+    if v.dtype == np.uint8:
+        return c.op("Cast", [v], v.shape, F32, v.nhwc, srcT=dtypes.type_id(v.dtype), dstT=dtypes.type_id(F32))
+    if v.dtype != F32:  # int8 computed at run time: r1.1's Cast cannot widen it
+        raise Unsupported(f"a run-time {v.dtype} operand (v0 Cast has no {v.dtype} -> float)")
+    return v
 
 
 def _shifted(c: Ctx, k: int, zp_k: int) -> Val:
@@ -92,19 +107,14 @@ def _shifted(c: Ctx, k: int, zp_k: int) -> Val:
             shape = (-1,) + (1,) * (q.ndim - 1) if c.node.op == "ConvInteger" else (-1,)
             q = q - zp.const.astype(np.float32).reshape(shape if zp.const.size > 1 else ())
         return Val(q.shape, F32, const=q)
-    if v.dtype == np.uint8:
-        v = c.op("Cast", [v], v.shape, F32, v.nhwc, srcT=dtypes.type_id(v.dtype), dstT=dtypes.type_id(F32))
-    elif v.dtype != F32:  # an int8 tensor computed at run time: r1.1's Cast cannot widen it
-        raise Unsupported(f"a run-time {v.dtype} operand (v0 Cast has no {v.dtype} -> float)")
+    v = _as_float(c, v)
     if zp is None:
         return v
     if zp.const is not None:
         if zp.const.size > 1:
             raise Unsupported("a per-channel zero point on the run-time operand")
         zp = _scalar(float(zp.const.reshape(-1)[0]))
-    elif zp.dtype != F32:
-        raise Unsupported("a run-time zero point not produced by DynamicQuantizeLinear")
-    return emit_binary(c, "Sub", v, zp, v.shape, F32)
+    return emit_binary(c, "Sub", v, _as_float(c, zp), v.shape, F32)
 
 
 @handles(*INTEGER_OPS)
