@@ -1,6 +1,7 @@
-"""A converted ONNX LSTM (v0 Lstm) against ONNX Runtime on the same model, 1 thread, median thread
-CPU time; also the float and the quantize_dynamic (com.microsoft.DynamicQuantizeLSTM) model's output
-difference from ONNX Runtime, relative to the output's largest magnitude.
+"""Converted ONNX recurrent layers against ONNX Runtime on the same model, 1 thread, median thread
+CPU time: LSTM (v0 Lstm), its quantize_dynamic form (com.microsoft.DynamicQuantizeLSTM, run as Lstm on
+dequantized weights) and GRU (unrolled into v0 ops); with each output's difference from ONNX
+Runtime relative to the output's largest magnitude.
 
     python bench/lstm_cpu_time.py [seq, default 50] [hidden, default 128] [input, default 64] [runs, default 21]
 """
@@ -29,21 +30,22 @@ def cpu_time(fn, runs):
     return float(np.median(times))
 
 
-def lstm_model(seq, hid, inp, rng):
-    bound = 1 / np.sqrt(hid)  # PyTorch's LSTM initialisation
+def rnn_model(op, seq, hid, inp, rng):
+    bound = 1 / np.sqrt(hid)  # PyTorch's initialisation
     u = lambda *s: rng.uniform(-bound, bound, s).astype(np.float32)
-    node = h.make_node("LSTM", ["x", "W", "R", "B"], ["y", "yh", "yc"], hidden_size=hid)
-    g = h.make_graph([node], "lstm", [h.make_tensor_value_info("x", T.FLOAT, [seq, 1, inp])],
-                     [h.make_tensor_value_info(o, T.FLOAT, None) for o in ("y", "yh", "yc")],
-                     [nh.from_array(u(1, 4 * hid, inp), "W"), nh.from_array(u(1, 4 * hid, hid), "R"),
-                      nh.from_array(u(1, 8 * hid), "B")])
+    gates = 4 if op == "LSTM" else 3
+    node = h.make_node(op, ["x", "W", "R", "B"], ["y", "yh"], hidden_size=hid)
+    g = h.make_graph([node], op, [h.make_tensor_value_info("x", T.FLOAT, [seq, 1, inp])],
+                     [h.make_tensor_value_info(o, T.FLOAT, None) for o in ("y", "yh")],
+                     [nh.from_array(u(1, gates * hid, inp), "W"), nh.from_array(u(1, gates * hid, hid), "R"),
+                      nh.from_array(u(1, 2 * gates * hid), "B")])
     return h.make_model(g, opset_imports=[h.make_opsetid("", 14)])
 
 
 def main() -> None:
     seq, hid, inp, runs = (int(a) for a in (sys.argv[1:] + ["50", "128", "64", "21"][len(sys.argv) - 1:]))
     rng = np.random.default_rng(0)
-    model = lstm_model(seq, hid, inp, rng)
+    model = rnn_model("LSTM", seq, hid, inp, rng)
     with tempfile.TemporaryDirectory() as tmp:
         onnx.save(model, Path(tmp) / "f.onnx")
         quantize_dynamic(Path(tmp) / "f.onnx", Path(tmp) / "q.onnx")
@@ -51,7 +53,9 @@ def main() -> None:
     x = rng.standard_normal((seq, 1, inp)).astype(np.float32)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    for name, data in (("float LSTM", model.SerializeToString()), ("DynamicQuantizeLSTM", quantized)):
+    cases = (("LSTM", model.SerializeToString()), ("DynamicQuantizeLSTM", quantized),
+             ("GRU", rnn_model("GRU", seq, hid, inp, rng).SerializeToString()))
+    for name, data in cases:
         ref = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
         ours = msv0.Session(msv0.load(convert(data)), num_threads=1)
         want, got = ref.run(None, {"x": x})[0], ours.run({"x": x})["y"]
