@@ -1,4 +1,5 @@
-"""ONNX LSTM (and onnxruntime's DynamicQuantizeLSTM) -> v0 Lstm and GRU -> unrolled v0 ops, compared with ONNX Runtime on the same model.
+"""ONNX LSTM (and onnxruntime's DynamicQuantizeLSTM) -> v0 Lstm and GRU -> unrolled v0 ops, compared
+with ONNX Runtime on the same model.
 Tolerance: 1e-4 of the output's largest magnitude. r1.1's fp32 tanh is a Padé form that drifts from
 tanh by up to 1.0e-4 as |x| nears 5 (1.5e-5 at 4), so the weights are scaled to keep gates below ~4."""
 from __future__ import annotations
@@ -97,7 +98,7 @@ LSTM_CASES = {
 
 
 @pytest.mark.parametrize("case", LSTM_CASES)
-def test_lstm(case, isa):
+def test_lstm(case):  # no isa fixture: Lstm runs in NumPy, and around it only Transpose/Reverse copies
     check_close(*rnn_model("LSTM", **LSTM_CASES[case]))
 
 
@@ -155,7 +156,6 @@ def test_lstm_partial_sequence_lens_refused():
         convert(model.SerializeToString())
 
 
-
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_dynamic_quantize_lstm(tmp_path, per_channel):
     """quantize_dynamic's com.microsoft.DynamicQuantizeLSTM runs as Lstm on dequantized weights: equal
@@ -169,8 +169,8 @@ def test_dynamic_quantize_lstm(tmp_path, per_channel):
     node = q.graph.node[0]
     assert node.op_type == "DynamicQuantizeLSTM"
     init = {t.name: nh.to_array(t) for t in q.graph.initializer}
-    for name, k_scale in (("W", 8), ("R", 10)):  # the float model gets the weights msv0 should use
-        wq, scale, zp = (init[node.input[k]].astype(np.float64) for k in ({"W": 1, "R": 2}[name], k_scale, k_scale + 1))
+    for name, k, k_scale in (("W", 1, 8), ("R", 2, 10)):  # the float model gets the weights msv0 should use
+        wq, scale, zp = (init[node.input[i]].astype(np.float64) for i in (k, k_scale, k_scale + 1))
         w = (wq - zp.reshape(len(wq), 1, -1)) * scale.reshape(len(wq), 1, -1)
         model.graph.initializer.remove(next(t for t in model.graph.initializer if t.name == name))
         model.graph.initializer.append(nh.from_array(w.transpose(0, 2, 1).astype(np.float32), name))

@@ -4,9 +4,9 @@ Runtime's numbers.
 DynamicQuantizeLinear becomes Reduce min/max, Div and a clamp in fp32, rounding half to even with
 the 1.5·2^23 add-subtract (v0's Round rounds half away from zero). Its uint8 result stays an fp32
 tensor of integers where only ConvInteger/MatMulInteger read it (else a QuantDTypeCast makes it
-uint8: v0's Cast has no float -> uint8). Those run as fp32 Conv/MatMul on the zero-point-shifted integers, exact
-while every sum stays below 2^24 (a Winograd 3x3 convolution rounds its transforms, ~1e-7
-relative). Their int32 result stays fp32 when its only readers are Casts to float.
+uint8: v0's Cast has no float -> uint8). Those two run as fp32 Conv/MatMul on the
+zero-point-shifted integers, exact while every sum stays below 2^24 (a Winograd 3x3 convolution
+rounds its transforms, ~1e-7 relative). Their int32 result stays fp32 when only float Casts read it.
 DequantizeLinear on constant weights becomes an fp32 constant (onnx's reference evaluator, which
 load_graph folds with, has no DequantizeLinear before opset 19).
 com.microsoft.DynamicQuantizeLSTM runs as the v0 Lstm with dequantized weights, so its inputs and
@@ -83,7 +83,8 @@ def _uint8_if_read(c: Ctx, k: int, v: Val) -> Val:
     if all(r in INTEGER_OPS for r in _readers(c, k)):
         return v
     out = Val(v.shape, np.dtype(np.uint8), nhwc=v.nhwc)
-    out.index = c.e.b.tensor(c.sub("uint8_"), np.uint8, v.stored_shape, quant=[dict(scale=1.0, zeroPoint=0, inited=True)])
+    out.index = c.e.b.tensor(c.sub("uint8_"), np.uint8, v.stored_shape,
+                             quant=[dict(scale=1.0, zeroPoint=0, inited=True)])
     c.e.b.node("QuantDTypeCast", [c.e.index(v)], outputs=[out.index], name=c.sub("QuantDTypeCast_"),
                srcT=dtypes.type_id(F32), dstT=dtypes.type_id(np.uint8))
     return out
@@ -103,8 +104,8 @@ def _shifted(c: Ctx, k: int, zp_k: int) -> Val:
     if v.const is not None and (zp is None or zp.const is not None):
         q = v.const.astype(np.float32)
         if zp is not None:
-            # a per-channel zero point runs along the weight's first axis (Conv) or last (MatMul)
-            shape = (-1,) + (1,) * (q.ndim - 1) if c.node.op == "ConvInteger" else (-1,)
+            # per channel: Conv's output channels (axis 0), MatMul's rows of A or columns of B
+            shape = (-1,) + (1,) * (q.ndim - 1) if c.node.op == "ConvInteger" else (-1, 1) if k == 0 else (-1,)
             q = q - zp.const.astype(np.float32).reshape(shape if zp.const.size > 1 else ())
         return Val(q.shape, F32, const=q)
     v = _as_float(c, v)
@@ -129,10 +130,10 @@ def integer_op(c: Ctx):
     float_node = dataclasses.replace(c.node, op=INTEGER_OPS[c.node.op], inputs=names[:2], outputs=names[2:])
     HANDLERS[float_node.op](Ctx(c.e, c.graph, c.vals, float_node))
     y = c.vals[names[2]]
-    readers = _readers(c, 0)
-    out_is_float = readers and all(r == "Cast" for r in readers) and all(
-        n.attrs.get("to") == 1 for n in c.graph.nodes if out in n.inputs)  # 1: TensorProto.FLOAT
-    if not out_is_float:
+    readers = [n for n in c.graph.nodes if out in n.inputs]
+    read_as_float = out not in c.graph.outputs and readers and all(
+        n.op == "Cast" and n.attrs.get("to") == 1 for n in readers)  # 1: TensorProto.FLOAT
+    if not read_as_float:
         y = c.op("Cast", [y], shape, np.int32, y.nhwc, srcT=dtypes.type_id(F32), dstT=dtypes.type_id(np.int32))
     c.set(0, y)
 

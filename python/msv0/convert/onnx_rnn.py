@@ -15,7 +15,7 @@ from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
 from msv0.fb.ActivationType import ActivationType
 
-MAX_GRU_STEPS = 128  # an unrolled GRU emits ~10 nodes per step and direction
+MAX_GRU_STEPS = 128  # an unrolled GRU emits 11 nodes per step and direction
 F32 = np.dtype(np.float32)
 
 
@@ -40,7 +40,6 @@ def _time_major(c: Ctx, k: int, perm: list[int]) -> Val | None:
     v = c.inp(k)
     if v is None or not c.attr("layout", 0):
         return v
-    v = c.e.plain(v, c.name)
     shape = tuple(v.shape[p] for p in perm)
     if v.const is not None:
         return Val(shape, v.dtype, const=np.ascontiguousarray(v.const.transpose(perm)))
@@ -89,8 +88,7 @@ def dynamic_quantize_lstm(c: Ctx):
 
 def _emit_lstm(c: Ctx, w: Val, r: Val) -> None:
     dirs, direction = _dirs(c)
-    x = _time_major(c, 0, [1, 0, 2])
-    x = c.e.plain(x, c.name)
+    x = _time_major(c, 0, [1, 0, 2])  # rank 3, so never stored NHWC: no layout to undo
     if x.dtype != F32:
         raise Unsupported("Lstm is float32 only")
     seq, batch, _ = x.shape
@@ -107,7 +105,7 @@ def _emit_lstm(c: Ctx, w: Val, r: Val) -> None:
     c0 = _time_major(c, 6, [1, 0, 2]) or zeros
     if direction == "reverse":
         x = _reverse_time(c, x)
-    ins = [c.e.plain(v, c.name) for v in (x, w, r, b, h0, c0)]
+    ins = [x, w, r, b, h0, c0]
     y = Val((seq, dirs, batch, hid), F32)
     hn, cn = Val((dirs, batch, hid), F32), Val((dirs, batch, hid), F32)
     y.index, hn.index, cn.index = c.e.node("Lstm", [c.e.index(v) for v in ins],
@@ -169,22 +167,22 @@ def _gru_step(c: Ctx, gx: Val, h: Val, r_w: np.ndarray, rb_h: np.ndarray, before
 @handles("GRU")
 def gru(c: Ctx):
     dirs, direction = _dirs(c)
-    x = c.e.plain(_time_major(c, 0, [1, 0, 2]), c.name)
+    x = _time_major(c, 0, [1, 0, 2])
     if x.dtype != F32:
         raise Unsupported("GRU is float32 only")
     seq, batch, _ = x.shape
     why = _refusals(c, ["Sigmoid", "Tanh"], dirs, seq, batch)
     if seq > MAX_GRU_STEPS:
-        why.append(f"{seq} time steps (v0 has no GRU op; it is unrolled up to {MAX_GRU_STEPS} steps)")
+        why.append(f"{seq} time steps (it is unrolled up to {MAX_GRU_STEPS})")
     w, r = c.const(1, "W (v0 has no GRU op; the unrolled form needs constant weights)"), c.const(2, "R")
     if why:
-        raise Unsupported("the unrolled v0 GRU has no " + ", ".join(why))
+        raise Unsupported("the unrolled v0 GRU cannot take " + ", ".join(why))
     hid = w.shape[1] // 3
     b = c.const(3, "B")
     b = np.zeros((dirs, 6 * hid), F32) if b is None else b.astype(F32)
     before_reset = bool(c.attr("linear_before_reset", 0))
     h0 = _time_major(c, 5, [1, 0, 2])
-    h0 = [None] * dirs if h0 is None else _split(c, c.e.plain(h0, c.name), 0, [1] * dirs)
+    h0 = [None] * dirs if h0 is None else _split(c, h0, 0, [1] * dirs)
     ys, hs = [], []
     for d in range(dirs):
         bias = b[d, :3 * hid] + np.concatenate([b[d, 3 * hid:5 * hid], np.zeros(hid, F32) if before_reset
