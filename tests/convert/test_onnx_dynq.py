@@ -35,10 +35,10 @@ def check_close(m, feeds, tol=1e-6):
 
 
 def dql_probe(n):
-    """y - y_zero_point of DynamicQuantizeLinear through an identity MatMulInteger, and y_scale."""
-    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]),
-             N("MatMulInteger", ["q", "eye", "zp"], ["i"]), N("Cast", ["i"], ["y"], to=T.FLOAT)]
-    return model(nodes, [("x", [2, n])], ["y", "s"], [("eye", np.eye(n, dtype=np.uint8))])
+    """y - y_zero_point of DynamicQuantizeLinear through an identity MatMulInteger, y_scale and y_zero_point."""
+    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]), N("MatMulInteger", ["q", "eye", "zp"], ["i"]),
+             N("Cast", ["i"], ["y"], to=T.FLOAT), N("Cast", ["zp"], ["z"], to=T.FLOAT)]
+    return model(nodes, [("x", [2, n])], ["y", "s", "z"], [("eye", np.eye(n, dtype=np.uint8))])
 
 
 @pytest.mark.parametrize("x", [
