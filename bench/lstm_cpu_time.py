@@ -59,6 +59,7 @@ def main() -> None:
         ref = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
         ours = msv0.Session(msv0.load(convert(data)), num_threads=1)
         want, got = ref.run(None, {"x": x})[0], ours.run({"x": x})["y"]
+        # y comes back NHWC-stored (4-D outputs do); with one direction and batch 1 that is a reshape
         err = np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max()
         t_ort, t_ms = cpu_time(lambda: ref.run(None, {"x": x}), runs), cpu_time(lambda: ours.run({"x": x}), runs)
         print(f"{name} seq {seq} batch 1 in {inp} hidden {hid}: msv0 {t_ms * 1e3:.2f} ms, onnxruntime "
