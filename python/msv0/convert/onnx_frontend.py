@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert import onnx_nn, onnx_ops, onnx_shape  # noqa: F401 (importing them registers their handlers)
+from msv0.convert import onnx_dynq, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.errors import Error, ModelError, UnsupportedOpError
