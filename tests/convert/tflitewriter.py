@@ -28,18 +28,18 @@ def _mod(name):
 
 class TFLiteWriter:
     def __init__(self):
-        self.tensors = []  # (name, shape, type, buffer index)
+        self.tensors = []  # (name, shape, type, buffer index, sparsity or None)
         self.buffers = [b""]  # buffer 0: the empty sentinel
         self.ops = []  # (opcode index, inputs, outputs, options name, options dict)
         self.codes: list[int] = []
         self.inputs, self.outputs = [], []
 
-    def _tensor(self, name, shape, dtype, data=b"") -> int:
+    def _tensor(self, name, shape, dtype, data=b"", sparsity=None) -> int:
         buf = 0
         if data:
             self.buffers.append(data)
             buf = len(self.buffers) - 1
-        self.tensors.append((name, list(shape), TYPES[np.dtype(dtype)], buf))
+        self.tensors.append((name, list(shape), TYPES[np.dtype(dtype)], buf, sparsity))
         return len(self.tensors) - 1
 
     def input(self, name, shape, dtype=np.float32) -> int:
@@ -50,6 +50,12 @@ class TFLiteWriter:
     def const(self, value, name=None) -> int:
         a = np.ascontiguousarray(value)
         return self._tensor(name or f"const_{len(self.tensors)}", a.shape, a.dtype, a.tobytes())
+
+    def sparse_const(self, values, shape, order, block_map, dims) -> int:
+        """A constant stored sparse: values in traversal order, dims one (dense_size,) or
+        (segments, indices) per level of `order` (SparsityParameters in TFLite's schema)."""
+        a = np.ascontiguousarray(values)
+        return self._tensor(f"sparse_{len(self.tensors)}", shape, a.dtype, a.tobytes(), (order, block_map, dims))
 
     def op(self, code: str, inputs, out_shape, options: str | None = None, out_dtype=np.float32, **opts) -> int:
         from tflite.BuiltinOperator import BuiltinOperator
@@ -64,6 +70,42 @@ class TFLiteWriter:
         self.outputs.append(i)
 
     # ---- serialisation ---------------------------------------------------------------------
+    def _sparsity(self, b, order, block_map, dims):
+        SP, DM, IV = _mod("SparsityParameters"), _mod("DimensionMetadata"), _mod("Int32Vector")
+
+        def int32_vector(values):
+            v = self._ivec(b, IV.Int32VectorStartValuesVector, values)
+            IV.Int32VectorStart(b)
+            IV.Int32VectorAddValues(b, v)
+            return IV.Int32VectorEnd(b)
+
+        metas = []
+        for d in dims:
+            vecs = [int32_vector(v) for v in d] if len(d) == 2 else []
+            DM.DimensionMetadataStart(b)
+            if vecs:
+                DM.DimensionMetadataAddFormat(b, 1)
+                for add, add_type, v in ((DM.DimensionMetadataAddArraySegments, DM.DimensionMetadataAddArraySegmentsType,
+                                          vecs[0]),
+                                         (DM.DimensionMetadataAddArrayIndices, DM.DimensionMetadataAddArrayIndicesType,
+                                          vecs[1])):
+                    add_type(b, 1)  # SparseIndexVector.Int32Vector
+                    add(b, v)
+            else:
+                DM.DimensionMetadataAddDenseSize(b, d[0])
+            metas.append(DM.DimensionMetadataEnd(b))
+        ov = self._ivec(b, SP.SparsityParametersStartTraversalOrderVector, order)
+        bv = self._ivec(b, SP.SparsityParametersStartBlockMapVector, block_map)
+        SP.SparsityParametersStartDimMetadataVector(b, len(metas))
+        for m in reversed(metas):
+            b.PrependUOffsetTRelative(m)
+        mv = b.EndVector()
+        SP.SparsityParametersStart(b)
+        SP.SparsityParametersAddTraversalOrder(b, ov)
+        SP.SparsityParametersAddBlockMap(b, bv)
+        SP.SparsityParametersAddDimMetadata(b, mv)
+        return SP.SparsityParametersEnd(b)
+
     def _ivec(self, b, start, values):
         start(b, len(values))
         for v in reversed(values):
@@ -91,10 +133,13 @@ class TFLiteWriter:
                 BF.BufferAddData(b, vec)
             bufs.append(BF.BufferEnd(b))
         tens = []
-        for name, shape, typ, buf in self.tensors:
+        for name, shape, typ, buf, sparsity in self.tensors:
             nm = b.CreateString(name)
             sh = self._ivec(b, T.TensorStartShapeVector, shape)
+            sp = self._sparsity(b, *sparsity) if sparsity else None
             T.TensorStart(b)
+            if sp is not None:
+                T.TensorAddSparsity(b, sp)
             T.TensorAddShape(b, sh)
             T.TensorAddType(b, typ)
             T.TensorAddBuffer(b, buf)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
+from msv0.convert.tflite_sparse import densify
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -331,6 +332,11 @@ def strided_slice(o: Op):
     o.set(y)
 
 
+@handles("DENSIFY")
+def densify_op(o: Op):
+    o.set(o.inp(0))  # its sparse constant input was made dense when the model was read
+
+
 @handles("DEQUANTIZE")
 def dequantize(o: Op):
     w = o.const(0, "DEQUANTIZE input (only fp16 weights are folded)")
@@ -366,8 +372,9 @@ class _Converter:
             self.tensors.append((shape, dtype))
             buf = model.Buffers(t.Buffer())
             if buf is not None and buf.DataLength() > 0:
-                data = buf.DataAsNumpy().tobytes()
-                self.consts[i] = np.frombuffer(data, dtype).reshape(shape).copy()
+                data = np.frombuffer(buf.DataAsNumpy().tobytes(), dtype)
+                sparse = t.Sparsity()
+                self.consts[i] = data.reshape(shape).copy() if sparse is None else densify(data, shape, sparse)
         self.e = Emitter(model.Description().decode() if model.Description() else "tflite")
         self.vals: dict[int, Val] = {}
 

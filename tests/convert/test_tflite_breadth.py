@@ -1,0 +1,112 @@
+"""TFLite constructs real models ship beyond the basic float ops: sparse weights, PACK/UNPACK,
+more reductions, computed clip bounds, custom ops, resource variables. Each is compared with
+the LiteRT interpreter on the same file (or, for a custom op LiteRT lacks, on the same graph
+written with builtins)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("ai_edge_litert.interpreter")
+
+import msv0  # noqa: E402
+from msv0.convert import convert  # noqa: E402
+from test_tflite_convert import NONE, SAME, VALID, check, f32  # noqa: E402
+from tflitewriter import TFLiteWriter  # noqa: E402
+
+R = np.random.default_rng(1)
+
+
+def sparse_encode(dense, order, block_map, block, sparse_levels):
+    """TFLite's sparse form of `dense`, written level by level the way the schema describes it.
+    Returns (values, dims) for TFLiteWriter.sparse_const."""
+    n = dense.ndim
+    blocked = list(dense.shape)
+    for d, size in zip(block_map, block):
+        blocked[d] //= size
+    sizes = blocked + list(block)  # the n + b dims
+
+    def element(coord):  # coord: {blocked dim: index}
+        idx = [coord[d] for d in range(n)]
+        for j, d in enumerate(block_map):
+            idx[d] = idx[d] * block[j] + coord[n + j]
+        return dense[tuple(idx)]
+
+    def any_nonzero(coord, level):
+        if level == len(order):
+            return element(coord) != 0
+        return any(any_nonzero({**coord, order[level]: k}, level + 1) for k in range(sizes[order[level]]))
+
+    dims = [None] * len(order)
+    segments = {lvl: [0] for lvl in sparse_levels}
+    indices = {lvl: [] for lvl in sparse_levels}
+    values = []
+
+    def walk(coord, level):
+        if level == len(order):
+            values.append(element(coord))
+            return
+        d = order[level]
+        for k in range(sizes[d]):
+            c = {**coord, d: k}
+            if level in sparse_levels:
+                if not any_nonzero(c, level + 1):
+                    continue
+                indices[level].append(k)
+            walk(c, level + 1)
+        if level in sparse_levels:
+            segments[level].append(len(indices[level]))
+
+    walk({}, 0)
+    for lvl, d in enumerate(order):
+        dims[lvl] = (segments[lvl], indices[lvl]) if lvl in sparse_levels else (sizes[d],)
+    return np.array(values, dense.dtype), dims
+
+
+def _sparse_weight(shape, block_map, block, keep=0.3):
+    mask_shape = list(shape)
+    for d, size in zip(block_map, block):
+        mask_shape[d] //= size
+    mask = R.uniform(size=mask_shape) < keep
+    for d, size in zip(block_map, block):
+        mask = np.repeat(mask, size, axis=d)
+    return (f32(*shape) * mask).astype(np.float32)
+
+
+@pytest.mark.parametrize("order,sparse_levels", [([0, 1], {1}), ([1, 0], {0, 1})])
+def test_sparse_csr_fully_connected(order, sparse_levels):
+    wt = _sparse_weight((12, 20), [], [])
+    values, dims = sparse_encode(wt, order, [], [], sparse_levels)
+    w = TFLiteWriter()
+    x = w.input("x", [3, 20])
+    dense = w.op("DENSIFY", [w.sparse_const(values, wt.shape, order, [], dims)], [12, 20])
+    y = w.op("FULLY_CONNECTED", [x, dense, w.const(f32(12))], [3, 12], "FullyConnectedOptions",
+             fused_activation_function=NONE)
+    w.output(y)
+    check(w, {"x": f32(3, 20)})
+
+
+def test_block_sparse_conv_weight():
+    # the layout of the report: [16, 1, 1, 24] with 1x4 blocks along the input channels
+    wt = _sparse_weight((16, 1, 1, 24), [3], [4])
+    order = [0, 1, 2, 3, 4]
+    values, dims = sparse_encode(wt, order, [3], [4], {3})
+    assert len(values) < wt.size
+    w = TFLiteWriter()
+    x = w.input("x", [1, 5, 7, 24])
+    dense = w.op("DENSIFY", [w.sparse_const(values, wt.shape, order, [3], dims)], [16, 1, 1, 24])
+    y = w.op("CONV_2D", [x, dense, w.const(f32(16))], [1, 5, 7, 16], "Conv2DOptions", padding=VALID, stride_h=1,
+             stride_w=1, fused_activation_function=NONE, dilation_h_factor=1, dilation_w_factor=1)
+    w.output(y)
+    m = check(w, {"x": f32(1, 5, 7, 24)})
+    assert [n.op for n in m.nodes] == ["Conv2D"]
+
+
+def test_bad_sparse_segments_are_a_model_error():
+    w = TFLiteWriter()
+    x = w.input("x", [1, 4])
+    dense = w.op("DENSIFY", [w.sparse_const(f32(3), [2, 4], [0, 1], [], [(2,), ([0, 2, 9], [0, 1, 3])])], [2, 4])
+    w.output(w.op("FULLY_CONNECTED", [x, dense], [1, 2], "FullyConnectedOptions", fused_activation_function=NONE))
+    with pytest.raises(msv0.ModelError, match="segments"):
+        convert(w.finish())
