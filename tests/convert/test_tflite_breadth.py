@@ -110,3 +110,38 @@ def test_bad_sparse_segments_are_a_model_error():
     w.output(w.op("FULLY_CONNECTED", [x, dense], [1, 2], "FullyConnectedOptions", fused_activation_function=NONE))
     with pytest.raises(msv0.ModelError, match="segments"):
         convert(w.finish())
+
+
+def test_pack_unpack():
+    w = TFLiteWriter()
+    x = w.input("x", [3, 5, 7])
+    parts = w.multi_op("UNPACK", [x], [[3, 7]] * 5, "UnpackOptions", num=5, axis=-2)
+    y = w.op("PACK", [parts[4], parts[0], w.op("RELU", [parts[2]], [3, 7])], [3, 7, 3], "PackOptions",
+             values_count=3, axis=-1)
+    w.output(y)
+    w.output(parts[1])
+    check(w, {"x": f32(3, 5, 7)})
+
+
+@pytest.mark.parametrize("code", ["REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "SUM"])
+@pytest.mark.parametrize("axes,keep", [([1, -1], True), ([0], False)])
+def test_reduce(code, axes, keep):
+    w = TFLiteWriter()
+    x = w.input("x", [2, 5, 3, 7])
+    shape = [1 if (i in axes or i - 4 in axes) else d for i, d in enumerate([2, 5, 3, 7])]
+    if not keep:
+        shape = [d for i, d in enumerate([2, 5, 3, 7]) if not (i in axes or i - 4 in axes)]
+    y = w.op(code, [x, w.const(np.array(axes, np.int32))], shape, "ReducerOptions", keep_dims=keep)
+    w.output(y)
+    check(w, {"x": f32(2, 5, 3, 7, lo=0.5, hi=1.5)})
+
+
+def test_clip_with_computed_bounds():
+    # tf.clip_by_value(x, lo, hi) with tensor bounds lowers to MINIMUM(MAXIMUM(x, lo), hi)
+    w = TFLiteWriter()
+    x, lo = w.input("x", [2, 4, 5, 3]), w.input("lo", [1, 1, 1, 3])
+    hi = w.op("ADD", [lo, w.op("RELU", [w.input("span", [4, 1, 1])], [4, 1, 1])], [1, 4, 1, 3], "AddOptions",
+              fused_activation_function=NONE)
+    y = w.op("MINIMUM", [w.op("MAXIMUM", [x, lo], [2, 4, 5, 3]), hi], [2, 4, 5, 3])
+    w.output(y)
+    check(w, {"x": f32(2, 4, 5, 3), "lo": f32(1, 1, 1, 3, lo=-0.5, hi=0), "span": f32(4, 1, 1)})

@@ -31,7 +31,7 @@ class TFLiteWriter:
         self.tensors = []  # (name, shape, type, buffer index, sparsity or None)
         self.buffers = [b""]  # buffer 0: the empty sentinel
         self.ops = []  # (opcode index, inputs, outputs, options name, options dict)
-        self.codes: list[int] = []
+        self.codes: list[tuple[int, str | None]] = []  # (builtin code, custom code)
         self.inputs, self.outputs = [], []
 
     def _tensor(self, name, shape, dtype, data=b"", sparsity=None) -> int:
@@ -58,13 +58,25 @@ class TFLiteWriter:
         return self._tensor(f"sparse_{len(self.tensors)}", shape, a.dtype, a.tobytes(), (order, block_map, dims))
 
     def op(self, code: str, inputs, out_shape, options: str | None = None, out_dtype=np.float32, **opts) -> int:
+        return self.multi_op(code, inputs, [out_shape], options, out_dtype, **opts)[0]
+
+    def multi_op(self, code: str, inputs, out_shapes, options: str | None = None, out_dtype=np.float32,
+                 **opts) -> list[int]:
         from tflite.BuiltinOperator import BuiltinOperator
-        c = getattr(BuiltinOperator, code)
-        if c not in self.codes:
-            self.codes.append(c)
-        out = self._tensor(f"{code.lower()}_{len(self.tensors)}", out_shape, out_dtype)
-        self.ops.append((self.codes.index(c), list(inputs), [out], options, opts))
-        return out
+        outs = [self._tensor(f"{code.lower()}_{len(self.tensors)}", shape, out_dtype) for shape in out_shapes]
+        self.ops.append((self._code(getattr(BuiltinOperator, code)), list(inputs), outs, options, opts))
+        return outs
+
+    def custom(self, name: str, inputs, out_shapes, custom_options: bytes = b"") -> list[int]:
+        """A CUSTOM operator `name` with raw custom_options bytes."""
+        outs = [self._tensor(f"{name}_{len(self.tensors)}", shape, np.float32) for shape in out_shapes]
+        self.ops.append((self._code(32, name), list(inputs), outs, None, bytes(custom_options)))
+        return outs
+
+    def _code(self, builtin: int, custom: str | None = None) -> int:
+        if (builtin, custom) not in self.codes:
+            self.codes.append((builtin, custom))
+        return self.codes.index((builtin, custom))
 
     def output(self, i: int) -> None:
         self.outputs.append(i)
@@ -148,6 +160,7 @@ class TFLiteWriter:
         ops = []
         for idx, ins, outs, oname, opts in self.ops:
             opt = self._options(b, oname, opts) if oname else None
+            custom = b.CreateByteVector(opts) if isinstance(opts, bytes) else None
             iv = self._ivec(b, O.OperatorStartInputsVector, ins)
             ov = self._ivec(b, O.OperatorStartOutputsVector, outs)
             O.OperatorStart(b)
@@ -157,10 +170,15 @@ class TFLiteWriter:
             if opt is not None:
                 O.OperatorAddBuiltinOptionsType(b, getattr(BuiltinOptions, oname))
                 O.OperatorAddBuiltinOptions(b, opt)
+            if custom is not None:
+                O.OperatorAddCustomOptions(b, custom)
             ops.append(O.OperatorEnd(b))
         codes = []
-        for c in self.codes:
+        for c, name in self.codes:
+            cname = b.CreateString(name) if name else None
             OC.OperatorCodeStart(b)
+            if cname is not None:
+                OC.OperatorCodeAddCustomCode(b, cname)
             OC.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
             OC.OperatorCodeAddBuiltinCode(b, c)
             OC.OperatorCodeAddVersion(b, 1)

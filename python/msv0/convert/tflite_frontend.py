@@ -295,13 +295,44 @@ def softmax(o: Op):
     o.set(o.op("SoftMax", [x], shape, dtype, axis=-1))
 
 
-@handles("MEAN")
-def mean(o: Op):
+REDUCE = {"MEAN": ReduceMode.ReduceMean, "SUM": ReduceMode.ReduceSum, "REDUCE_MAX": ReduceMode.ReduceMax,
+          "REDUCE_MIN": ReduceMode.ReduceMin, "REDUCE_PROD": ReduceMode.ReduceProd}
+
+
+@handles(*REDUCE)
+def reduce(o: Op):
     x = o.inp(0)
     shape, dtype = o.out()
     axes = sorted({int(a) + len(x.shape) if a < 0 else int(a) for a in o.const(1, "axes").reshape(-1)})
+    if not axes:  # TFLite reduces nothing then; v0 would reduce every axis
+        o.set(o.op("Reshape", [x], shape, dtype, shape=list(shape)))
+        return
     keep = bool(o.options("ReducerOptions").KeepDims())
-    o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=ReduceMode.ReduceMean))
+    o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=REDUCE[o.code]))
+
+
+@handles("MAXIMUM", "MINIMUM")
+def extremum(o: Op):
+    shape, dtype = o.out()
+    o.set(o.op(o.code.capitalize(), [o.inp(0), o.inp(1)], shape, dtype))
+
+
+@handles("PACK")
+def pack(o: Op):
+    shape, dtype = o.out()
+    axis = o.options("PackOptions").Axis()
+    o.set(o.op("Stack", [o.inp(k) for k in range(len(o.inputs))], shape, dtype, axis=axis + len(shape) if axis < 0 else axis))
+
+
+@handles("UNPACK")
+def unpack(o: Op):
+    x = o.inp(0)
+    axis = o.options("UnpackOptions").Axis()
+    axis = axis + len(x.shape) if axis < 0 else axis
+    outs = [o.out(k) for k in range(len(o.outputs))]
+    idx = o.e.node("Unstack", [o.e.index(x)], outs, f"{o.name}/Unstack", axis=axis)
+    for k, (i, (shape, dtype)) in enumerate(zip(idx, outs)):
+        o.set(Val(shape, dtype, index=i), k)
 
 
 @handles("STRIDED_SLICE")
