@@ -12,7 +12,7 @@ pytest.importorskip("ai_edge_litert.interpreter")
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
-from test_tflite_convert import NONE, SAME, VALID, check, f32  # noqa: E402
+from test_tflite_convert import NONE, SAME, VALID, check, f32, run_litert  # noqa: E402
 from tflitewriter import TFLiteWriter  # noqa: E402
 
 R = np.random.default_rng(1)
@@ -145,3 +145,67 @@ def test_clip_with_computed_bounds():
     y = w.op("MINIMUM", [w.op("MAXIMUM", [x, lo], [2, 4, 5, 3]), hi], [2, 4, 5, 3])
     w.output(y)
     check(w, {"x": f32(2, 4, 5, 3), "lo": f32(1, 1, 1, 3, lo=-0.5, hi=0), "span": f32(4, 1, 1)})
+
+
+def _msv0_vs_litert_twin(model: bytes, twin: bytes, feeds):
+    """msv0 on `model` (with a custom op LiteRT lacks) against LiteRT on `twin` (builtins only)."""
+    want = run_litert(twin, feeds)
+    got = msv0.Session(msv0.load(convert(model))).run(feeds)
+    for (kw, w_), (kg, g) in zip(sorted(want.items()), sorted(got.items())):
+        assert g.shape == w_.shape, kg
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-5 * np.abs(w_).max(), err_msg=kg)
+
+
+@pytest.mark.parametrize("same,in_hw,stride", [(True, (7, 6), (2, 2)), (False, (5, 8), (2, 1)), (True, (6, 5), (3, 2))])
+def test_mediapipe_transpose_conv_bias(same, in_hw, stride):
+    k, cin, cout = (4, 3), 5, 3
+    out_hw = []
+    for n, kk, s in zip(in_hw, k, stride):  # MediaPipe's output size
+        crop = max(0, kk - (n - 1) % s - 1) if same else 0
+        out_hw.append(s * (n - 1) + kk - crop)
+    wt, bias = f32(cout, *k, cin), f32(cout)
+    out_shape = [1, *out_hw, cout]
+    feeds = {"x": f32(1, *in_hw, cin)}
+    m = TFLiteWriter()
+    x = m.input("x", [1, *in_hw, cin])
+    opts = np.array([1 if same else 2, stride[1], stride[0]], "<i4").tobytes()
+    m.output(m.custom("Convolution2DTransposeBias", [x, m.const(wt), m.const(bias)], [out_shape], opts)[0])
+    t = TFLiteWriter()
+    x = t.input("x", [1, *in_hw, cin])
+    t.output(t.op("TRANSPOSE_CONV", [t.const(np.array(out_shape, np.int32)), t.const(wt), x, t.const(bias)], out_shape,
+                  "TransposeConvOptions", padding=SAME if same else VALID, stride_h=stride[0], stride_w=stride[1]))
+    _msv0_vs_litert_twin(m.finish(), t.finish(), feeds)
+
+
+@pytest.mark.parametrize("regular,per_det", [(False, 1), (False, 2), (True, 1), (False, 4)])
+def test_detection_post_process(regular, per_det):
+    from flatbuffers import flexbuffers
+    boxes, classes = 40, 3
+    centers = R.uniform(0.1, 0.9, (boxes, 2))
+    anchors = np.concatenate([centers, R.uniform(0.1, 0.4, (boxes, 2))], 1).astype(np.float32)  # (y, x, h, w)
+    opts = dict(max_detections=6, max_classes_per_detection=per_det, detections_per_class=4, use_regular_nms=regular,
+                nms_score_threshold=0.3, nms_iou_threshold=0.4, num_classes=classes, y_scale=10.0, x_scale=10.0,
+                h_scale=5.0, w_scale=5.0)
+    w = TFLiteWriter()
+    enc, scores = w.input("enc", [1, boxes, 4]), w.input("scores", [1, boxes, classes + 1])
+    slots = 6 * per_det
+    outs = w.custom("TFLite_Detection_PostProcess", [enc, scores, w.const(anchors)],
+                    [[1, slots, 4], [1, slots], [1, slots], [1]], flexbuffers.Dumps(opts))
+    for t in outs:
+        w.output(t)
+    if per_det > classes:
+        with pytest.raises(msv0.UnsupportedOpError, match="max_classes_per_detection above num_classes"):
+            convert(w.finish())
+        return
+    check(w, {"enc": f32(1, boxes, 4, lo=-2, hi=2), "scores": f32(1, boxes, classes + 1, lo=0, hi=1)})
+
+
+def test_argmax_pooling_is_refused_with_its_reason():
+    w = TFLiteWriter()
+    x = w.input("x", [1, 4, 4, 2])
+    pooled, idx = w.custom("MaxPoolingWithArgmax2D", [x], [[1, 2, 2, 2], [1, 2, 2, 2]])
+    y = w.custom("MaxUnpooling2D", [pooled, idx], [[1, 4, 4, 2]])[0]
+    w.output(y)
+    with pytest.raises(msv0.UnsupportedOpError, match="argmax") as err:
+        convert(w.finish())
+    assert {op for _, op, _ in err.value.nodes} == {"MaxPoolingWithArgmax2D", "MaxUnpooling2D"}

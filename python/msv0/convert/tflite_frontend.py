@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
+from msv0.convert.tflite_custom import CUSTOM_HANDLERS, transpose_conv_bias_options
 from msv0.convert.tflite_sparse import densify
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
@@ -32,6 +33,8 @@ OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
 HANDLERS, handles = handler_table()
+HANDLERS.update(CUSTOM_HANDLERS)
+TFL_CUSTOM = 32  # BuiltinOperator.CUSTOM: the operator is named by its custom_code
 
 
 def _tflite():
@@ -61,6 +64,9 @@ class Op:
         o = cls()
         o.Init(table.Bytes, table.Pos)
         return o
+
+    def custom_options(self) -> bytes:
+        return self._raw.CustomOptionsAsNumpy().tobytes() if self._raw.CustomOptionsLength() else b""
 
     def inp(self, k) -> Val | None:
         if k >= len(self.inputs) or self.inputs[k] < 0:
@@ -155,25 +161,37 @@ def conv(o: Op):
     o.set(_fused(o, y, opt.FusedActivationFunction()))
 
 
-@handles("TRANSPOSE_CONV")
-def transpose_conv(o: Op):
-    w, x = o.const(1, "the weight"), o.inp(2)
+def _deconv(o: Op, x: Val, w: np.ndarray, bias_k: int, same: bool, s, act: int):
+    """DeConv2D for a TFLite transposed conv (weight [Cout,kH,kW,Cin]) whose full result is
+    cropped to the output tensor's size, SAME putting the smaller half of the crop first."""
     shape, dtype = o.out()
-    opt = o.options("TransposeConvOptions")
-    s, k = (opt.StrideH(), opt.StrideW()), w.shape[1:3]
+    k = w.shape[1:3]
     pads = []
     for i in range(2):
-        total = (x.shape[1 + i] - 1) * s[i] + k[i] - shape[1 + i]  # the full result is cropped to the output
+        total = (x.shape[1 + i] - 1) * s[i] + k[i] - shape[1 + i]
         if total < 0:
-            raise Unsupported("TRANSPOSE_CONV output larger than the full transposed convolution")
-        lo = total // 2 if opt.Padding() == TFL_SAME else 0
+            raise Unsupported(f"{o.code} output larger than the full transposed convolution")
+        lo = total // 2 if same else 0
         pads.append((lo, total - lo))
-    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
-    y = o.op("DeConv2D", [x, _weight(o, w.transpose(3, 1, 2, 0))] + _bias(o, 3), shape, dtype, group=1,
+    y = o.op("DeConv2D", [x, _weight(o, w.transpose(3, 1, 2, 0))] + _bias(o, bias_k), shape, dtype, group=1,
              channelIn=x.shape[3], channelOut=w.shape[0], padMode=PadMode.NOTSET, padUp=pads[0][0], padDown=pads[0][1],
              padLeft=pads[1][0], padRight=pads[1][1], strideH=s[0], strideW=s[1], kernelH=k[0], kernelW=k[1],
              dilateH=1, dilateW=1, activationType=_own_act(act))
     o.set(_fused(o, y, act))
+
+
+@handles("TRANSPOSE_CONV")
+def transpose_conv(o: Op):
+    opt = o.options("TransposeConvOptions")
+    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
+    _deconv(o, o.inp(2), o.const(1, "the weight"), 3, opt.Padding() == TFL_SAME, (opt.StrideH(), opt.StrideW()), act)
+
+
+@handles("Convolution2DTransposeBias")
+def transpose_conv_bias(o: Op):
+    """MediaPipe's transposed conv (x, weight, bias); its SAME crop is TRANSPOSE_CONV's."""
+    same, stride_h, stride_w = transpose_conv_bias_options(o.custom_options())
+    _deconv(o, o.inp(0), o.const(1, "the weight"), 2, same, (stride_h, stride_w), TFL_NONE)
 
 
 @handles("FULLY_CONNECTED")
@@ -387,7 +405,11 @@ class _Converter:
         self.codes = []
         for i in range(model.OperatorCodesLength()):
             c = model.OperatorCodes(i)
-            self.codes.append(names.get(max(c.BuiltinCode(), c.DeprecatedBuiltinCode()), f"code {c.BuiltinCode()}"))
+            code = max(c.BuiltinCode(), c.DeprecatedBuiltinCode())
+            if code == TFL_CUSTOM and c.CustomCode():
+                self.codes.append(c.CustomCode().decode())
+            else:
+                self.codes.append(names.get(code, f"code {code}"))
         self.tensors = []
         self.consts: dict[int, np.ndarray] = {}
         self.bad_dtypes: dict[int, str] = {}
