@@ -209,3 +209,67 @@ def test_argmax_pooling_is_refused_with_its_reason():
     with pytest.raises(msv0.UnsupportedOpError, match="argmax") as err:
         convert(w.finish())
     assert {op for _, op, _ in err.value.nodes} == {"MaxPoolingWithArgmax2D", "MaxUnpooling2D"}
+
+
+def _streaming_model(read_only_scale=True):
+    """y = x + h; h <- 0.5·y + c, with h a resource variable the CALL_ONCE init sets to h0,
+    and (read-only) a variable `scale` that multiplies x."""
+    from tflitewriter import RESOURCE
+    w = TFLiteWriter()
+    init = w.subgraph()
+    h0 = f32(1, 4)
+    w.multi_op("ASSIGN_VARIABLE", [w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="h"),
+                                   w.const(h0)], [])
+    if read_only_scale:
+        w.multi_op("ASSIGN_VARIABLE", [w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="scale"),
+                                       w.const(f32(4, lo=1, hi=2))], [])
+    w.use(0)
+    x = w.input("x", [1, 4])
+    w.multi_op("CALL_ONCE", [], [], "CallOnceOptions", init_subgraph_index=init)
+    h = w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="h")
+    if read_only_scale:
+        s = w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="scale")
+        x = w.op("MUL", [x, w.op("READ_VARIABLE", [s], [4])], [1, 4], "MulOptions")
+    y = w.op("ADD", [x, w.op("READ_VARIABLE", [h], [1, 4])], [1, 4], "AddOptions")
+    nxt = w.op("ADD", [w.op("MUL", [y, w.const(np.full(1, 0.5, np.float32))], [1, 4], "MulOptions"), w.const(f32(4))],
+               [1, 4], "AddOptions")
+    w.multi_op("ASSIGN_VARIABLE", [h, nxt], [])
+    w.output(y)
+    return w, h0
+
+
+def test_resource_variables_become_state_inputs_and_outputs():
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    w, h0 = _streaming_model()
+    data = w.finish()
+    it = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    model = msv0.load(convert(data))
+    assert [n.op for n in model.nodes if n.op not in ("Mul", "Add")] == []  # the read-only variable is a constant
+    s = msv0.Session(model)
+    state = h0
+    for step in range(3):
+        x = f32(1, 4)
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        want = it.get_tensor(it.get_output_details()[0]["index"])
+        out = s.run({"x": x, "h": state})
+        np.testing.assert_allclose(out[w.tensors[w.outputs[0]][0]], want, rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
+        state = out["h/next"]
+
+
+
+def test_subgraph_control_flow_and_unset_variables_are_reported_together():
+    from tflitewriter import RESOURCE
+    w = TFLiteWriter()
+    body = w.subgraph()
+    w.use(0)
+    x = w.input("x", [1, 4])
+    y = w.op("WHILE", [x], [1, 4], "WhileOptions", cond_subgraph_index=body, body_subgraph_index=body)
+    v = w.op("READ_VARIABLE", [w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="never_set")], [1, 4])
+    w.output(w.op("ADD", [y, v], [1, 4], "AddOptions"))
+    with pytest.raises(msv0.UnsupportedOpError) as err:
+        convert(w.finish())
+    reasons = {op: why for _, op, why in err.value.nodes}
+    assert set(reasons) == {"WHILE", "READ_VARIABLE"}
+    assert "subgraphs" in reasons["WHILE"] and "never_set" in reasons["READ_VARIABLE"]

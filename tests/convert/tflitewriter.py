@@ -6,15 +6,19 @@
              "Conv2DOptions", padding=0, stride_h=1, stride_w=1, fused_activation_function=1)
     w.output(y)
     data = w.finish()
-Options are given by their schema field names (snake_case); list values become int vectors.
+Options are given by their schema field names (snake_case); list values become int vectors,
+str values strings. `subgraph()` starts another subgraph (CALL_ONCE, WHILE, IF bodies); `use(k)`
+goes back to subgraph k.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 
 import flatbuffers
 import numpy as np
 
+RESOURCE = 13  # TensorType.RESOURCE, as a dtype argument
 TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4}
 
 
@@ -28,18 +32,29 @@ def _mod(name):
 
 class TFLiteWriter:
     def __init__(self):
-        self.tensors = []  # (name, shape, type, buffer index, sparsity or None)
         self.buffers = [b""]  # buffer 0: the empty sentinel
-        self.ops = []  # (opcode index, inputs, outputs, options name, options dict)
         self.codes: list[tuple[int, str | None]] = []  # (builtin code, custom code)
-        self.inputs, self.outputs = [], []
+        self.graphs = []
+        self.subgraph()
+
+    def subgraph(self) -> int:
+        """Start a new subgraph and write into it; returns its index."""
+        # tensors: (name, shape, type, buffer index, sparsity or None);
+        # ops: (opcode index, inputs, outputs, options name, options dict or custom bytes)
+        self.graphs.append(([], [], [], []))
+        return self.use(len(self.graphs) - 1)
+
+    def use(self, k: int) -> int:
+        self.tensors, self.ops, self.inputs, self.outputs = self.graphs[k]
+        return k
 
     def _tensor(self, name, shape, dtype, data=b"", sparsity=None) -> int:
         buf = 0
         if data:
             self.buffers.append(data)
             buf = len(self.buffers) - 1
-        self.tensors.append((name, list(shape), TYPES[np.dtype(dtype)], buf, sparsity))
+        typ = RESOURCE if dtype is RESOURCE else TYPES[np.dtype(dtype)]
+        self.tensors.append((name, list(shape), typ, buf, sparsity))
         return len(self.tensors) - 1
 
     def input(self, name, shape, dtype=np.float32) -> int:
@@ -128,24 +143,17 @@ class TFLiteWriter:
         m = _mod(name)
         vecs = {k: self._ivec(b, getattr(m, f"{name}Start{_camel(k)}Vector"), v) for k, v in opts.items()
                 if isinstance(v, (list, tuple))}
+        vecs.update({k: b.CreateString(v) for k, v in opts.items() if isinstance(v, str)})
         getattr(m, f"{name}Start")(b)
         for k, v in opts.items():
             getattr(m, f"{name}Add{_camel(k)}")(b, vecs.get(k, v))
         return getattr(m, f"{name}End")(b)
 
-    def finish(self) -> bytes:
+    def _graph(self, b, tensors, ops, inputs, outputs):
         from tflite.BuiltinOptions import BuiltinOptions
-        T, O, OC, SG, BF, M = (_mod(n) for n in ("Tensor", "Operator", "OperatorCode", "SubGraph", "Buffer", "Model"))
-        b = flatbuffers.Builder(1024)
-        bufs = []
-        for data in self.buffers:
-            vec = b.CreateByteVector(data) if data else None
-            BF.BufferStart(b)
-            if vec is not None:
-                BF.BufferAddData(b, vec)
-            bufs.append(BF.BufferEnd(b))
+        T, O, SG = _mod("Tensor"), _mod("Operator"), _mod("SubGraph")
         tens = []
-        for name, shape, typ, buf, sparsity in self.tensors:
+        for name, shape, typ, buf, sparsity in tensors:
             nm = b.CreateString(name)
             sh = self._ivec(b, T.TensorStartShapeVector, shape)
             sp = self._sparsity(b, *sparsity) if sparsity else None
@@ -157,8 +165,8 @@ class TFLiteWriter:
             T.TensorAddBuffer(b, buf)
             T.TensorAddName(b, nm)
             tens.append(T.TensorEnd(b))
-        ops = []
-        for idx, ins, outs, oname, opts in self.ops:
+        written = []
+        for idx, ins, outs, oname, opts in ops:
             opt = self._options(b, oname, opts) if oname else None
             custom = b.CreateByteVector(opts) if isinstance(opts, bytes) else None
             iv = self._ivec(b, O.OperatorStartInputsVector, ins)
@@ -172,7 +180,36 @@ class TFLiteWriter:
                 O.OperatorAddBuiltinOptions(b, opt)
             if custom is not None:
                 O.OperatorAddCustomOptions(b, custom)
-            ops.append(O.OperatorEnd(b))
+            written.append(O.OperatorEnd(b))
+        tv = self._table_vec(b, SG.SubGraphStartTensorsVector, tens)
+        opv = self._table_vec(b, SG.SubGraphStartOperatorsVector, written)
+        inv = self._ivec(b, SG.SubGraphStartInputsVector, inputs)
+        outv = self._ivec(b, SG.SubGraphStartOutputsVector, outputs)
+        SG.SubGraphStart(b)
+        SG.SubGraphAddTensors(b, tv)
+        SG.SubGraphAddInputs(b, inv)
+        SG.SubGraphAddOutputs(b, outv)
+        SG.SubGraphAddOperators(b, opv)
+        return SG.SubGraphEnd(b)
+
+    @staticmethod
+    def _table_vec(b, start, items):
+        start(b, len(items))
+        for it in reversed(items):
+            b.PrependUOffsetTRelative(it)
+        return b.EndVector()
+
+    def finish(self) -> bytes:
+        OC, BF, M = (_mod(n) for n in ("OperatorCode", "Buffer", "Model"))
+        b = flatbuffers.Builder(1024)
+        bufs = []
+        for data in self.buffers:
+            vec = b.CreateByteVector(data) if data else None
+            BF.BufferStart(b)
+            if vec is not None:
+                BF.BufferAddData(b, vec)
+            bufs.append(BF.BufferEnd(b))
+        graphs = [self._graph(b, *g) for g in self.graphs]
         codes = []
         for c, name in self.codes:
             cname = b.CreateString(name) if name else None
@@ -184,23 +221,8 @@ class TFLiteWriter:
             OC.OperatorCodeAddVersion(b, 1)
             codes.append(OC.OperatorCodeEnd(b))
 
-        def table_vec(start, items):
-            start(b, len(items))
-            for it in reversed(items):
-                b.PrependUOffsetTRelative(it)
-            return b.EndVector()
-
-        tv = table_vec(SG.SubGraphStartTensorsVector, tens)
-        opv = table_vec(SG.SubGraphStartOperatorsVector, ops)
-        inv = self._ivec(b, SG.SubGraphStartInputsVector, self.inputs)
-        outv = self._ivec(b, SG.SubGraphStartOutputsVector, self.outputs)
-        SG.SubGraphStart(b)
-        SG.SubGraphAddTensors(b, tv)
-        SG.SubGraphAddInputs(b, inv)
-        SG.SubGraphAddOutputs(b, outv)
-        SG.SubGraphAddOperators(b, opv)
-        sg = SG.SubGraphEnd(b)
-        sgv = table_vec(M.ModelStartSubgraphsVector, [sg])
+        table_vec = functools.partial(self._table_vec, b)
+        sgv = table_vec(M.ModelStartSubgraphsVector, graphs)
         cv = table_vec(M.ModelStartOperatorCodesVector, codes)
         bv = table_vec(M.ModelStartBuffersVector, bufs)
         desc = b.CreateString("msv0 test")

@@ -14,6 +14,7 @@ import numpy as np
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, transpose_conv_bias_options
 from msv0.convert.tflite_sparse import densify
+from msv0.convert.tflite_state import STATE_HANDLERS, Variables
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -34,6 +35,7 @@ OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
 HANDLERS, handles = handler_table()
 HANDLERS.update(CUSTOM_HANDLERS)
+HANDLERS.update(STATE_HANDLERS)
 TFL_CUSTOM = 32  # BuiltinOperator.CUSTOM: the operator is named by its custom_code
 
 
@@ -428,8 +430,20 @@ class _Converter:
                 data = np.frombuffer(buf.DataAsNumpy().tobytes(), dtype)
                 sparse = t.Sparsity()
                 self.consts[i] = data.reshape(shape).copy() if sparse is None else densify(data, shape, sparse)
+        self.variables = Variables(self, g)
+        for i in self.variables.names:  # VAR_HANDLE resources are handled by name, not as data
+            self.bad_dtypes.pop(i, None)
         self.e = Emitter(model.Description().decode() if model.Description() else "tflite")
         self.vals: dict[int, Val] = {}
+
+    def constant_in(self, g, i) -> np.ndarray | None:
+        """Tensor i of another subgraph g as a constant, if it is a plain one."""
+        t = g.Tensors(i)
+        buf = self.model.Buffers(t.Buffer())
+        if t.Type() not in DTYPES or buf is None or not buf.DataLength() or t.Sparsity() is not None:
+            return None
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        return np.frombuffer(buf.DataAsNumpy().tobytes(), DTYPES[t.Type()]).reshape(shape).copy()
 
     def value(self, i) -> Val:
         if i in self.vals:
@@ -476,12 +490,12 @@ class _Converter:
             lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
             raise UnsupportedOpError(f"{len(bad)} TFLite operator(s) cannot be converted:\n{lines}", bad)
         used = set(self.e.b.inputs)
-        for i in (int(k) for k in g.OutputsAsNumpy()):
-            v = self.value(i)
-            idx = self.e.index(v, self.tensor_name(i))
+        outputs = [(self.tensor_name(i), self.value(i)) for i in (int(k) for k in g.OutputsAsNumpy())]
+        for name, v in outputs + self.variables.outputs():
+            idx = self.e.index(v, name)
             if idx in used:
-                idx = self.e.op("Reshape", [v], v.shape, v.dtype, self.tensor_name(i) + "/copy", shape=list(v.shape)).index
-            self.e.b.graph.allTensors[idx].name = self.tensor_name(i)
+                idx = self.e.op("Reshape", [v], v.shape, v.dtype, name + "/copy", shape=list(v.shape)).index
+            self.e.b.graph.allTensors[idx].name = name
             used.add(idx)
             self.e.b.output(idx)
         return self.e.b.finish()
@@ -498,8 +512,8 @@ def convert_tflite(src) -> bytes:
         raise ModelError("not a TFLite flatbuffer (no 'TFL3' identifier)")
     try:
         model = tfl.Model.GetRootAsModel(data, 0)
-        if model.SubgraphsLength() != 1:
-            raise UnsupportedOpError(f"{model.SubgraphsLength()} subgraphs (only single-graph models convert)", [])
+        if model.SubgraphsLength() < 1:
+            raise ModelError("TFLite model without subgraphs")
         return _Converter(model, tfl).run()
     except Error:
         raise
