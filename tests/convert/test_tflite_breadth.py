@@ -259,10 +259,53 @@ def test_resource_variables_become_state_inputs_and_outputs():
 
 
 
-def test_subgraph_control_flow_and_unset_variables_are_reported_together():
+def _while_model():
+    """(i, x) -> while i < 5: (i + 1, 0.5·x + c); outputs x and i."""
+    w = TFLiteWriter()
+    cond = w.subgraph()
+    i, x = w.input("i", [1], np.int32), w.input("x", [2, 3])
+    w.output(w.op("LESS", [i, w.const(np.array([5], np.int32))], [1], out_dtype=np.bool_))
+    body = w.subgraph()
+    i, x = w.input("i", [1], np.int32), w.input("x", [2, 3])
+    w.output(w.op("ADD", [i, w.const(np.array([1], np.int32))], [1], "AddOptions", out_dtype=np.int32))
+    half = w.op("MUL", [x, w.const(np.full(1, 0.5, np.float32))], [2, 3], "MulOptions")
+    w.output(w.op("ADD", [half, w.const(f32(3))], [2, 3], "AddOptions"))
+    w.use(0)
+    i, x = w.input("start", [1], np.int32), w.input("x", [2, 3])
+    n, y = w.multi_op("WHILE", [i, x], [[1], [2, 3]], "WhileOptions", [np.int32, np.float32],
+                      cond_subgraph_index=cond, body_subgraph_index=body)
+    w.output(y)
+    w.output(n)
+    return w
+
+
+@pytest.mark.parametrize("start", [0, 3, 7])
+def test_while(start):
+    check(_while_model(), {"start": np.array([start], np.int32), "x": f32(2, 3)})
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if(flag):
+    w = TFLiteWriter()
+    then = w.subgraph()
+    x, y = w.input("x", [2, 3]), w.input("y", [3])
+    w.output(w.op("MUL", [x, y], [2, 3], "MulOptions"))
+    other = w.subgraph()
+    x, y = w.input("x", [2, 3]), w.input("y", [3])
+    w.output(w.op("SUB", [w.op("RELU", [x], [2, 3]), y], [2, 3], "SubOptions"))
+    w.use(0)
+    c, x = w.input("c", [1], np.bool_), w.input("x", [2, 3])
+    y = w.op("IF", [c, x, w.const(f32(3))], [2, 3], "IfOptions", then_subgraph_index=then, else_subgraph_index=other)
+    w.output(w.op("ADD", [y, x], [2, 3], "AddOptions"))
+    check(w, {"c": np.array([flag]), "x": f32(2, 3)})
+
+
+def test_problems_in_subgraphs_and_unset_variables_are_reported_together():
     from tflitewriter import RESOURCE
     w = TFLiteWriter()
     body = w.subgraph()
+    x = w.input("x", [1, 4])
+    w.output(w.op("SQUARED_DIFFERENCE", [x, x], [1, 4]))
     w.use(0)
     x = w.input("x", [1, 4])
     y = w.op("WHILE", [x], [1, 4], "WhileOptions", cond_subgraph_index=body, body_subgraph_index=body)
@@ -270,6 +313,6 @@ def test_subgraph_control_flow_and_unset_variables_are_reported_together():
     w.output(w.op("ADD", [y, v], [1, 4], "AddOptions"))
     with pytest.raises(msv0.UnsupportedOpError) as err:
         convert(w.finish())
-    reasons = {op: why for _, op, why in err.value.nodes}
-    assert set(reasons) == {"WHILE", "READ_VARIABLE"}
-    assert "subgraphs" in reasons["WHILE"] and "never_set" in reasons["READ_VARIABLE"]
+    reasons = {name: why for name, _, why in err.value.nodes}
+    assert set(reasons) == {"subgraph1/SQUARED_DIFFERENCE_0", "READ_VARIABLE_2"}
+    assert "never_set" in reasons["READ_VARIABLE_2"]

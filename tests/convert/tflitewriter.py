@@ -19,7 +19,8 @@ import flatbuffers
 import numpy as np
 
 RESOURCE = 13  # TensorType.RESOURCE, as a dtype argument
-TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4}
+TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4,
+         np.dtype(np.bool_): 6}
 
 
 def _camel(name: str) -> str:
@@ -78,7 +79,8 @@ class TFLiteWriter:
     def multi_op(self, code: str, inputs, out_shapes, options: str | None = None, out_dtype=np.float32,
                  **opts) -> list[int]:
         from tflite.BuiltinOperator import BuiltinOperator
-        outs = [self._tensor(f"{code.lower()}_{len(self.tensors)}", shape, out_dtype) for shape in out_shapes]
+        dtypes = out_dtype if isinstance(out_dtype, list) else [out_dtype] * len(out_shapes)
+        outs = [self._tensor(f"{code.lower()}_{len(self.tensors)}", shape, dt) for shape, dt in zip(out_shapes, dtypes)]
         self.ops.append((self._code(getattr(BuiltinOperator, code)), list(inputs), outs, options, opts))
         return outs
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
+from msv0.convert.tflite_control import CONTROL_HANDLERS
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, transpose_conv_bias_options
 from msv0.convert.tflite_sparse import densify
 from msv0.convert.tflite_state import STATE_HANDLERS, Variables
@@ -36,6 +37,7 @@ DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6
 HANDLERS, handles = handler_table()
 HANDLERS.update(CUSTOM_HANDLERS)
 HANDLERS.update(STATE_HANDLERS)
+HANDLERS.update(CONTROL_HANDLERS)
 TFL_CUSTOM = 32  # BuiltinOperator.CUSTOM: the operator is named by its custom_code
 
 
@@ -331,10 +333,16 @@ def reduce(o: Op):
     o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=REDUCE[o.code]))
 
 
-@handles("MAXIMUM", "MINIMUM")
-def extremum(o: Op):
+PLAIN = {"MAXIMUM": "Maximum", "MINIMUM": "Minimum", "LESS": "Less", "LESS_EQUAL": "LessEqual", "GREATER": "Greater",
+         "GREATER_EQUAL": "GreaterEqual", "EQUAL": "Equal", "NOT_EQUAL": "NotEqual", "LOGICAL_AND": "LogicalAnd",
+         "LOGICAL_OR": "LogicalOr", "LOGICAL_NOT": "LogicalNot"}
+
+
+@handles(*PLAIN)
+def plain(o: Op):
+    """Ops without options whose v0 op takes the same inputs."""
     shape, dtype = o.out()
-    o.set(o.op(o.code.capitalize(), [o.inp(0), o.inp(1)], shape, dtype))
+    o.set(o.op(PLAIN[o.code], [o.inp(k) for k in range(len(o.inputs))], shape, dtype))
 
 
 @handles("PACK")
@@ -398,11 +406,14 @@ def dequantize(o: Op):
 
 
 class _Converter:
-    def __init__(self, model, tfl):
+    """Converts TFLite subgraph `index`; the main one (0) writes the model, others (WHILE/IF
+    bodies) become v0 subgraphs of their parent's model."""
+
+    def __init__(self, model, tfl, index=0, parent: _Converter | None = None):
         self.tfl = tfl
         self.model = model
-        g = model.Subgraphs(0)
-        self.g = g
+        g = model.Subgraphs(index)
+        self.g, self.index = g, index
         names = {v: k for k, v in vars(tfl.BuiltinOperator).items() if not k.startswith("_")}
         self.codes = []
         for i in range(model.OperatorCodesLength()):
@@ -430,11 +441,16 @@ class _Converter:
                 data = np.frombuffer(buf.DataAsNumpy().tobytes(), dtype)
                 sparse = t.Sparsity()
                 self.consts[i] = data.reshape(shape).copy() if sparse is None else densify(data, shape, sparse)
-        self.variables = Variables(self, g)
+        self.variables = Variables(self, g, main=parent is None)
         for i in self.variables.names:  # VAR_HANDLE resources are handled by name, not as data
             self.bad_dtypes.pop(i, None)
-        self.e = Emitter(model.Description().decode() if model.Description() else "tflite")
+        self.e = parent.e if parent else Emitter(model.Description().decode() if model.Description() else "tflite")
+        # v0 subgraph of each TFLite subgraph converted so far, those being converted, their nodes
+        self.subgraphs: dict[int, int] = parent.subgraphs if parent else {}
+        self.open: set[int] = parent.open if parent else {index}
+        self.claimed: set[int] = parent.claimed if parent else set()
         self.vals: dict[int, Val] = {}
+        self.bad: list[tuple[str, str, str]] = []  # (operator, op code, reason)
 
     def constant_in(self, g, i) -> np.ndarray | None:
         """Tensor i of another subgraph g as a constant, if it is a plain one."""
@@ -456,20 +472,12 @@ class _Converter:
     def tensor_name(self, i) -> str:
         return self.g.Tensors(i).Name().decode()
 
-    def run(self) -> bytes:
+    def convert_ops(self, prefix: str) -> None:
         g = self.g
-        bad = []
-        for i in (int(k) for k in g.InputsAsNumpy()):
-            name = self.tensor_name(i)
-            if i in self.bad_dtypes:
-                bad.append((name, "graph input", self.bad_dtypes[i]))
-                continue
-            shape, dtype = self.tensors[i]
-            self.vals[i] = Val(shape, dtype, index=self.e.b.input(name, shape, dtype))
         for k in range(g.OperatorsLength()):
             raw = g.Operators(k)
             code = self.codes[raw.OpcodeIndex()]
-            o = Op(self, raw, f"{code}_{k}", code)
+            o = Op(self, raw, f"{prefix}{code}_{k}", code)
             try:
                 handler = HANDLERS.get(code)
                 if handler is None:
@@ -479,16 +487,58 @@ class _Converter:
                     raise Unsupported(f"{odd[0]} tensors")
                 handler(o)
             except Unsupported as err:
-                bad.append((o.name, code, str(err)))
+                self.bad.append((o.name, code, str(err)))
                 for t in o.outputs:
                     self.vals[t] = Val(self.tensors[t][0], self.tensors[t][1], index=-1)
             except Error:
                 raise
             except Exception as err:  # options or tensors of a kind the operator's handler cannot read
                 raise ModelError(f"TFLite operator '{o.name}' ({code}): {type(err).__name__}: {err}") from err
-        if bad:
-            lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
-            raise UnsupportedOpError(f"{len(bad)} TFLite operator(s) cannot be converted:\n{lines}", bad)
+
+    def _inputs(self, make) -> list[int]:
+        idx = []
+        for i in (int(k) for k in self.g.InputsAsNumpy()):
+            name = self.tensor_name(i)
+            if i in self.bad_dtypes:
+                self.bad.append((name, "graph input", self.bad_dtypes[i]))
+                continue
+            shape, dtype = self.tensors[i]
+            self.vals[i] = Val(shape, dtype, index=make(name, shape, dtype))
+            idx.append(self.vals[i].index)
+        return idx
+
+    def subgraph(self, k: int) -> int:
+        """The v0 subgraph of TFLite subgraph k (converted once; its problems join this graph's)."""
+        if not 0 < k < self.model.SubgraphsLength():
+            raise Unsupported(f"subgraph {k} does not exist")
+        if k in self.open:
+            raise Unsupported(f"subgraph {k} calls itself")
+        if k not in self.subgraphs:
+            self.open.add(k)
+            sub = _Converter(self.model, self.tfl, k, self)
+            self.subgraphs[k] = sub.as_subgraph()
+            self.open.discard(k)
+            self.bad.extend(sub.bad)
+        return self.subgraphs[k]
+
+    def as_subgraph(self) -> int:
+        b = self.e.b
+        name = self.g.Name().decode() if self.g.Name() else f"subgraph{self.index}"
+        inputs = self._inputs(lambda n, shape, dtype: b.tensor(f"{name}/{n}", dtype, shape))
+        first = len(b.graph.nodes)
+        self.convert_ops(f"{name}/")
+        outputs = [self.e.index(self.value(i), f"{name}/{self.tensor_name(i)}") for i in map(int, self.g.OutputsAsNumpy())]
+        nodes = [n for n in range(first, len(b.graph.nodes)) if n not in self.claimed]
+        self.claimed.update(nodes)
+        return b.subgraph(name, inputs, outputs, nodes)
+
+    def run(self) -> bytes:
+        g = self.g
+        self._inputs(self.e.b.input)
+        self.convert_ops("")
+        if self.bad:
+            lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in self.bad)
+            raise UnsupportedOpError(f"{len(self.bad)} TFLite operator(s) cannot be converted:\n{lines}", self.bad)
         used = set(self.e.b.inputs)
         outputs = [(self.tensor_name(i), self.value(i)) for i in (int(k) for k in g.OutputsAsNumpy())]
         for name, v in outputs + self.variables.outputs():
@@ -498,6 +548,8 @@ class _Converter:
             self.e.b.graph.allTensors[idx].name = name
             used.add(idx)
             self.e.b.output(idx)
+        if self.claimed:
+            self.e.b.main_nodes = [n for n in range(len(self.e.b.graph.nodes)) if n not in self.claimed]
         return self.e.b.finish()
 
 

@@ -6,7 +6,6 @@ v0 has no state that outlives a run, so each variable becomes a graph input name
 the value after it: feed `<name>/next` back as `<name>` on the next call, and on the first
 call the value the init subgraph assigns. Reads and assignments keep their order within the
 graph. A variable the graph reads but never assigns is the init subgraph's constant.
-Subgraph control flow (WHILE, IF) is refused.
 """
 from __future__ import annotations
 
@@ -22,7 +21,8 @@ NEXT = "/next"  # suffix of the output that carries a variable's new value
 class Variables:
     """Resource variables of the main graph: their names, initial and current values."""
 
-    def __init__(self, conv, g):
+    def __init__(self, conv, g, main: bool):
+        self.main = main
         self.names: dict[int, str] = {}  # resource tensor -> variable name
         self.assigned: list[str] = []  # variables the graph assigns, in order
         self.initial: dict[str, np.ndarray] = {}  # value the init subgraph assigns
@@ -40,6 +40,8 @@ class Variables:
                     self.assigned.append(name)
 
     def name_of(self, o, k: int) -> str:
+        if not self.main:
+            raise Unsupported("resource variables inside a WHILE/IF subgraph")
         t = o.inputs[k] if k < len(o.inputs) else -1
         if t not in self.names:
             raise Unsupported(f"input {k} is not a VAR_HANDLE resource")
@@ -113,7 +115,3 @@ def call_once(o):
         else:
             raise Unsupported(f"init subgraph {k} computes with {code} (only constant assignments are converted)")
 
-
-@handles("WHILE", "IF")
-def subgraph_control_flow(o):
-    raise Unsupported("control flow over TFLite subgraphs is not converted")
