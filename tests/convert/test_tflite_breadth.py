@@ -200,13 +200,58 @@ def test_detection_post_process(regular, per_det):
     check(w, {"enc": f32(1, boxes, 4, lo=-2, hi=2), "scores": f32(1, boxes, classes + 1, lo=0, hi=1)})
 
 
-def test_argmax_pooling_is_refused_with_its_reason():
+def mediapipe_argmax_pool(x, k):
+    """MediaPipe's MaxPoolingWithArgmax2D loops, VALID k x k windows at stride k."""
+    n, h, w, c = x.shape
+    out, idx = np.zeros((n, h // k, w // k, c), np.float32), np.zeros((n, h // k, w // k, c), np.float32)
+    for b, oy, ox, ch in np.ndindex(out.shape):
+        best, at = -np.inf, 0
+        for fy in range(k):
+            for fx in range(k):
+                v = x[b, oy * k + fy, ox * k + fx, ch]
+                if v > best:
+                    best, at = v, fy * k + fx
+        out[b, oy, ox, ch], idx[b, oy, ox, ch] = best, np.float32(at) + np.float32(0.1)
+    return out, idx
+
+
+def mediapipe_unpool(x, idx, k):
+    n, h, w, c = x.shape
+    out = np.zeros((n, h * k, w * k, c), np.float32)
+    for b, y, x_, ch in np.ndindex(x.shape):
+        j = int(idx[b, y, x_, ch])
+        out[b, y * k + j // k, x_ * k + j % k, ch] = x[b, y, x_, ch]
+    return out
+
+
+@pytest.mark.parametrize("k,ties", [(2, False), (2, True), (3, False)])
+def test_mediapipe_argmax_pool_and_unpool(k, ties):
+    n, h, w, c = 2, 2 * k, 3 * k, 5
+    x = f32(n, h, w, c)
+    if ties:
+        x = np.round(x * 2).astype(np.float32)  # few distinct values: first-maximum order matters
+    opts = np.array([2, k, k, k, k, 0], "<i4").tobytes()  # VALID, strides, filter, no activation
+    wr = TFLiteWriter()
+    xi = wr.input("x", [n, h, w, c])
+    pooled, idx = wr.custom("MaxPoolingWithArgmax2D", [xi], [[n, h // k, w // k, c]] * 2, opts)
+    doubled = wr.op("ADD", [pooled, pooled], [n, h // k, w // k, c], "AddOptions")
+    y = wr.custom("MaxUnpooling2D", [doubled, idx], [[n, h, w, c]], opts)[0]
+    for t in (pooled, idx, y):
+        wr.output(t)
+    got = msv0.Session(msv0.load(convert(wr.finish()))).run({"x": x})
+    want_pool, want_idx = mediapipe_argmax_pool(x, k)
+    np.testing.assert_array_equal(got[wr.tensors[pooled][0]], want_pool)
+    np.testing.assert_array_equal(got[wr.tensors[idx][0]], want_idx)
+    np.testing.assert_array_equal(got[wr.tensors[y][0]], mediapipe_unpool(2 * want_pool, want_idx, k))
+
+
+def test_overlapping_argmax_pooling_is_refused_with_its_reason():
     w = TFLiteWriter()
-    x = w.input("x", [1, 4, 4, 2])
-    pooled, idx = w.custom("MaxPoolingWithArgmax2D", [x], [[1, 2, 2, 2], [1, 2, 2, 2]])
-    y = w.custom("MaxUnpooling2D", [pooled, idx], [[1, 4, 4, 2]])[0]
-    w.output(y)
-    with pytest.raises(msv0.UnsupportedOpError, match="argmax") as err:
+    x = w.input("x", [1, 5, 5, 2])
+    opts = np.array([1, 2, 2, 3, 3, 0], "<i4").tobytes()
+    pooled, idx = w.custom("MaxPoolingWithArgmax2D", [x], [[1, 3, 3, 2], [1, 3, 3, 2]], opts)
+    w.output(w.custom("MaxUnpooling2D", [pooled, idx], [[1, 6, 6, 2]], opts)[0])
+    with pytest.raises(msv0.UnsupportedOpError, match="at their own stride") as err:
         convert(w.finish())
     assert {op for _, op, _ in err.value.nodes} == {"MaxPoolingWithArgmax2D", "MaxUnpooling2D"}
 

@@ -4,13 +4,20 @@ name), found by that name. Their options are the operator's raw custom_options b
 TFLite_Detection_PostProcess (TF's object-detection export; LiteRT ships its kernel) keeps its
 options in a FlexBuffers map; r1.1's TFLite parser mapped it to DetectionPostProcess.
 MediaPipe's Convolution2DTransposeBias reads TfLiteTransposeConvParams from the bytes
-(int32 padding: 1 SAME, 2 VALID; int32 stride_w; int32 stride_h).
+(int32 padding: 1 SAME, 2 VALID; int32 stride_w; int32 stride_h); its MaxPoolingWithArgmax2D
+and MaxUnpooling2D read TfLitePoolParams (padding, stride_w, stride_h, filter_w, filter_h,
+activation).
 """
 from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.fb.PadMode import PadMode
+from msv0.fb.PoolMode import PoolMode
+from msv0.fb.RoundMode import RoundMode
 
 CUSTOM_HANDLERS, handles = handler_table()
 # TfLitePadding in the C API (not the schema's Padding enum)
@@ -59,6 +66,61 @@ def detection_post_process(o):
         o.set(v, k)
 
 
-@handles("MaxPoolingWithArgmax2D", "MaxUnpooling2D")
-def argmax_pooling(o):
-    raise Unsupported("v0 has no op that returns or consumes the argmax positions of a max pool")
+def pool_params(data: bytes) -> tuple[int, int, int, int, int, int]:
+    """TfLitePoolParams: (padding, stride_w, stride_h, filter_w, filter_h, activation)."""
+    if len(data) < 24:
+        raise Unsupported(f"custom options of {len(data)} bytes (TfLitePoolParams needs 24)")
+    return struct.unpack_from("<6i", data)
+
+
+def _tiling_window(o, hw=(0, 0)) -> int:
+    """The window size k of a MediaPipe argmax pool / unpool that v0 can express exactly:
+    k x k windows at stride k that tile the pooled map (no padding, no overlap)."""
+    _, stride_w, stride_h, filter_w, filter_h, activation = pool_params(o.custom_options())
+    if not stride_h == stride_w == filter_h == filter_w or activation:
+        raise Unsupported(f"{filter_h}x{filter_w} windows at stride {stride_h}x{stride_w}, activation {activation} "
+                          "(only square windows at their own stride, no activation, are converted)")
+    k = filter_h
+    if hw[0] % k or hw[1] % k:
+        raise Unsupported(f"{hw[0]}x{hw[1]} input is not tiled by {k}x{k} windows")
+    return k
+
+
+@handles("MaxPoolingWithArgmax2D")
+def max_pool_argmax(o):
+    """Outputs: the window maxima and, per element, the offset of the first maximum within its
+    window (row · k + column) plus 0.1, as MediaPipe writes it (float32). With tiling windows
+    that offset is the ArgMax over SpaceToDepth's k² channel groups."""
+    x = o.inp(0)
+    n, h, w, c = x.shape
+    k = _tiling_window(o, (h, w))
+    (shape, dtype), (ishape, _) = o.out(0), o.out(1)
+    ho, wo = h // k, w // k
+    o.set(o.op("Pooling", [x], shape, dtype, poolingMode=PoolMode.MAX_POOLING, windowH=k, windowW=k, strideH=k,
+               strideW=k, padMode=PadMode.VALID, roundMode=RoundMode.FLOOR), 0)
+    groups = o.op("SpaceToDepth", [x], (n, ho, wo, k * k * c), dtype, blockSize=k)
+    groups = o.op("Reshape", [groups], (n * ho, wo, k * k, c), dtype, shape=[n * ho, wo, k * k, c])
+    idx = o.op("ArgMax", [groups], (n * ho, wo, c), dtype, axis=2, topK=1, keepDims=False, outMaxValue=False)
+    idx = o.op("Reshape", [idx], ishape, dtype, shape=list(ishape))
+    o.set(o.op("Add", [idx, o.scalar(0.1)], ishape, dtype), 1)
+
+
+@handles("MaxUnpooling2D")
+def max_unpooling(o):
+    """Each value goes to the cell its window offset names (truncated, as MediaPipe casts it);
+    the rest are zero. Per offset j: Select(floor(offset) == j, value, 0), the k² results
+    side by side in channels, DepthToSpace k. Offsets outside the window (which MediaPipe
+    would write into a neighbouring window) give zeros; an argmax pool never makes them."""
+    x, idx = o.inp(0), o.inp(1)
+    n, h, w, c = x.shape
+    k = _tiling_window(o)
+    shape, dtype = o.out()
+    wide = (n, h, w, k * k * c)
+    whole = o.op("Floor", [idx], idx.shape, dtype)
+    values = o.op("Concat", [x] * (k * k), wide, dtype, axis=3)
+    offsets = o.op("Concat", [whole] * (k * k), wide, dtype, axis=3)
+    slot = np.repeat(np.arange(k * k, dtype=np.float32), c)
+    hit = o.op("Equal", [offsets, Val(slot.shape, slot.dtype, const=slot)], wide, np.bool_)
+    zero = np.zeros(1, np.float32)
+    picked = o.op("Select", [hit, values, Val(zero.shape, zero.dtype, const=zero)], wide, dtype)
+    o.set(o.op("DepthToSpace", [picked], shape, dtype, blockSize=k))
