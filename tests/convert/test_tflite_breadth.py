@@ -123,6 +123,16 @@ def test_pack_unpack():
     check(w, {"x": f32(3, 5, 7)})
 
 
+def test_depth_to_space_and_back():
+    w = TFLiteWriter()
+    x = w.input("x", [2, 3, 4, 12])
+    d = w.op("DEPTH_TO_SPACE", [x], [2, 6, 8, 3], "DepthToSpaceOptions", block_size=2)
+    w.output(w.op("SPACE_TO_DEPTH", [w.op("RELU", [d], [2, 6, 8, 3])], [2, 3, 4, 12], "SpaceToDepthOptions",
+                  block_size=2))
+    w.output(d)
+    check(w, {"x": f32(2, 3, 4, 12)})
+
+
 @pytest.mark.parametrize("code", ["REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "SUM"])
 @pytest.mark.parametrize("axes,keep", [([1, -1], True), ([0], False)])
 def test_reduce(code, axes, keep):

@@ -345,6 +345,15 @@ def plain(o: Op):
     o.set(o.op(PLAIN[o.code], [o.inp(k) for k in range(len(o.inputs))], shape, dtype))
 
 
+@handles("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
+def depth_space(o: Op):
+    """Both are TF's DCR order, as v0's."""
+    shape, dtype = o.out()
+    to_space = o.code == "DEPTH_TO_SPACE"
+    block = o.options("DepthToSpaceOptions" if to_space else "SpaceToDepthOptions").BlockSize()
+    o.set(o.op("DepthToSpace" if to_space else "SpaceToDepth", [o.inp(0)], shape, dtype, blockSize=block))
+
+
 @handles("PACK")
 def pack(o: Op):
     shape, dtype = o.out()
