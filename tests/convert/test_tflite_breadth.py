@@ -123,6 +123,49 @@ def test_pack_unpack():
     check(w, {"x": f32(3, 5, 7)})
 
 
+@pytest.mark.parametrize("code", ["ABS", "NEG", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG", "SIN", "COS", "FLOOR",
+                                  "CEIL"])
+def test_unary(code):
+    w = TFLiteWriter()
+    x = w.input("x", [2, 3, 5, 7])
+    w.output(w.op(code, [x], [2, 3, 5, 7]))
+    check(w, {"x": f32(2, 3, 5, 7, lo=0.1, hi=4) * np.where(code in ("SQRT", "RSQRT", "LOG"), 1, R.choice([-1, 1]))
+              .astype(np.float32)})
+
+
+def test_array_builtins():
+    w = TFLiteWriter()
+    x = w.input("x", [2, 6, 5, 4])
+    t = w.op("TRANSPOSE", [x, w.const(np.array([0, 3, 1, -2], np.int32))], [2, 4, 6, 5])
+    s = w.op("SLICE", [t, w.const(np.array([1, 1, 0, 2], np.int32)), w.const(np.array([1, -1, 4, 3], np.int32))],
+             [1, 3, 4, 3])
+    g = w.op("GATHER", [s, w.const(np.array([[2, 0], [1, 1]], np.int32))], [1, 3, 2, 2, 3], "GatherOptions", axis=-2,
+             batch_dims=0)
+    a, b = w.multi_op("SPLIT", [w.const(np.array([1], np.int32)), t], [[2, 2, 6, 5]] * 2, "SplitOptions", num_splits=2)
+    parts = w.multi_op("SPLIT_V", [b, w.const(np.array([1, -1, 2], np.int32)), w.const(np.array(-1, np.int32))],
+                       [[2, 2, 6, 1], [2, 2, 6, 2], [2, 2, 6, 2]], "SplitVOptions", num_splits=3)
+    tl = w.op("TILE", [parts[1], w.const(np.array([1, 2, 1, 3], np.int32))], [2, 4, 6, 6])
+    e = w.op("EXPAND_DIMS", [a, w.const(np.array(-1, np.int32))], [2, 2, 6, 5, 1])
+    d = w.op("SQUARED_DIFFERENCE", [tl, w.const(f32(6))], [2, 4, 6, 6])
+    for out in (g, parts[0], parts[2], e, d):
+        w.output(out)
+    check(w, {"x": f32(2, 6, 5, 4)})
+
+
+@pytest.mark.parametrize("adj_x,adj_y,const_b", [(False, False, False), (True, False, True), (False, True, True)])
+def test_batch_matmul(adj_x, adj_y, const_b):
+    w = TFLiteWriter()
+    ashape = [3, 7, 5] if adj_x else [3, 5, 7]
+    bshape = [6, 7] if adj_y else [7, 6]
+    x = w.input("a", ashape)
+    y = w.const(f32(*bshape)) if const_b else w.input("b", [3, *bshape])
+    w.output(w.op("BATCH_MATMUL", [x, y], [3, 5, 6], "BatchMatMulOptions", adj_x=adj_x, adj_y=adj_y))
+    feeds = {"a": f32(*ashape)}
+    if not const_b:
+        feeds["b"] = f32(3, *bshape)
+    check(w, feeds)
+
+
 def test_depth_to_space_and_back():
     w = TFLiteWriter()
     x = w.input("x", [2, 3, 4, 12])
@@ -360,7 +403,7 @@ def test_problems_in_subgraphs_and_unset_variables_are_reported_together():
     w = TFLiteWriter()
     body = w.subgraph()
     x = w.input("x", [1, 4])
-    w.output(w.op("SQUARED_DIFFERENCE", [x, x], [1, 4]))
+    w.output(w.op("RFFT2D", [x, x], [1, 4]))
     w.use(0)
     x = w.input("x", [1, 4])
     y = w.op("WHILE", [x], [1, 4], "WhileOptions", cond_subgraph_index=body, body_subgraph_index=body)
@@ -369,5 +412,5 @@ def test_problems_in_subgraphs_and_unset_variables_are_reported_together():
     with pytest.raises(msv0.UnsupportedOpError) as err:
         convert(w.finish())
     reasons = {name: why for name, _, why in err.value.nodes}
-    assert set(reasons) == {"subgraph1/SQUARED_DIFFERENCE_0", "READ_VARIABLE_2"}
+    assert set(reasons) == {"subgraph1/RFFT2D_0", "READ_VARIABLE_2"}
     assert "never_set" in reasons["READ_VARIABLE_2"]

@@ -55,15 +55,10 @@ def detection_post_process(o):
     if not opts["use_regular_nms"] and per_det > int(opts["num_classes"]):
         raise Unsupported("max_classes_per_detection above num_classes (TFLite leaves unused slots per box, "
                           "r1.1 packs them)")
-    outs = [o.out(k) for k in range(len(o.outputs))]
-    idx = o.e.node("DetectionPostProcess", [o.e.index(o.inp(k)) for k in range(3)], outs,
-                   f"{o.name}/DetectionPostProcess", **attrs)
-    vals = [Val(shape, dtype, index=i) for i, (shape, dtype) in zip(idx, outs)]
+    vals = o.emit_all("DetectionPostProcess", [o.inp(k) for k in range(3)], **attrs)
     if not opts["use_regular_nms"] and per_det > 1 and len(vals) == 4:
         # r1.1 counts the (box, class) slots it filled, TFLite the boxes: per_det slots each
-        vals[3] = o.op("Div", [vals[3], o.scalar(float(per_det))], vals[3].shape, vals[3].dtype)
-    for k, v in enumerate(vals):
-        o.set(v, k)
+        o.set(o.op("Div", [vals[3], o.scalar(float(per_det))], vals[3].shape, vals[3].dtype), 3)
 
 
 def pool_params(data: bytes) -> tuple[int, int, int, int, int, int]:

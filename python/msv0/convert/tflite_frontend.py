@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
+from msv0.convert.tflite_array import ARRAY_HANDLERS
 from msv0.convert.tflite_control import CONTROL_HANDLERS
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, transpose_conv_bias_options
 from msv0.convert.tflite_sparse import densify
@@ -35,6 +36,7 @@ OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
 HANDLERS, handles = handler_table()
+HANDLERS.update(ARRAY_HANDLERS)
 HANDLERS.update(CUSTOM_HANDLERS)
 HANDLERS.update(STATE_HANDLERS)
 HANDLERS.update(CONTROL_HANDLERS)
@@ -95,6 +97,15 @@ class Op:
     def op(self, op, ins, shape, dtype, /, **attrs) -> Val:
         self._n += 1
         return self.e.op(op, ins, shape, dtype, f"{self.name}/{op}_{self._n}", **attrs)
+
+    def emit_all(self, op, ins: list[Val], /, **attrs) -> list[Val]:
+        """One v0 node writing all of this operator's outputs, shaped as TFLite declares them."""
+        outs = [self.out(k) for k in range(len(self.outputs))]
+        idx = self.e.node(op, [self.e.index(v) for v in ins], outs, f"{self.name}/{op}", **attrs)
+        vals = [Val(shape, dtype, index=i) for i, (shape, dtype) in zip(idx, outs)]
+        for k, v in enumerate(vals):
+            self.set(v, k)
+        return vals
 
     def scalar(self, value, dtype=np.float32) -> Val:
         a = np.array([value], dtype)
@@ -331,45 +342,6 @@ def reduce(o: Op):
         return
     keep = bool(o.options("ReducerOptions").KeepDims())
     o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=REDUCE[o.code]))
-
-
-PLAIN = {"MAXIMUM": "Maximum", "MINIMUM": "Minimum", "LESS": "Less", "LESS_EQUAL": "LessEqual", "GREATER": "Greater",
-         "GREATER_EQUAL": "GreaterEqual", "EQUAL": "Equal", "NOT_EQUAL": "NotEqual", "LOGICAL_AND": "LogicalAnd",
-         "LOGICAL_OR": "LogicalOr", "LOGICAL_NOT": "LogicalNot"}
-
-
-@handles(*PLAIN)
-def plain(o: Op):
-    """Ops without options whose v0 op takes the same inputs."""
-    shape, dtype = o.out()
-    o.set(o.op(PLAIN[o.code], [o.inp(k) for k in range(len(o.inputs))], shape, dtype))
-
-
-@handles("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
-def depth_space(o: Op):
-    """Both are TF's DCR order, as v0's."""
-    shape, dtype = o.out()
-    to_space = o.code == "DEPTH_TO_SPACE"
-    block = o.options("DepthToSpaceOptions" if to_space else "SpaceToDepthOptions").BlockSize()
-    o.set(o.op("DepthToSpace" if to_space else "SpaceToDepth", [o.inp(0)], shape, dtype, blockSize=block))
-
-
-@handles("PACK")
-def pack(o: Op):
-    shape, dtype = o.out()
-    axis = o.options("PackOptions").Axis()
-    o.set(o.op("Stack", [o.inp(k) for k in range(len(o.inputs))], shape, dtype, axis=axis + len(shape) if axis < 0 else axis))
-
-
-@handles("UNPACK")
-def unpack(o: Op):
-    x = o.inp(0)
-    axis = o.options("UnpackOptions").Axis()
-    axis = axis + len(x.shape) if axis < 0 else axis
-    outs = [o.out(k) for k in range(len(o.outputs))]
-    idx = o.e.node("Unstack", [o.e.index(x)], outs, f"{o.name}/Unstack", axis=axis)
-    for k, (i, (shape, dtype)) in enumerate(zip(idx, outs)):
-        o.set(Val(shape, dtype, index=i), k)
 
 
 @handles("STRIDED_SLICE")
