@@ -407,7 +407,8 @@ def test_problems_in_subgraphs_and_unset_variables_are_reported_together():
     w.use(0)
     x = w.input("x", [1, 4])
     y = w.op("WHILE", [x], [1, 4], "WhileOptions", cond_subgraph_index=body, body_subgraph_index=body)
-    v = w.op("READ_VARIABLE", [w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="never_set")], [1, 4])
+    handle = w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="never_set")
+    v = w.op("READ_VARIABLE", [handle], [1, 4])
     w.output(w.op("ADD", [y, v], [1, 4], "AddOptions"))
     with pytest.raises(msv0.UnsupportedOpError) as err:
         convert(w.finish())

@@ -114,12 +114,10 @@ class TFLiteWriter:
             DM.DimensionMetadataStart(b)
             if vecs:
                 DM.DimensionMetadataAddFormat(b, 1)
-                for add, add_type, v in ((DM.DimensionMetadataAddArraySegments, DM.DimensionMetadataAddArraySegmentsType,
-                                          vecs[0]),
-                                         (DM.DimensionMetadataAddArrayIndices, DM.DimensionMetadataAddArrayIndicesType,
-                                          vecs[1])):
-                    add_type(b, 1)  # SparseIndexVector.Int32Vector
-                    add(b, v)
+                DM.DimensionMetadataAddArraySegmentsType(b, 1)  # SparseIndexVector.Int32Vector
+                DM.DimensionMetadataAddArraySegments(b, vecs[0])
+                DM.DimensionMetadataAddArrayIndicesType(b, 1)
+                DM.DimensionMetadataAddArrayIndices(b, vecs[1])
             else:
                 DM.DimensionMetadataAddDenseSize(b, d[0])
             metas.append(DM.DimensionMetadataEnd(b))

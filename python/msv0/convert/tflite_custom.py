@@ -24,11 +24,13 @@ CUSTOM_HANDLERS, handles = handler_table()
 C_PADDING_SAME, C_PADDING_VALID = 1, 2
 # Defaults of TFLite's kernel for keys an exporter may leave out.
 DETECTION_DEFAULTS = {"detections_per_class": 100, "use_regular_nms": False}
-DETECTION_KEYS = {"max_detections": "maxDetections", "max_classes_per_detection": "maxClassesPerDetection",
-                  "detections_per_class": "detectionsPerClass", "use_regular_nms": "useRegularNms",
-                  "nms_score_threshold": "nmsScoreThreshold", "nms_iou_threshold": "nmsIouThreshold",
-                  "num_classes": "numClasses", "y_scale": "yScale", "x_scale": "xScale", "h_scale": "hScale",
-                  "w_scale": "wScale"}
+# option key -> (DetectionPostProcess attribute, its type)
+DETECTION_KEYS = {"max_detections": ("maxDetections", int),
+                  "max_classes_per_detection": ("maxClassesPerDetection", int),
+                  "detections_per_class": ("detectionsPerClass", int), "use_regular_nms": ("useRegularNms", bool),
+                  "nms_score_threshold": ("nmsScoreThreshold", float), "nms_iou_threshold": ("nmsIouThreshold", float),
+                  "num_classes": ("numClasses", int), "y_scale": ("yScale", float), "x_scale": ("xScale", float),
+                  "h_scale": ("hScale", float), "w_scale": ("wScale", float)}
 
 
 def transpose_conv_bias_options(data: bytes) -> tuple[bool, int, int]:
@@ -50,13 +52,13 @@ def detection_post_process(o):
         raise Unsupported(f"custom options lack {', '.join(missing)}")
     if o.inp(2).const is None:
         raise Unsupported("the anchors must be a constant")
-    attrs = {DETECTION_KEYS[k]: opts[k] for k in DETECTION_KEYS}
-    per_det = int(opts["max_classes_per_detection"])
-    if not opts["use_regular_nms"] and per_det > int(opts["num_classes"]):
+    attrs = {attr: kind(opts[k]) for k, (attr, kind) in DETECTION_KEYS.items()}
+    per_det = attrs["maxClassesPerDetection"]
+    if not attrs["useRegularNms"] and per_det > attrs["numClasses"]:
         raise Unsupported("max_classes_per_detection above num_classes (TFLite leaves unused slots per box, "
                           "r1.1 packs them)")
     vals = o.emit_all("DetectionPostProcess", [o.inp(k) for k in range(3)], **attrs)
-    if not opts["use_regular_nms"] and per_det > 1 and len(vals) == 4:
+    if not attrs["useRegularNms"] and per_det > 1 and len(vals) == 4:
         # r1.1 counts the (box, class) slots it filled, TFLite the boxes: per_det slots each
         o.set(o.op("Div", [vals[3], o.scalar(float(per_det))], vals[3].shape, vals[3].dtype), 3)
 

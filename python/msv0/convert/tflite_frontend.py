@@ -4,7 +4,10 @@ TFLite tensors are NHWC already, so activations keep their shapes and conv weigh
 most one permutation: CONV_2D [Cout,kH,kW,Cin] is KHWC as stored, DEPTHWISE_CONV_2D
 [1,kH,kW,C·m] becomes [C·m,kH,kW,1] (multiplier > 1 as Conv2D with group = C, as r1.1 did),
 TRANSPOSE_CONV [Cout,kH,kW,Cin] becomes DeConv2D's [Cin,kH,kW,Cout]. SAME padding is written
-as explicit pads (TF splits floor/ceil like r1.1). fp16 weights behind DEQUANTIZE are folded.
+as explicit pads (TF splits floor/ceil like r1.1). fp16 weights behind DEQUANTIZE are folded,
+sparse constants made dense (tflite_sparse.py). Array and elementwise builtins are in
+tflite_array.py, well-known custom ops in tflite_custom.py, resource variables in
+tflite_state.py, WHILE/IF over subgraphs in tflite_control.py.
 Reading needs the optional `tflite` package (generated FlatBuffers accessors).
 """
 from __future__ import annotations
@@ -490,7 +493,7 @@ class _Converter:
 
     def subgraph(self, k: int) -> int:
         """The v0 subgraph of TFLite subgraph k (converted once; its problems join this graph's)."""
-        if not 0 < k < self.model.SubgraphsLength():
+        if not 0 <= k < self.model.SubgraphsLength():
             raise Unsupported(f"subgraph {k} does not exist")
         if k in self.open:
             raise Unsupported(f"subgraph {k} calls itself")
@@ -508,7 +511,8 @@ class _Converter:
         inputs = self._inputs(lambda n, shape, dtype: b.tensor(f"{name}/{n}", dtype, shape))
         first = len(b.graph.nodes)
         self.convert_ops(f"{name}/")
-        outputs = [self.e.index(self.value(i), f"{name}/{self.tensor_name(i)}") for i in map(int, self.g.OutputsAsNumpy())]
+        outputs = [self.e.index(self.value(i), f"{name}/{self.tensor_name(i)}")
+                   for i in map(int, self.g.OutputsAsNumpy())]
         nodes = [n for n in range(first, len(b.graph.nodes)) if n not in self.claimed]
         self.claimed.update(nodes)
         return b.subgraph(name, inputs, outputs, nodes)

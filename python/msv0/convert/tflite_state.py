@@ -108,10 +108,11 @@ def call_once(o):
         raw = g.Operators(j)
         code = conv.codes[raw.OpcodeIndex()]
         ins = [int(i) for i in raw.InputsAsNumpy()] if raw.InputsLength() else []
+        value = conv.constant_in(g, ins[1]) if code == "ASSIGN_VARIABLE" and len(ins) == 2 else None
         if code == "VAR_HANDLE":
             names[int(raw.OutputsAsNumpy()[0])] = _shared_name(raw, g)
-        elif code == "ASSIGN_VARIABLE" and len(ins) == 2 and ins[0] in names and conv.constant_in(g, ins[1]) is not None:
-            v.initial[names[ins[0]]] = conv.constant_in(g, ins[1])
+        elif value is not None and ins[0] in names:
+            v.initial[names[ins[0]]] = value
         else:
             raise Unsupported(f"init subgraph {k} computes with {code} (only constant assignments are converted)")
 
