@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-DENSE, SPARSE_CSR = 0, 1
+TFL_DENSE, TFL_SPARSE_CSR = 0, 1  # TFLite's DimensionType
 # SparseIndexVector union members -> the tflite class that holds their `values`
 INDEX_VECTORS = {1: "Int32Vector", 2: "Uint16Vector", 3: "Uint8Vector"}
 
@@ -38,12 +38,12 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sparsity) -> np.ndarray:
     coords = np.zeros((1, levels), np.int64)  # its coordinates in the blocked dims, by dim
     for i in range(levels):
         dm = sparsity.DimMetadata(i)
-        if dm.Format() == DENSE:
+        if dm.Format() == TFL_DENSE:
             size = int(dm.DenseSize())
             pos = (pos[:, None] * size + np.arange(size)).reshape(-1)
             coords = np.repeat(coords, size, axis=0)
             coords[:, order[i]] = np.tile(np.arange(size), len(coords) // size if size else 0)
-        elif dm.Format() == SPARSE_CSR:
+        elif dm.Format() == TFL_SPARSE_CSR:
             seg = _index_vector(dm.ArraySegmentsType(), dm.ArraySegments())
             idx = _index_vector(dm.ArrayIndicesType(), dm.ArrayIndices())
             if len(pos) and (pos.max() + 1 >= len(seg) or seg[-1] > len(idx) or np.any(np.diff(seg) < 0)):

@@ -14,7 +14,6 @@ import numpy as np
 from msv0.convert.emit import Unsupported, Val, handler_table
 
 STATE_HANDLERS, handles = handler_table()
-TFL_RESOURCE = 13  # TensorType.RESOURCE
 NEXT = "/next"  # suffix of the output that carries a variable's new value
 
 
