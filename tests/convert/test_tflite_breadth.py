@@ -152,6 +152,22 @@ def test_array_builtins():
     check(w, {"x": f32(2, 6, 5, 4)})
 
 
+@pytest.mark.parametrize("out_type", [np.int32, np.int64])
+def test_arg_extremes_clamps_and_select(out_type):
+    w = TFLiteWriter()
+    x = w.input("x", [2, 5, 7])
+    x2 = w.op("MUL", [x, w.const(np.full(1, 3, np.float32))], [2, 5, 7], "MulOptions")
+    ties = w.op("FLOOR", [x2], [2, 5, 7])  # equal values: the first index wins
+    w.output(w.op("ARG_MAX", [ties, w.const(np.array([1], np.int32))], [2, 7], "ArgMaxOptions", out_dtype=out_type,
+                  output_type=2 if out_type == np.int32 else 4))
+    w.output(w.op("ARG_MIN", [ties, w.const(np.array([-1], np.int32))], [2, 5], "ArgMinOptions", out_dtype=out_type,
+                  output_type=2 if out_type == np.int32 else 4))
+    a, b = w.op("RELU_N1_TO_1", [x2], [2, 5, 7]), w.op("RELU_0_TO_1", [x2], [2, 5, 7])
+    w.output(w.op("SELECT_V2", [w.op("LESS", [x, w.const(np.zeros(7, np.float32))], [2, 5, 7], out_dtype=np.bool_),
+                                a, b], [2, 5, 7]))
+    check(w, {"x": f32(2, 5, 7)})
+
+
 @pytest.mark.parametrize("adj_x,adj_y,const_b", [(False, False, False), (True, False, True), (False, True, True)])
 def test_batch_matmul(adj_x, adj_y, const_b):
     w = TFLiteWriter()

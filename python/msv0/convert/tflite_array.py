@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0 import dtypes
 from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.fb.ActivationType import ActivationType
 
 ARRAY_HANDLERS, handles = handler_table()
 # Ops without options whose v0 op takes the same inputs.
@@ -14,7 +16,10 @@ PLAIN = {"MAXIMUM": "Maximum", "MINIMUM": "Minimum", "SQUARED_DIFFERENCE": "Squa
          "LESS": "Less", "LESS_EQUAL": "LessEqual", "GREATER": "Greater", "GREATER_EQUAL": "GreaterEqual",
          "EQUAL": "Equal", "NOT_EQUAL": "NotEqual", "LOGICAL_AND": "LogicalAnd", "LOGICAL_OR": "LogicalOr",
          "LOGICAL_NOT": "LogicalNot", "ABS": "Abs", "NEG": "Neg", "SQUARE": "Square", "SQRT": "Sqrt",
-         "RSQRT": "Rsqrt", "EXP": "Exp", "LOG": "Log", "SIN": "Sin", "COS": "Cos", "FLOOR": "Floor", "CEIL": "Ceil"}
+         "RSQRT": "Rsqrt", "EXP": "Exp", "LOG": "Log", "SIN": "Sin", "COS": "Cos", "FLOOR": "Floor", "CEIL": "Ceil",
+         "SELECT": "Select", "SELECT_V2": "Select"}
+# Clamping activations -> Activation HARD_TANH bounds
+CLAMP = {"RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 
 
 def _axis(a: int, rank: int) -> int:
@@ -31,6 +36,23 @@ def _ints(o, k: int, what: str) -> list[int]:
 def plain(o):
     shape, dtype = o.out()
     o.set(o.op(PLAIN[o.code], [o.inp(k) for k in range(len(o.inputs))], shape, dtype))
+
+
+@handles(*CLAMP)
+def clamp(o):
+    x = o.inp(0)
+    lo, hi = CLAMP[o.code]
+    o.set(o.op("Activation", [x], x.shape, x.dtype, type=ActivationType.HARD_TANH, minVal=lo, maxVal=hi))
+
+
+@handles("ARG_MAX", "ARG_MIN")
+def arg_extreme(o):
+    """v0's ArgMax/ArgMin write the first extreme's index as float32; a Cast gives TFLite's int type."""
+    x, shape, dtype = o.inp(0), *o.out()
+    axis = _axis(_ints(o, 1, "axis")[0], len(x.shape))
+    op = "ArgMax" if o.code == "ARG_MAX" else "ArgMin"
+    idx = o.op(op, [x], shape, np.float32, axis=axis, topK=1, keepDims=False, outMaxValue=False)
+    o.set(o.op("Cast", [idx], shape, dtype, srcT=dtypes.type_id(np.float32), dstT=dtypes.type_id(dtype)))
 
 
 @handles("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
