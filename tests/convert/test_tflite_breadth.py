@@ -325,6 +325,17 @@ def test_overlapping_argmax_pooling_is_refused_with_its_reason():
     assert {op for _, op, _ in err.value.nodes} == {"MaxPoolingWithArgmax2D", "MaxUnpooling2D"}
 
 
+def test_unconvertible_customs_say_why():
+    w = TFLiteWriter()
+    x = w.input("x", [1, 4, 4, 2])
+    y = w.custom("TransformTensorBilinear", [x], [[1, 4, 4, 2]])[0]
+    w.output(w.custom("FlexErf", [y], [[1, 4, 4, 2]])[0])
+    with pytest.raises(msv0.UnsupportedOpError) as err:
+        convert(w.finish())
+    reasons = {op: why for _, op, why in err.value.nodes}
+    assert "attention-mesh" in reasons["TransformTensorBilinear"] and "Flex delegate" in reasons["FlexErf"]
+
+
 def _streaming_model(read_only_scale=True):
     """y = x + h; h <- 0.5·y + c, with h a resource variable the CALL_ONCE init sets to h0,
     and (read-only) a variable `scale` that multiplies x."""

@@ -121,3 +121,20 @@ def max_unpooling(o):
     zero = np.zeros(1, np.float32)
     picked = o.op("Select", [hit, values, Val(zero.shape, zero.dtype, const=zero)], wide, dtype)
     o.set(o.op("DepthToSpace", [picked], shape, dtype, blockSize=k))
+
+
+# Customs with no exact v0 form, and why.
+REFUSED = dict.fromkeys(("Landmarks2TransformMatrix", "TransformLandmarks", "TransformTensorBilinear"),
+                        "MediaPipe attention-mesh op (a landmark-driven affine crop): no v0 equivalent")
+
+
+@handles(*REFUSED)
+def refused(o):
+    raise Unsupported(REFUSED[o.code])
+
+
+def missing_reason(code: str) -> str:
+    """Why an operator without a handler is not converted."""
+    if code.startswith("Flex"):
+        return "a TensorFlow op embedded for the Flex delegate (TFLite itself has no kernel for it)"
+    return "no v0 equivalent"

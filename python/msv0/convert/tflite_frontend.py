@@ -17,7 +17,7 @@ import numpy as np
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
 from msv0.convert.tflite_array import ARRAY_HANDLERS
 from msv0.convert.tflite_control import CONTROL_HANDLERS
-from msv0.convert.tflite_custom import CUSTOM_HANDLERS, transpose_conv_bias_options
+from msv0.convert.tflite_custom import CUSTOM_HANDLERS, missing_reason, transpose_conv_bias_options
 from msv0.convert.tflite_sparse import densify
 from msv0.convert.tflite_state import STATE_HANDLERS, Variables
 from msv0.errors import Error, ModelError, UnsupportedOpError
@@ -465,7 +465,7 @@ class _Converter:
             try:
                 handler = HANDLERS.get(code)
                 if handler is None:
-                    raise Unsupported("no v0 equivalent")
+                    raise Unsupported(missing_reason(code))
                 odd = [self.bad_dtypes[t] for t in o.inputs + o.outputs if t in self.bad_dtypes]
                 if odd:
                     raise Unsupported(f"{odd[0]} tensors")
