@@ -12,35 +12,29 @@ from msv0.convert.emit import Unsupported, Val, handler_table
 CONTROL_HANDLERS, handles = handler_table()
 
 
-def _node(o, op: str, ins: list[int], outs, part: str = "", **attrs) -> list[int]:
-    return o.e.node(op, ins, outs, f"{o.name}/{op}{part}", **attrs)
-
-
-def _set_all(o, idx: list[int], outs) -> None:
-    for k, (i, (shape, dtype)) in enumerate(zip(idx, outs)):
-        o.set(Val(shape, dtype, index=i), k)
+def _node(o, op: str, ins: list[int], outs, part: str, /, **attrs) -> list[Val]:
+    idx = o.e.node(op, ins, outs, f"{o.name}/{op}{part}", **attrs)
+    return [Val(shape, dtype, index=i) for i, (shape, dtype) in zip(idx, outs)]
 
 
 @handles("WHILE")
 def while_(o):
     opt = o.options("WhileOptions")
     cond, body = o.conv.subgraph(opt.CondSubgraphIndex()), o.conv.subgraph(opt.BodySubgraphIndex())
-    outs = [o.out(k) for k in range(len(o.outputs))]
-    ins = [o.e.index(o.inp(k)) for k in range(len(o.inputs))]
-    _set_all(o, _node(o, "While", ins, outs, condSubgraphIndex=cond, bodySubgraphIndex=body), outs)
+    o.emit_all("While", [o.inp(k) for k in range(len(o.inputs))], condSubgraphIndex=cond, bodySubgraphIndex=body)
 
 
 @handles("IF")
 def if_(o):
-    opt = o.options("IfOptions")
-    then, other = o.conv.subgraph(opt.ThenSubgraphIndex()), o.conv.subgraph(opt.ElseSubgraphIndex())
     if len(o.inputs) < 2:
         raise Unsupported("IF without data inputs (v0's Switch needs one to route)")
+    opt = o.options("IfOptions")
+    then, other = o.conv.subgraph(opt.ThenSubgraphIndex()), o.conv.subgraph(opt.ElseSubgraphIndex())
     ins = [o.e.index(o.inp(k)) for k in range(len(o.inputs))]
     data = [o.conv.tensors[t] for t in o.inputs[1:]]
     outs = [o.out(k) for k in range(len(o.outputs))]
-    routed = _node(o, "Switch", ins, data + data)
+    routed = [v.index for v in _node(o, "Switch", ins, data + data, "")]
     n = len(data)
     taken = _node(o, "Partial", routed[:n], outs, "_then", subGraphIndex=then)
     not_taken = _node(o, "Partial", routed[n:], outs, "_else", subGraphIndex=other)
-    _set_all(o, _node(o, "Merge", taken + not_taken, outs), outs)
+    o.emit_all("Merge", taken + not_taken)
