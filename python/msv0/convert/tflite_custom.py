@@ -50,8 +50,6 @@ def detection_post_process(o):
     missing = sorted(set(DETECTION_KEYS) - set(opts))
     if missing:
         raise Unsupported(f"custom options lack {', '.join(missing)}")
-    if o.inp(2).const is None:
-        raise Unsupported("the anchors must be a constant")
     attrs = {attr: kind(opts[k]) for k, (attr, kind) in DETECTION_KEYS.items()}
     per_det = attrs["maxClassesPerDetection"]
     if not attrs["useRegularNms"] and per_det > attrs["numClasses"]:
