@@ -21,6 +21,7 @@ from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.fb.RoundMode import RoundMode
+from msv0.progress import progress
 
 # TFLite's own schema numbers (ActivationFunctionType, Padding), read from its options tables;
 # the tflite package is optional, so they are named here.
@@ -392,7 +393,7 @@ class _Converter:
                 continue
             shape, dtype = self.tensors[i]
             self.vals[i] = Val(shape, dtype, index=self.e.b.input(name, shape, dtype))
-        for k in range(g.OperatorsLength()):
+        for k in progress(range(g.OperatorsLength()), g.OperatorsLength(), "converting"):
             raw = g.Operators(k)
             code = self.codes[raw.OpcodeIndex()]
             o = Op(self, raw, f"{code}_{k}", code)
