@@ -118,6 +118,26 @@ def cmd_info(args) -> None:
         ("tensors with quant params", f"{len(quantized)} ({per_channel} per-channel)"),
         ("constant dtypes", ", ".join(f"{k} x{v}" for k, v in dtypes.most_common()) or "-"),
     ])
+    info_graph(args, m)
+
+
+def info_graph(args, model: msv0.Model) -> None:
+    """info --graph: the picture of the graph (SVG, or HTML with pan and zoom), coloured by
+    per-node time from a `bench --trace` file when --times gives one."""
+    if not args.graph:
+        if args.times:
+            raise CliError("--times needs --graph")
+        return
+    from msv0 import graph_picture, profile
+
+    suffix = Path(args.graph).suffix.lower()
+    if suffix not in (".svg", ".html"):
+        raise CliError(f"--graph writes .svg or .html, not {args.graph!r}")
+    seconds = profile.node_seconds(args.times, model) if args.times else None
+    info = msv0.Session(model).plan_info
+    draw = graph_picture.svg if suffix == ".svg" else graph_picture.html
+    Path(args.graph).write_text(draw(model, info, seconds))
+    print(f"\ngraph picture written to {args.graph}")
 
 
 def cmd_run(args) -> None:
@@ -328,6 +348,11 @@ def _threads(p: argparse.ArgumentParser, default: int | None = 1) -> None:
                    help="number of threads")
 
 
+def _graph_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--graph", metavar="OUT.svg|OUT.html", help="draw the graph (HTML: with pan and zoom)")
+    p.add_argument("--times", metavar="TRACE.json", help="colour the nodes by time from `msv0 bench --trace`")
+
+
 def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="print the time per op type")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of the profiled runs")
@@ -340,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="inputs, outputs, op histogram, parameters, quantization")
     p.add_argument("model")
+    _graph_args(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a model on feeds from .npy/.npz files or random data")

@@ -60,6 +60,17 @@ class CompiledPlan:
     arena_bytes: int
 
 
+@dataclass(frozen=True)
+class PlanInfo:
+    """What the plan for the model's declared input shapes runs: each step's nodes with the
+    index of the native Program step it runs in (None: from Python; as in StepTime.program),
+    and every tensor's planned shape and dtype. Nodes in no step were folded at plan time.
+    Empty for a model that runs as data flow."""
+
+    steps: list[tuple[tuple[int, ...], int | None]]
+    shapes: dict[int, tuple[Shape, np.dtype]]
+
+
 @dataclass
 class Prepared:
     """A shape signature's plan before any buffer exists: shared by every concurrent caller
@@ -135,9 +146,14 @@ class Session:
         self._prepared: dict[Signature, Prepared] = {}
         self._lock = threading.Lock()  # guards _prepared and _idle
         self._idle: list[Context] = [self._new_context()]
+        self.plan_info = PlanInfo([], {})
         if not self._dataflow:
             default = tuple(t.shape for t in self._input_tensors)
-            self._idle[0].plans[default] = self._bind(self._prepare(default))
+            prepared = self._prepare(default)
+            plan = self._idle[0].plans[default] = self._bind(prepared)
+            self.plan_info = PlanInfo(
+                [(nodes, k if step.program is not None else None) for k, step in enumerate(plan.steps) for nodes in step.nodes],
+                {k: (v.shape, v.dtype) for k, v in prepared.values.items()})
 
     def __reduce__(self):
         # Plans, arenas and thread pools stay behind: the receiver plans and packs once, anew.
