@@ -1,11 +1,13 @@
 """Beyond one process: Model and Session pickle (the model's bytes travel, the Session is
 rebuilt with its options), msv0.batch.BatchPredictor, and the README's recipes on a local Ray
 cluster (Ray Data map_batches, one Session per actor) and a Dask LocalCluster (map_partitions,
-the predictor scattered to each worker once). Ray and Dask tests skip when not installed:
+the predictor scattered to each worker once), run as README writes them. Those skip when not installed:
 pip install 'msv0[ray]' / 'msv0[dask]'."""
 from __future__ import annotations
 
 import pickle
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,8 @@ from msv0 import zoo
 from msv0.batch import BatchPredictor
 
 MODEL = zoo.mobilenet_tiny()
+README = Path(__file__).resolve().parents[1] / "README.md"
+SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
 
 
 def images(n: int, seed: int = 0) -> np.ndarray:
@@ -57,33 +61,32 @@ def test_batch_predictor_runs_each_sample():
         p({"image": x})
 
 
-def test_ray_data_map_batches():
+def run_recipe(engine: str, tmp_path, monkeypatch) -> None:
+    """Run README's `engine` batch-inference snippet as written, on 24 images of the model it
+    names, and check its predictions against one Session run image by image."""
+    code, = [c for c in SNIPPETS if "BatchPredictor" in c and re.search(rf"\b{engine}\.", c)]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.ms").write_bytes(MODEL)
+    x = images(24)
+    np.save(tmp_path / "images.npy", x)
+    scope: dict = {}
+    exec(compile(code, f"README.md {engine} recipe", "exec"), scope)
+    predictions = scope["predictions"]
+    if engine == "ray":
+        predictions = [r["logits"] for r in sorted(predictions, key=lambda r: r["id"])]
+    np.testing.assert_allclose(np.stack(predictions), serial(x), rtol=1e-5, atol=1e-5)
+
+
+def test_ray_recipe(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
-    x = images(24)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        ds = ray.data.from_items([{"input": a, "id": i} for i, a in enumerate(x)])
-        # Two actors, each one CPU and a one-thread Session: num_threads matches num_cpus.
-        out = ds.map_batches(BatchPredictor, fn_constructor_kwargs={"model": MODEL, "num_threads": 1},
-                             compute=ray.data.ActorPoolStrategy(size=2), num_cpus=1, batch_size=8,
-                             batch_format="numpy").take_all()
+        run_recipe("ray", tmp_path, monkeypatch)
     finally:
         ray.shutdown()
-    got = np.stack([r["logits"] for r in sorted(out, key=lambda r: r["id"])])
-    np.testing.assert_allclose(got, serial(x), rtol=1e-5, atol=1e-5)
 
 
-def predict_partition(items: list, predictor: BatchPredictor) -> list:
-    return list(predictor({"input": np.stack(items)})["logits"])
-
-
-def test_dask_map_partitions():
-    db = pytest.importorskip("dask.bag")
-    distributed = pytest.importorskip("distributed")
-    x = images(24)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        predictor = client.scatter(BatchPredictor(MODEL, num_threads=1), broadcast=True)  # unpickled once per worker
-        got = db.from_sequence(list(x), npartitions=4).map_partitions(predict_partition, predictor).compute()
-    np.testing.assert_allclose(np.stack(got), serial(x), rtol=1e-5, atol=1e-5)
+def test_dask_recipe(tmp_path, monkeypatch):
+    pytest.importorskip("dask.bag")
+    pytest.importorskip("distributed")
+    run_recipe("dask", tmp_path, monkeypatch)
