@@ -20,6 +20,7 @@ import msv0
 from msv0.fb.Format import Format
 from msv0.fb.QuantType import QuantType
 from msv0.progress import bar, progress
+from msv0.session import PlanInfo
 
 EXIT_ERROR = 2
 README_BEGIN, README_END = "<!-- ops:begin -->", "<!-- ops:end -->"
@@ -134,7 +135,11 @@ def info_graph(args, model: msv0.Model) -> None:
     if suffix not in (".svg", ".html"):
         raise CliError(f"--graph writes .svg or .html, not {args.graph!r}")
     seconds = profile.node_seconds(args.times, model) if args.times else None
-    info = msv0.Session(model).plan_info
+    try:
+        info = msv0.Session(model).plan_info
+    except msv0.Error as e:  # a model msv0 cannot plan is still drawn, as the file has it
+        print(f"msv0: the graph is drawn without a plan: {' '.join(str(e).split())}", file=sys.stderr)
+        info = PlanInfo([], {})
     draw = graph_picture.svg if suffix == ".svg" else graph_picture.html
     Path(args.graph).write_text(draw(model, info, seconds))
     print(f"\ngraph picture written to {args.graph}")
