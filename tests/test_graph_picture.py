@@ -1,5 +1,5 @@
 """msv0.graph_picture and `msv0 info --graph`: every node drawn with its op, shapes and dtypes;
-constants inside their consumers; fused blocks, Programs and plan-time folding marked; time as
+constants inside their consumers; fused blocks, Programs and stepless (folded) nodes marked; time as
 fill colour; the HTML page run in a real headless browser."""
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import pytest
 import msv0
 from msv0 import cli, graph_picture, profile, zoo
 from msv0.builder import Builder
+from test_profile import mixed_model
+
+MIXED = mixed_model()
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -59,12 +62,16 @@ def test_svg_has_every_node(name):
     assert len(programs) == len({p for _, p in s.plan_info.steps if p is not None})
 
 
-def test_folded_node_and_python_step_marked():
+def test_stepless_node_dashed_and_python_step_named():
     s = msv0.Session(folding_model())
     drawn = nodes_of(graph_picture.svg(s.model, s.plan_info))
     mul, add = (next(i for i in s.model.main_nodes if s.model.nodes[i].name == n) for n in ("mul", "add"))
-    assert "folded" in drawn[f"node-{mul}"].get("class")
-    assert "folded" not in drawn[f"node-{add}"].get("class")
+    assert "no-step" in drawn[f"node-{mul}"].get("class")
+    assert "no-step" not in drawn[f"node-{add}"].get("class")
+    s = msv0.Session(MIXED)
+    drawn = nodes_of(graph_picture.svg(s.model, s.plan_info))
+    how = {s.model.nodes[i].name: drawn[f"node-{i}"].find(SVG + "title").text.split("\n")[-1] for i in s.model.main_nodes}
+    assert how == {"fc1": "native Program (step 0)", "softmax": "runs from Python", "fc2": "native Program (step 2)"}
 
 
 def test_time_colours_the_slowest_node_red():

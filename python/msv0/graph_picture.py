@@ -5,7 +5,8 @@ graph inputs, ordered within a layer by the mean position of their producers.
 Each node shows its op, name, output shapes and dtypes (as planned for the declared input
 shapes) and its constant inputs, which get no box of their own. A fused block is framed and
 named; each native Program is a coloured stripe on its nodes and a frame around them; nodes
-folded at plan time are dashed. With per-node times (msv0.profile.node_seconds) the fill goes
+that run no step (folded at plan time, or views of their input's bytes such as Reshape) are
+dashed. With per-node times (msv0.profile.node_seconds) the fill goes
 from white to red with the node's share of the slowest node's time.
 """
 from __future__ import annotations
@@ -150,7 +151,7 @@ def svg(model: Model, info: PlanInfo, node_seconds: dict[int, float] | None = No
     legend_h = 3 * LINE_H
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height + legend_h:.0f}" '
            f'viewBox="0 {-legend_h} {width:.0f} {height + legend_h:.0f}" font-family="monospace" font-size="11">',
-           "<style>.node rect.body{stroke:#333}.io rect.body{fill:#eef;stroke:#88a}.folded rect.body{stroke-dasharray:4 3;"
+           "<style>.node rect.body{stroke:#333}.io rect.body{fill:#eef;stroke:#88a}.no-step rect.body{stroke-dasharray:4 3;"
            "fill:#f4f4f4}.edge{fill:none;stroke:#777;stroke-width:1}.fused{fill:none;stroke:#d62728;stroke-dasharray:6 3}"
            ".program{fill:none;stroke-width:1.5;stroke-opacity:.6}</style>",
            '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" markerHeight="6" '
@@ -183,7 +184,7 @@ def svg(model: Model, info: PlanInfo, node_seconds: dict[int, float] | None = No
         if b.id.startswith("node-"):
             i = int(b.id[5:])
             if info.steps and i not in planned:
-                css, note = "node folded", "\nfolded at plan time"
+                css, note = "node no-step", "\nno step: folded at plan time, or a view of its input's bytes"
             elif i in planned:
                 note = "\nruns from Python" if planned[i] is None else f"\nnative Program (step {planned[i]})"
             if node_seconds and i in node_seconds:
