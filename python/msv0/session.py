@@ -239,8 +239,8 @@ class Session:
             spans = [(0.0, time.perf_counter() - start)]
         else:
             spans = step.program.run_timed()
+        program = None if step.program is None else k
         for nodes, (a, b) in zip(step.nodes, spans):
-            program = None if step.program is None else k
             times.append(StepTime(nodes, step_op(self.model, nodes), start - t0 + a, b - a, program))
 
     def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
