@@ -29,6 +29,7 @@ from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.fb.RoundMode import RoundMode
+from msv0.progress import progress
 
 # TFLite's own schema numbers (ActivationFunctionType, Padding), read from its options tables;
 # the tflite package is optional, so they are named here.
@@ -458,7 +459,7 @@ class _Converter:
 
     def convert_ops(self, prefix: str) -> None:
         g = self.g
-        for k in range(g.OperatorsLength()):
+        for k in progress(range(g.OperatorsLength()), g.OperatorsLength(), "converting"):
             raw = g.Operators(k)
             code = self.codes[raw.OpcodeIndex()]
             o = Op(self, raw, f"{prefix}{code}_{k}", code)
