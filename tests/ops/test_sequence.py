@@ -25,13 +25,16 @@ def lstm_ref(x, W, R, B, h0, c0):
 
 
 @pytest.mark.parametrize("bidi", [False, True])
-@pytest.mark.parametrize("seq,batch,inp,hid", [(1, 1, 1, 1), (5, 3, 7, 4), (4, 2, 3, 9)])
-def test_lstm(rng, bidi, seq, batch, inp, hid):
+@pytest.mark.parametrize("seq,batch,inp,hid", [(1, 1, 1, 1), (5, 3, 7, 4), (4, 2, 3, 9), (6, 2, 20, 37)])
+@pytest.mark.parametrize("const_states", [False, True])  # True: the native kernel, else NumPy steps
+def test_lstm(isa, rng, bidi, seq, batch, inp, hid, const_states):
     dirs = 2 if bidi else 1
     f = lambda *s: (rng.standard_normal(s) * 0.7).astype(np.float32)
     x, W, R, B = f(seq, batch, inp), f(dirs, 4 * hid, inp), f(dirs, 4 * hid, hid), f(dirs, 8 * hid)
     h0, c0 = f(dirs, batch, hid), f(dirs, batch, hid)
-    y, hn, cn = run_op("Lstm", [x, Const(W), Const(R), Const(B), h0, c0], outputs=3, bidirection=bidi)
+    states = [Const(h0), Const(c0)] if const_states else [h0, c0]
+    y, hn, cn = run_op("Lstm", [x, Const(W), Const(R), Const(B), *states], outputs=3, bidirection=bidi,
+                       num_threads=2)
     wy, wh, wc = lstm_ref(x, W, R, B, h0, c0)
     for got, want in ((y, wy), (hn, wh), (cn, wc)):
         np.testing.assert_allclose(got, want, atol=2e-4)

@@ -3,12 +3,15 @@
 Inputs x [seq, batch, in], W [dirs, 4H, in], R [dirs, 4H, H], B [dirs, 8H] (input and recurrent
 halves summed), h0 [dirs, batch, H], c0 [dirs, batch, H]. Outputs y [seq, dirs, batch, H],
 h_n and c_n (layout of h0/c0). Gates i, o, f use the fp32 Activation sigmoid, the cell
-candidate and the output squash the fp32 Activation (Padé) tanh.
+candidate and the output squash the fp32 Activation (Padé) tanh. With weights and initial
+states constant (as converters write them) the native kernel (csrc/kernels/lstm_f32.cc) runs it;
+otherwise the NumPy steps below.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from msv0 import _core
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
 
@@ -49,6 +52,11 @@ def lstm(node, ins):
             raise fail(node, f"{what} shape {got} must be {want}")
     if len(node.outputs) != 3:
         raise fail(node, f"Lstm has 3 outputs (y, h_n, c_n), the node has {len(node.outputs)}")
+    f32 = np.dtype(np.float32)
+    outputs = [((seq, dirs, batch, hid), f32), ((dirs, batch, hid), f32), ((dirs, batch, hid), f32)]
+    if all(v.const is not None for v in ins[1:]):  # weights and initial states in the file: native
+        consts = [np.ascontiguousarray(v.const, np.float32) for v in ins[1:]]
+        return Plan(outputs, kernel=_core.Lstm(*consts, seq, batch))
 
     def run(inputs, outputs):
         xs, W, R, B, H0, C0 = inputs
@@ -71,5 +79,4 @@ def lstm(node, ins):
             hn[d] = h
             cn[d] = c
 
-    f32 = np.dtype(np.float32)
-    return Plan([((seq, dirs, batch, hid), f32), ((dirs, batch, hid), f32), ((dirs, batch, hid), f32)], run)
+    return Plan(outputs, run)

@@ -1,0 +1,132 @@
+// r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights and initial
+// states: per direction, the input projection of every step is one SGEMM (x · W^T + B_in +
+// B_rec); each step then adds h · R^T (a GEMM of `batch` rows on the running thread: a step is
+// too small to split) and applies the gates in iofc order with the fp32 Activation sigmoid and
+// Padé tanh, as the NumPy op computes them.
+#include "kernels/gemm_f32.h"
+
+#include "kernels/kernel.h"
+
+#if MSV0_ONCE
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+namespace {
+
+// fp32 Activation SIGMOID: 1 above 16.619047, exp(x) below -9, else 1 / (1 + exp(-x)).
+inline float sigmoid(float x) {
+  if (x > 16.619047f) return 1.0f;
+  if (x < -9.0f) return std::exp(x);
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+// fp32 Activation TANH: the Padé form, ±1 beyond |x| > 5.
+inline float tanh_pade(float x) {
+  if (x > 5.0f) return 1.0f;
+  if (x < -5.0f) return -1.0f;
+  const float x2 = x * x, x4 = x2 * x2, x6 = x4 * x2;
+  const float num = x * (x6 + 378.0f * x4 + 17325.0f * x2 + 135135.0f);
+  const float den = 28.0f * x6 + 3150.0f * x4 + 62370.0f * x2 + 135135.0f;
+  return num / den;
+}
+
+class Lstm : public NativeOp {
+ public:
+  // w [dirs, 4H, in], r [dirs, 4H, H], b [dirs, 8H], h0 and c0 [dirs, batch, H]; x [seq, batch, in]
+  // is the one input; y [seq, dirs, batch, H], h_n and c_n [dirs, batch, H] the outputs.
+  Lstm(const py::array& w, const py::array& r, const py::array& b, const py::array& h0, const py::array& c0,
+       int64_t seq, int64_t batch)
+      : gemm_(&sgemm_config()), seq_(seq), batch_(batch) {
+    if (w.ndim() != 3 || w.shape(1) % 4 || w.shape(1) == 0) throw ArgError("w: expected [dirs, 4H, in]");
+    dirs_ = w.shape(0), hid_ = w.shape(1) / 4, in_ = w.shape(2);
+    if (dirs_ != 1 && dirs_ != 2) throw ArgError("w: 1 or 2 directions");
+    if (seq < 0 || batch < 0) throw ArgError("seq and batch must be >= 0");
+    expect_shape(r, {dirs_, 4 * hid_, hid_}, "r");
+    expect_shape(b, {dirs_, 8 * hid_}, "b");
+    expect_shape(h0, {dirs_, batch, hid_}, "h0");
+    expect_shape(c0, {dirs_, batch, hid_}, "c0");
+    const float* pw = in_ptr<float>(w, "w");
+    const float* pr = in_ptr<float>(r, "r");
+    const float* pb = in_ptr<float>(b, "b");
+    const float* ph = in_ptr<float>(h0, "h0");
+    const float* pc = in_ptr<float>(c0, "c0");
+    for (int64_t d = 0; d < dirs_; ++d) {
+      std::vector<float> bias(static_cast<size_t>(4 * hid_));
+      for (int64_t j = 0; j < 4 * hid_; ++j) bias[j] = pb[d * 8 * hid_ + j] + pb[d * 8 * hid_ + 4 * hid_ + j];
+      w_.push_back(pack_b(pw + d * 4 * hid_ * in_, in_, true, 4 * hid_, in_, bias.data()));
+      r_.push_back(pack_b(pr + d * 4 * hid_ * hid_, hid_, true, 4 * hid_, hid_, nullptr));
+    }
+    h0_.assign(ph, ph + dirs_ * batch * hid_);
+    c0_.assign(pc, pc + dirs_ * batch * hid_);
+    const std::vector<int64_t> state{dirs_, batch, hid_};
+    set_operands({{{seq, batch, in_}}}, {{{seq, dirs_, batch, hid_}}, {state}, {state}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    const auto* x = static_cast<const float*>(in[0]);
+    auto* y = static_cast<float*>(out[0]);
+    auto* hn = static_cast<float*>(out[1]);
+    auto* cn = static_cast<float*>(out[2]);
+    const int64_t g4 = 4 * hid_, rows = seq_ * batch_, state = batch_ * hid_;
+    // gx (seq·batch x 4H) and one step's h · R^T (batch x 4H); h and c live in hn and cn.
+    float* gx = thread_scratch(static_cast<size_t>(rows * g4 + batch_ * g4));
+    float* hr = gx + rows * g4;
+    const int64_t panels = (g4 + kGemmNr - 1) / kGemmNr;
+    for (int64_t d = 0; d < dirs_; ++d) {
+      float* h = hn + d * state;
+      float* c = cn + d * state;
+      std::copy(h0_.begin() + d * state, h0_.begin() + (d + 1) * state, h);
+      std::copy(c0_.begin() + d * state, c0_.begin() + (d + 1) * state, c);
+      if (rows == 0) continue;
+      sgemm_run(*gemm_, GemmArgs{x, in_, w_[d]->w.data(), w_[d]->bias_or_null(), gx, g4, rows, g4, in_, -INFINITY,
+                                 INFINITY});
+      for (int64_t s = 0; s < seq_; ++s) {
+        const int64_t t = d == 1 ? seq_ - 1 - s : s;
+        gemm_->fn(GemmArgs{h, hid_, r_[d]->w.data(), nullptr, hr, g4, batch_, g4, hid_, -INFINITY, INFINITY}, 0,
+                  batch_, 0, panels);
+        for (int64_t bi = 0; bi < batch_; ++bi) {
+          const float* a = gx + (t * batch_ + bi) * g4;
+          const float* b = hr + bi * g4;
+          float* hb = h + bi * hid_;
+          float* cb = c + bi * hid_;
+          float* yb = y + ((t * dirs_ + d) * batch_ + bi) * hid_;
+          for (int64_t j = 0; j < hid_; ++j) {
+            const float i = sigmoid(a[j] + b[j]), o = sigmoid(a[hid_ + j] + b[hid_ + j]);
+            const float f = sigmoid(a[2 * hid_ + j] + b[2 * hid_ + j]);
+            const float cand = tanh_pade(a[3 * hid_ + j] + b[3 * hid_ + j]);
+            cb[j] = f * cb[j] + i * cand;
+            yb[j] = hb[j] = o * tanh_pade(cb[j]);
+          }
+        }
+      }
+    }
+  }
+  const char* name() const override { return "lstm"; }
+
+ private:
+  const SgemmConfig* gemm_;  // the tier w_ and r_ were packed for
+  int64_t seq_, batch_, dirs_ = 1, hid_ = 0, in_ = 0;
+  std::vector<std::shared_ptr<const PackedB>> w_, r_;  // per direction; w_ carries B_in + B_rec
+  std::vector<float> h0_, c0_;
+};
+
+}  // namespace
+
+MSV0_BIND(m) {
+  py::class_<Lstm, NativeOp, std::shared_ptr<Lstm>>(
+      m, "Lstm",
+      "r1.1's fp32 Lstm (iofc gates, Activation sigmoid and Padé tanh) with constant w [dirs, 4H, in], r [dirs, 4H,\n"
+      "H], b [dirs, 8H], h0 and c0 [dirs, batch, H]: x [seq, batch, in] -> y [seq, dirs, batch, H], h_n, c_n.")
+      .def(py::init<const py::array&, const py::array&, const py::array&, const py::array&, const py::array&,
+                    int64_t, int64_t>(),
+           py::arg("w"), py::arg("r"), py::arg("b"), py::arg("h0"), py::arg("c0"), py::arg("seq"), py::arg("batch"));
+}
+
+}  // namespace msv0
+#endif
