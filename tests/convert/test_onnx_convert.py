@@ -92,8 +92,9 @@ def test_keep_nchw_input_inserts_transpose():
     check(m, {"x": f32(1, 3, 9, 8)}, atol=1e-4, keep_nchw=True)
 
 
-def test_dynamic_batch_is_fixed():
-    m = model([N("Relu", ["x"], ["y"])], [("x", ["N", 3, 2, 2])], [])
+@pytest.mark.parametrize("dim", ["N", -1])  # -1: how Paddle's exporter marks a dynamic dim
+def test_dynamic_batch_is_fixed(dim):
+    m = model([N("Relu", ["x"], ["y"])], [("x", [dim, 3, 2, 2])], [])
     with pytest.raises(msv0.ModelError, match="batch"):
         convert(m.SerializeToString())
     ms = msv0.load(convert(m.SerializeToString(), batch=4))

@@ -75,16 +75,17 @@ def _fix_inputs(model, batch):
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
-            if d.HasField("dim_value"):
+            if d.HasField("dim_value") and d.dim_value == 0:
                 raise UnsupportedOpError(f"ONNX input '{vi.name}' has an empty (size 0) dimension {k}",
                                          [(vi.name, "graph input", "empty tensor")])
+            # dynamic: a dim_param, no value at all, or -1 (what Paddle's exporter writes)
             if k == 0 and batch is not None:
                 d.Clear()
                 d.dim_value = int(batch)
             elif k == 0:
                 raise ModelError(f"ONNX input '{vi.name}' has a dynamic batch dimension: pass batch=N (--batch N)")
             else:
-                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param}'): "
+                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param or d.dim_value}'): "
                                  "only the batch dimension may be dynamic")
 
 
