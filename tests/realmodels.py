@@ -327,15 +327,19 @@ def litert_twin(data: bytes) -> bytes:
 
 
 class SourceRuntime:
-    """The model's own runtime: LiteRT (builtin kernels, no delegate) or ONNX Runtime (CPU)."""
+    """The model's own runtime: LiteRT or ONNX Runtime (CPU). LiteRT as the reference runs its
+    builtin kernels without the XNNPACK delegate; reference=False is LiteRT as applications get
+    it (default resolver, XNNPACK), for timing."""
 
-    def __init__(self, m: RealModel, data: bytes, threads: int = 1):
+    def __init__(self, m: RealModel, data: bytes, threads: int = 1, reference: bool = True):
         self.kind = m.kind
         if m.kind == "tflite":
             from ai_edge_litert import interpreter as litert
 
+            resolver = litert.OpResolverType
             self.it = litert.Interpreter(model_content=litert_twin(data), num_threads=threads,
-                                         experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+                                         experimental_op_resolver_type=resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+                                         if reference else resolver.AUTO)
             self.it.allocate_tensors()
             self.inputs = [d["name"] for d in self.it.get_input_details()]
             self.outputs = [d["name"] for d in self.it.get_output_details()]
