@@ -46,7 +46,8 @@ def prepare(m: rm.RealModel):
     try:
         ms = convert(data)
     except msv0.Error as e:
-        return f"does not convert: {str(e).splitlines()[0]}"
+        lines = str(e).splitlines()
+        return "does not convert: " + " ".join(x.strip() for x in lines[:3]) + (" ..." if len(lines) > 3 else "")
     return ms, data, feeds, rm.to_msv0_feeds(m, feeds)
 
 

@@ -3,7 +3,7 @@
 The ONNX graph is first made static: dynamic batch dims become `batch`, onnx shape inference
 gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
-chains become constants. Then Conv+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are
+chains become constants. Then Conv/ConvTranspose+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are
 fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit each remaining node.
 """
 from __future__ import annotations
@@ -211,7 +211,7 @@ def _consumers(graph: OGraph) -> dict[str, int]:
 
 
 def _fuse(graph: OGraph) -> None:
-    """Conv+BatchNormalization weight folding, then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    """Conv/ConvTranspose+BatchNormalization weight folding, then Relu/Clip(0,6) into Conv/Gemm/Add."""
     uses = _consumers(graph)
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
@@ -219,7 +219,7 @@ def _fuse(graph: OGraph) -> None:
         if n.op != "BatchNormalization" or len(n.outputs) > 1 and any(n.outputs[1:]):
             continue
         p = producer.get(n.inputs[0])
-        if (p is None or p.op != "Conv" or uses.get(p.outputs[0]) != 1 or id(p) in drop
+        if (p is None or p.op not in ("Conv", "ConvTranspose") or uses.get(p.outputs[0]) != 1 or id(p) in drop
                 or any(i not in graph.consts for i in n.inputs[1:5]) or p.inputs[1] not in graph.consts):
             continue
         if len(p.inputs) > 2 and p.inputs[2] and p.inputs[2] not in graph.consts:
@@ -227,8 +227,13 @@ def _fuse(graph: OGraph) -> None:
         scale, bias, mean, var = (graph.consts[i].astype(np.float64) for i in n.inputs[1:5])
         s = scale / np.sqrt(var + n.attrs.get("epsilon", 1e-5))
         w = graph.consts[p.inputs[1]]
-        b = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(w.shape[0])
-        w2 = (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        if p.op == "Conv":  # [Cout, Cin/g, k...]
+            w2 = (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        else:  # ConvTranspose: [Cin, Cout/g, k...], output channel = group * Cout/g + column
+            g = int(p.attrs.get("group", 1))
+            k = [1] * (w.ndim - 2)
+            w2 = (w.reshape(g, -1, *w.shape[1:]) * s.reshape(g, 1, -1, *k)).reshape(w.shape).astype(np.float32)
+        b = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(len(s))
         b2 = ((b - mean) * s + bias).astype(np.float32)
         wn, bn = p.name + "/bn_weight", p.name + "/bn_bias"
         graph.consts[wn], graph.consts[bn] = w2, b2
