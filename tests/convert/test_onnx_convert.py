@@ -43,6 +43,12 @@ CASES = {
                                 N("BatchNormalization", ["c", "g", "be", "m", "v"], ["n"]), N("Relu", ["n"], ["y"])],
                                [("x", [1, 4, 5, 3])], [("w", f32(4, 3, 2, 2)), ("b", f32(3)), ("g", f32(3)),
                                                         ("be", f32(3)), ("m", f32(3)), ("v", np.abs(f32(3)) + 0.5)]),
+    "conv_transpose_add_bn": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2]), N("Add", ["c", "b"], ["a"]),
+                               N("BatchNormalization", ["a", "g", "be", "m", "v"], ["y"])],
+                              [("x", [1, 4, 5, 3])], [("w", f32(4, 3, 2, 2)), ("b", f32(1, 3, 1, 1)), ("g", f32(3)),
+                                                       ("be", f32(3)), ("m", f32(3)), ("v", np.abs(f32(3)) + 0.5)]),
+    "conv_add_not_per_channel": ([N("Conv", ["x", "w"], ["c"]), N("Add", ["b", "c"], ["y"])],
+                                 [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 2, 2)), ("b", f32(1, 3, 4, 1))]),
     "depthwise_conv_transpose_bn": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2], group=4),
                                      N("BatchNormalization", ["c", "g", "be", "m", "v"], ["y"])],
                                     [("x", [1, 4, 5, 3])], [("w", f32(4, 1, 3, 3)), ("g", f32(4)), ("be", f32(4)),
@@ -138,9 +144,11 @@ def test_unsupported_ops_are_all_reported(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("name,op", [("conv_transpose_bn_relu", "DeConv2D"),
-                                     ("depthwise_conv_transpose_bn", "DeDepthwiseConv2D")])
-def test_batchnorm_folds_into_conv_transpose(name, op):
+@pytest.mark.parametrize("name,ops", [("conv_transpose_bn_relu", ["DeConv2D"]),
+                                      ("depthwise_conv_transpose_bn", ["DeDepthwiseConv2D"]),
+                                      ("conv_transpose_add_bn", ["DeConv2D"]),
+                                      ("conv_add_not_per_channel", ["Conv2D", "Add"])])
+def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
     nodes, inputs, inits = CASES[name]
     ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
-    assert [n.op for n in ms.nodes] == [op]  # BatchNormalization folded, Relu fused
+    assert [n.op for n in ms.nodes] == ops  # Add and BatchNormalization folded, Relu fused

@@ -211,8 +211,42 @@ def _consumers(graph: OGraph) -> dict[str, int]:
     return count
 
 
+def _fold_bias_adds(graph: OGraph) -> None:
+    """Conv/ConvTranspose followed by an Add of a per-channel constant (Paddle's exporter writes
+    the bias that way) -> the convolution with that bias, so a BatchNormalization after it folds."""
+    uses = _consumers(graph)
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    drop = set()
+    for n in graph.nodes:
+        if n.op != "Add" or len(n.inputs) != 2:
+            continue
+        for x, c in (n.inputs, n.inputs[::-1]):
+            p, bias = producer.get(x), graph.consts.get(c)
+            if (p is None or bias is None or p.op not in ("Conv", "ConvTranspose") or uses.get(x) != 1
+                    or id(p) in drop or p.inputs[1] not in graph.consts):
+                continue
+            old = p.inputs[2] if len(p.inputs) > 2 and p.inputs[2] else None
+            if old is not None and old not in graph.consts:
+                continue
+            w = graph.consts[p.inputs[1]]
+            cout = w.shape[0] if p.op == "Conv" else w.shape[1] * int(p.attrs.get("group", 1))
+            full = (1,) * (w.ndim - bias.ndim) + bias.shape  # aligned to the NC... output
+            if bias.ndim > w.ndim or full[1] not in (1, cout) or any(d != 1 for i, d in enumerate(full) if i != 1):
+                continue
+            b = graph.consts[old] if old is not None else np.zeros(cout, np.float32)
+            name = p.name + "/add_bias"
+            graph.consts[name] = (b + np.broadcast_to(bias.reshape(-1), (cout,))).astype(np.float32)
+            p.inputs = [p.inputs[0], p.inputs[1], name]
+            p.outputs = [n.outputs[0]]
+            drop.add(id(n))
+            break
+    graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+
+
 def _fuse(graph: OGraph) -> None:
-    """Conv/ConvTranspose+BatchNormalization weight folding, then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    """Conv/ConvTranspose+bias Add folding, Conv/ConvTranspose+BatchNormalization weight folding,
+    then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    _fold_bias_adds(graph)
     uses = _consumers(graph)
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
