@@ -14,9 +14,9 @@ msv0 / peer and the geomean of the ratios per thread count. At 1 thread every en
 calling thread, so the median thread-CPU time is printed too: on a shared machine it moves far
 less than wall time.
 
---profile adds, per model, where msv0's time goes: each planned step run alone (one native
-Program per native step, so the split between native steps and NumPy steps is visible), median
-per step, summed per op and per kind (native / NumPy).
+--profile adds, per model, where msv0's time goes at 1 thread: each planned step run alone (one
+native Program per native step, so the split between native steps and NumPy steps is visible),
+median thread-CPU time per step, summed per op and per kind (native / NumPy).
 """
 from __future__ import annotations
 
@@ -80,8 +80,8 @@ def compare(m: rm.RealModel, prepared, threads: int, rounds: int, block_s: float
 
 
 def profile(ms: bytes, ms_feeds: dict[str, np.ndarray], repeats: int = 20):
-    """[(label, op, kind, median seconds)] of every planned step of msv0's 1-thread plan, each
-    run alone (a native step in a Program of its own)."""
+    """[(label, op, kind, median CPU seconds)] of every planned step of msv0's 1-thread plan,
+    each run alone (a native step in a Program of its own)."""
     session = msv0.Session(msv0.load(ms), num_threads=1)
     session.run(ms_feeds)  # plans
     model = session.model
@@ -111,10 +111,10 @@ def profile(ms: bytes, ms_feeds: dict[str, np.ndarray], repeats: int = 20):
             else:
                 run, kind = (lambda r=plan.run, i=in_arrays, o=out_arrays: r(i, o)), "NumPy"
             t = []
-            for _ in range(repeats):
-                s = time.perf_counter()
+            for _ in range(repeats):  # one thread: the step's CPU time is its time
+                s = time.thread_time()
                 run()
-                t.append(time.perf_counter() - s)
+                t.append(time.thread_time() - s)
             op = label.rsplit("(", 1)[-1].rstrip(")") if not label.startswith("fused") else "fused block"
             rows.append((label, op, kind, statistics.median(t)))
     finally:
