@@ -221,33 +221,62 @@ def _onnx_feeds(sess, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndar
     return out
 
 
+def _onnxruntime_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndarray]):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise CliError("--compare-onnx needs onnxruntime: pip install onnxruntime") from None
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    ort_feeds = _onnx_feeds(sess, ms_inputs, feeds)
+    return lambda: sess.run(None, ort_feeds)
+
+
+def _litert_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndarray]):
+    """LiteRT as an application gets it (default op resolver, XNNPACK delegate included)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        raise CliError("--compare-tflite needs ai-edge-litert: pip install ai-edge-litert") from None
+    it = Interpreter(model_path=path, num_threads=threads)
+    it.allocate_tensors()
+    details = it.get_input_details()
+    if len(details) != len(ms_inputs):
+        raise CliError(f"the TFLite model has {len(details)} inputs, the .ms model {len(ms_inputs)}")
+    for d, mi in zip(details, ms_inputs):  # by position: the converter keeps their order and layout
+        if tuple(d["shape"]) != tuple(feeds[mi.name].shape):
+            raise CliError(f"TFLite input '{d['name']}' has shape {d['shape'].tolist()}, "
+                           f"the .ms input '{mi.name}' {list(feeds[mi.name].shape)}")
+
+    def run():
+        for d, mi in zip(details, ms_inputs):
+            it.set_tensor(d["index"], feeds[mi.name])
+        it.invoke()
+    return run
+
+
+PEERS = {"compare_onnx": ("onnxruntime", _onnxruntime_runner), "compare_tflite": ("litert", _litert_runner)}
+
+
 def cmd_bench(args) -> None:
     m = msv0.load(args.model)
     feeds = collect_feeds(m, args.input, args.inputs, True, args.seed)
     session = msv0.Session(m, num_threads=args.threads)
+    peers = [(label, make(getattr(args, opt), args.threads, m.inputs, feeds))
+             for opt, (label, make) in PEERS.items() if getattr(args, opt)]
     results = [("msv0", _timings(lambda: session.run(feeds), args.warmup, args.runs, "msv0"))]
-    if args.compare_onnx:
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            raise CliError("--compare-onnx needs onnxruntime: pip install onnxruntime") from None
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = args.threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        sess = ort.InferenceSession(args.compare_onnx, opts, providers=["CPUExecutionProvider"])
-        ort_feeds = _onnx_feeds(sess, m.inputs, feeds)
-        results.append(("onnxruntime", _timings(lambda: sess.run(None, ort_feeds), args.warmup, args.runs,
-                                                "onnxruntime")))
+    results += [(label, _timings(run, args.warmup, args.runs, label)) for label, run in peers]
     print(f"{args.model}: {args.threads} thread(s), {args.warmup} warm-up, {args.runs} runs, ISA {msv0.isa()}")
     rows = []
     for name, t in results:
         p50, p90, p99 = np.percentile(t, [50, 90, 99])
         rows.append((name, _fmt_ms(p50), _fmt_ms(p90), _fmt_ms(p99), _fmt_ms(t.mean())))
     table(["engine", "p50 ms", "p90 ms", "p99 ms", "mean ms"], rows)
-    if len(results) == 2:
-        ratio = np.median(results[0][1]) / np.median(results[1][1])
-        print(f"\nmsv0 / onnxruntime (p50): {ratio:.3f}x")
+    for name, t in results[1:]:
+        print(f"\nmsv0 / {name} (p50): {np.median(results[0][1]) / np.median(t):.3f}x")
     bench_profile(args, m, session, feeds)
 
 
@@ -387,13 +416,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=20, help="timed runs")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("bench", help="latency percentiles, optionally next to ONNX Runtime")
+    p = sub.add_parser("bench", help="latency percentiles, optionally next to ONNX Runtime or LiteRT")
     p.add_argument("model")
     _threads(p, default=None)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--compare-onnx", metavar="MODEL.onnx", help="also time this ONNX model with onnxruntime")
     _profile_args(p)
+    p.add_argument("--compare-tflite", metavar="MODEL.tflite", help="also time this TFLite model with LiteRT")
     _feed_args(p)
     p.set_defaults(func=cmd_bench)
 

@@ -39,6 +39,20 @@ CASES = {
                      [("w", f32(6, 2, 3, 3))]),
     "conv_transpose": ([N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
                           output_padding=[1, 1])], [("x", [1, 3, 5, 4])], [("w", f32(3, 2, 3, 3)), ("b", f32(2))]),
+    "conv_transpose_bn_relu": ([N("ConvTranspose", ["x", "w", "b"], ["c"], strides=[2, 2]),
+                                N("BatchNormalization", ["c", "g", "be", "m", "v"], ["n"]), N("Relu", ["n"], ["y"])],
+                               [("x", [1, 4, 5, 3])], [("w", f32(4, 3, 2, 2)), ("b", f32(3)), ("g", f32(3)),
+                                                        ("be", f32(3)), ("m", f32(3)), ("v", np.abs(f32(3)) + 0.5)]),
+    "conv_transpose_add_bn": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2]), N("Add", ["c", "b"], ["a"]),
+                               N("BatchNormalization", ["a", "g", "be", "m", "v"], ["y"])],
+                              [("x", [1, 4, 5, 3])], [("w", f32(4, 3, 2, 2)), ("b", f32(1, 3, 1, 1)), ("g", f32(3)),
+                                                       ("be", f32(3)), ("m", f32(3)), ("v", np.abs(f32(3)) + 0.5)]),
+    "conv_add_not_per_channel": ([N("Conv", ["x", "w"], ["c"]), N("Add", ["b", "c"], ["y"])],
+                                 [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 2, 2)), ("b", f32(1, 3, 4, 1))]),
+    "depthwise_conv_transpose_bn": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2], group=4),
+                                     N("BatchNormalization", ["c", "g", "be", "m", "v"], ["y"])],
+                                    [("x", [1, 4, 5, 3])], [("w", f32(4, 1, 3, 3)), ("g", f32(4)), ("be", f32(4)),
+                                                             ("m", f32(4)), ("v", np.abs(f32(4)) + 0.5)]),
     "pools": ([N("MaxPool", ["x"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
                N("AveragePool", ["a"], ["b"], kernel_shape=[2, 2], ceil_mode=1, strides=[2, 2]),
                N("GlobalAveragePool", ["b"], ["y"])], [("x", [2, 5, 11, 11])], []),
@@ -92,8 +106,9 @@ def test_keep_nchw_input_inserts_transpose():
     check(m, {"x": f32(1, 3, 9, 8)}, atol=1e-4, keep_nchw=True)
 
 
-def test_dynamic_batch_is_fixed():
-    m = model([N("Relu", ["x"], ["y"])], [("x", ["N", 3, 2, 2])], [])
+@pytest.mark.parametrize("dim", ["N", -1])  # -1: how Paddle's exporter marks a dynamic dim
+def test_dynamic_batch_is_fixed(dim):
+    m = model([N("Relu", ["x"], ["y"])], [("x", [dim, 3, 2, 2])], [])
     with pytest.raises(msv0.ModelError, match="batch"):
         convert(m.SerializeToString())
     ms = msv0.load(convert(m.SerializeToString(), batch=4))
@@ -127,3 +142,13 @@ def test_unsupported_ops_are_all_reported(tmp_path):
     assert {"Einsum", "Resize", "Celu"} <= ops
     assert "half_pixel" in str(err.value)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name,ops", [("conv_transpose_bn_relu", ["DeConv2D"]),
+                                      ("depthwise_conv_transpose_bn", ["DeDepthwiseConv2D"]),
+                                      ("conv_transpose_add_bn", ["DeConv2D"]),
+                                      ("conv_add_not_per_channel", ["Conv2D", "Add"])])
+def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
+    nodes, inputs, inits = CASES[name]
+    ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
+    assert [n.op for n in ms.nodes] == ops  # Add and BatchNormalization folded, Relu fused

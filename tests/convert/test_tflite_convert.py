@@ -183,3 +183,21 @@ def test_not_tflite_is_a_model_error(tmp_path):
     p.write_bytes(b"\0" * 16)
     with pytest.raises(msv0.ModelError):
         convert(p)
+
+
+def test_cli_bench_against_litert(tmp_path, capsys):
+    from msv0 import cli
+
+    w, _ = _conv(SAME, 2, RELU6)
+    (tmp_path / "c.tflite").write_bytes(w.finish())
+    convert(tmp_path / "c.tflite", tmp_path / "c.ms")
+    assert cli.main(["bench", str(tmp_path / "c.ms"), "--threads", "1", "--warmup", "1", "--runs", "2",
+                     "--compare-tflite", str(tmp_path / "c.tflite")]) == 0
+    assert "msv0 / litert" in capsys.readouterr().out
+    # a .tflite whose input differs from the .ms model's is refused by name, not run
+    w = TFLiteWriter()
+    w.output(w.op("RELU", [w.input("x", [1, 4, 4, 3])], [1, 4, 4, 3]))
+    (tmp_path / "other.tflite").write_bytes(w.finish())
+    assert cli.main(["bench", str(tmp_path / "c.ms"), "--threads", "1", "--compare-tflite",
+                     str(tmp_path / "other.tflite")]) == 2
+    assert "TFLite input 'x' has shape [1, 4, 4, 3]" in capsys.readouterr().err

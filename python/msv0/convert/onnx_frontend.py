@@ -3,8 +3,9 @@
 The ONNX graph is first made static: dynamic batch dims become `batch`, onnx shape inference
 gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
-chains become constants. Then Conv+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are
-fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit each remaining node.
+chains become constants. Then Conv/ConvTranspose+BatchNormalization and
+Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit
+each remaining node.
 """
 from __future__ import annotations
 
@@ -75,16 +76,17 @@ def _fix_inputs(model, batch):
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
-            if d.HasField("dim_value"):
+            if d.HasField("dim_value") and d.dim_value == 0:
                 raise UnsupportedOpError(f"ONNX input '{vi.name}' has an empty (size 0) dimension {k}",
                                          [(vi.name, "graph input", "empty tensor")])
+            # dynamic: a dim_param, no value at all, or -1 (what Paddle's exporter writes)
             if k == 0 and batch is not None:
                 d.Clear()
                 d.dim_value = int(batch)
             elif k == 0:
                 raise ModelError(f"ONNX input '{vi.name}' has a dynamic batch dimension: pass batch=N (--batch N)")
             else:
-                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param}'): "
+                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param or d.dim_value}'): "
                                  "only the batch dimension may be dynamic")
 
 
@@ -209,8 +211,42 @@ def _consumers(graph: OGraph) -> dict[str, int]:
     return count
 
 
+def _fold_bias_adds(graph: OGraph) -> None:
+    """Conv/ConvTranspose followed by an Add of a per-channel constant (Paddle's exporter writes
+    the bias that way) -> the convolution with that bias, so a BatchNormalization after it folds."""
+    uses = _consumers(graph)
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    drop = set()
+    for n in graph.nodes:
+        if n.op != "Add" or len(n.inputs) != 2:
+            continue
+        for x, c in (n.inputs, n.inputs[::-1]):
+            p, bias = producer.get(x), graph.consts.get(c)
+            if (p is None or bias is None or p.op not in ("Conv", "ConvTranspose") or uses.get(x) != 1
+                    or id(p) in drop or p.inputs[1] not in graph.consts):
+                continue
+            old = p.inputs[2] if len(p.inputs) > 2 and p.inputs[2] else None
+            if old is not None and old not in graph.consts:
+                continue
+            w = graph.consts[p.inputs[1]]
+            cout = w.shape[0] if p.op == "Conv" else w.shape[1] * int(p.attrs.get("group", 1))
+            full = (1,) * (w.ndim - bias.ndim) + bias.shape  # aligned to the NC... output
+            if bias.ndim > w.ndim or full[1] not in (1, cout) or any(d != 1 for i, d in enumerate(full) if i != 1):
+                continue
+            b = graph.consts[old] if old is not None else np.zeros(cout, np.float32)
+            name = p.name + "/add_bias"
+            graph.consts[name] = (b + np.broadcast_to(bias.reshape(-1), (cout,))).astype(np.float32)
+            p.inputs = [p.inputs[0], p.inputs[1], name]
+            p.outputs = [n.outputs[0]]
+            drop.add(id(n))
+            break
+    graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+
+
 def _fuse(graph: OGraph) -> None:
-    """Conv+BatchNormalization weight folding, then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    """Conv/ConvTranspose+bias Add folding, Conv/ConvTranspose+BatchNormalization weight folding,
+    then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    _fold_bias_adds(graph)
     uses = _consumers(graph)
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
@@ -218,7 +254,7 @@ def _fuse(graph: OGraph) -> None:
         if n.op != "BatchNormalization" or len(n.outputs) > 1 and any(n.outputs[1:]):
             continue
         p = producer.get(n.inputs[0])
-        if (p is None or p.op != "Conv" or uses.get(p.outputs[0]) != 1 or id(p) in drop
+        if (p is None or p.op not in ("Conv", "ConvTranspose") or uses.get(p.outputs[0]) != 1 or id(p) in drop
                 or any(i not in graph.consts for i in n.inputs[1:5]) or p.inputs[1] not in graph.consts):
             continue
         if len(p.inputs) > 2 and p.inputs[2] and p.inputs[2] not in graph.consts:
@@ -226,8 +262,13 @@ def _fuse(graph: OGraph) -> None:
         scale, bias, mean, var = (graph.consts[i].astype(np.float64) for i in n.inputs[1:5])
         s = scale / np.sqrt(var + n.attrs.get("epsilon", 1e-5))
         w = graph.consts[p.inputs[1]]
-        b = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(w.shape[0])
-        w2 = (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        if p.op == "Conv":  # [Cout, Cin/g, k...]
+            w2 = (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        else:  # ConvTranspose: [Cin, Cout/g, k...], output channel = group * Cout/g + column
+            g = int(p.attrs.get("group", 1))
+            k = [1] * (w.ndim - 2)
+            w2 = (w.reshape(g, -1, *w.shape[1:]) * s.reshape(g, 1, -1, *k)).reshape(w.shape).astype(np.float32)
+        b = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(len(s))
         b2 = ((b - mean) * s + bias).astype(np.float32)
         wn, bn = p.name + "/bn_weight", p.name + "/bn_bias"
         graph.consts[wn], graph.consts[bn] = w2, b2
