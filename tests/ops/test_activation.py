@@ -259,11 +259,23 @@ def _softmax_ref(x, axis):
 
 
 @pytest.mark.parametrize("shape,axis", [((2, 3, 5, 7), -1), ((2, 3, 5, 7), 3), ((2, 3, 5, 7), 1), ((4, 17), 0),
-                                        ((1, 1, 33), -1), ((9,), -1)])
-def test_softmax(shape, axis, rng):
+                                        ((1, 1, 33), -1), ((9,), -1), ((3, 5, 19), 1)])
+def test_softmax(isa, shape, axis, rng):
     x = (rng.standard_normal(shape) * 10).astype(F)
     (y,) = run_op("SoftMax", [x], axis=axis)
     np.testing.assert_allclose(y, _softmax_ref(x, axis), rtol=2e-6, atol=1e-12)
+
+
+def test_softmax_runs_in_the_program(rng):
+    b = Builder("softmax")
+    x = b.input("x", (2, 9, 37), np.float32)
+    s, y = b.tensor("s"), b.tensor("y")
+    b.node("SoftMax", [x], outputs=[s], axis=-1)
+    b.node("SoftMax", [s], outputs=[y], axis=1)
+    b.output(y)
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), [rng.standard_normal((2, 9, 37)).astype(F)], threads,
+                                            program_steps=2)
 
 
 def test_softmax_large_values_are_max_subtracted():

@@ -1,4 +1,4 @@
-"""Activation, LeakyReLU, PReLU, Elu and SoftMax, fp32 (format-v0.md §5;
+"""Activation, LeakyReLU, PReLU, Elu and SoftMax, fp32, as native kernel objects (format-v0.md §5;
 nnacl/fp32/activation_fp32.c, prelu_fp32.c, elu_fp32.c, softmax_fp32.c)."""
 from __future__ import annotations
 
@@ -104,13 +104,4 @@ def softmax(node, ins):
         axis = rank - 1
     if not 0 <= axis < rank:
         raise fail(node, f"axis {node.attrs.axis} is not supported for rank {rank}")
-
-    def run(inputs, outputs):
-        src, out = inputs[0], outputs[0]
-        if out.size == 0:
-            return
-        np.subtract(src, src.max(axis=axis, keepdims=True), out=out)
-        np.exp(out, out=out)
-        out /= out.sum(axis=axis, keepdims=True)
-
-    return Plan([(x.shape, F32)], run)
+    return Plan([(x.shape, F32)], kernel=_core.Softmax(x.shape, axis))
