@@ -40,7 +40,7 @@ ACTIVATION_KINDS = {
     ActivationType.TANH: 4, ActivationType.SWISH: 5, ActivationType.HSWISH: 6, ActivationType.HSIGMOID: 7,
     ActivationType.HARD_TANH: 8,
 }
-PRELU, ELU, EXP = 9, 10, 11
+PRELU_KIND, ELU_KIND, EXP_KIND = 9, 10, 11
 
 
 def native_unary(node, ins, kind: int, **params) -> Plan:
@@ -71,7 +71,7 @@ def leaky_relu_op(node, ins):
 
 @op("Elu")
 def elu(node, ins):
-    return native_unary(node, ins, ELU, alpha=node.attrs.alpha)
+    return native_unary(node, ins, ELU_KIND, alpha=node.attrs.alpha)
 
 
 @op("PReLU")
@@ -86,7 +86,7 @@ def prelu(node, ins):
     shared = bool(node.attrs.channelShared) or s.size == 1
     if s.size == 0 or (not shared and s.size != channels):
         raise fail(node, f"slope has {s.size} values, input has {channels} channels")
-    kernel = _core.Activation(PRELU, x.shape, slope_shape=s.shape, channel_shared=shared)
+    kernel = _core.Activation(PRELU_KIND, x.shape, slope_shape=s.shape, channel_shared=shared)
     return Plan([(x.shape, F32)], kernel=kernel)
 
 

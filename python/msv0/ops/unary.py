@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from msv0.ops.activation import EXP, native_unary
+from msv0.ops.activation import EXP_KIND, native_unary
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
 F32 = np.dtype(np.float32)
@@ -88,7 +88,7 @@ def exp(node, ins):
     else:
         out_scale = np.float32(math.pow(base, shift))
     # x·1 and y·1 are exact, so the kernel's exp(x·in_scale)·out_scale is r1.1's form for every scale.
-    return native_unary(node, ins, EXP, alpha=in_scale, beta=out_scale)
+    return native_unary(node, ins, EXP_KIND, alpha=in_scale, beta=out_scale)
 
 
 def _power_int(base, exponent: int, out):
