@@ -1,5 +1,6 @@
 // Element-wise float32 activations as r1.1 computes them (format-v0.md §5: Activation,
-// LeakyReLU, PReLU, Elu, Exp), one flat loop over the output; PReLU's per-channel slope is a
+// LeakyReLU, PReLU, Elu, Exp) and the float32 unary ops Abs, Neg, Square, Sqrt, Rsqrt and
+// Reciprocal (IEEE, as in C), one flat loop over the output; PReLU's per-channel slope is a
 // row of the last dim's length, repeated. Sigmoid, Swish, Elu and Exp use vec_exp.h (within
 // ~1 ulp of e^x over the whole float range) where r1.1 calls libm.
 #include "kernels/kernel.h"
@@ -14,7 +15,8 @@ namespace msv0 {
 
 enum ActKind : int32_t {
   kActRelu = 0, kActRelu6, kActLeakyRelu, kActSigmoid, kActTanh, kActSwish, kActHswish, kActHsigmoid,
-  kActHardTanh, kActPrelu, kActElu, kActExp, kActKindCount
+  kActHardTanh, kActPrelu, kActElu, kActExp, kActAbs, kActNeg, kActSquare, kActSqrt, kActRsqrt, kActReciprocal,
+  kActKindCount
 };
 
 struct ActArgs {
@@ -77,7 +79,13 @@ VecF act(VecF x, VecF s, const Consts& c) {
   if constexpr (Kind == kActHardTanh) return select_lt(x, c.lo, c.lo, min(c.hi, x));
   if constexpr (Kind == kActPrelu) return select_le(zero, x, x, x * s);
   if constexpr (Kind == kActElu) return select_lt(x, zero, c.alpha * expm1_neg(x), x);
-  return exp_f(x * c.alpha) * c.beta;  // kActExp
+  if constexpr (Kind == kActExp) return exp_f(x * c.alpha) * c.beta;
+  if constexpr (Kind == kActAbs) return from_bits(bits(x) & VecI32::splat(0x7FFFFFFF));
+  if constexpr (Kind == kActNeg) return x * VecF::splat(-1.f);  // flips the sign of ±0 too
+  if constexpr (Kind == kActSquare) return x * x;
+  if constexpr (Kind == kActSqrt) return sqrt(x);
+  if constexpr (Kind == kActRsqrt) return VecF::splat(1.f) / sqrt(x);
+  return VecF::splat(1.f) / x;  // kActReciprocal
 }
 
 template <int Kind>
@@ -109,7 +117,8 @@ using RangeFn = void (*)(const ActArgs&, int64_t, int64_t);
 constexpr RangeFn kRanges[kActKindCount] = {
     run_range<kActRelu>, run_range<kActRelu6>, run_range<kActLeakyRelu>, run_range<kActSigmoid>,
     run_range<kActTanh>, run_range<kActSwish>, run_range<kActHswish>, run_range<kActHsigmoid>,
-    run_range<kActHardTanh>, run_range<kActPrelu>, run_range<kActElu>, run_range<kActExp>};
+    run_range<kActHardTanh>, run_range<kActPrelu>, run_range<kActElu>, run_range<kActExp>, run_range<kActAbs>,
+    run_range<kActNeg>, run_range<kActSquare>, run_range<kActSqrt>, run_range<kActRsqrt>, run_range<kActReciprocal>};
 
 }  // namespace
 
@@ -179,10 +188,10 @@ class Activation : public NativeOp {
 
 MSV0_BIND(m) {
   py::class_<Activation, NativeOp, std::shared_ptr<Activation>>(m, "Activation",
-      "y = f(x) on float32 arrays of exactly `shape`; kind 0..11 = relu, relu6, leaky_relu (alpha), "
+      "y = f(x) on float32 arrays of exactly `shape`; kind 0..17 = relu, relu6, leaky_relu (alpha), "
       "sigmoid, tanh (Padé), swish, hswish, hsigmoid, hard_tanh (lo, hi), prelu (a second input of "
       "slope_shape: one value per index of the last dim, or its first for all when channel_shared or "
-      "it has one), elu (alpha), exp (e^(x·alpha)·beta).")
+      "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal.")
       .def(py::init<int32_t, const std::vector<int64_t>&, float, float, float, float, const std::vector<int64_t>&,
                     bool>(),
            py::arg("kind"), py::arg("shape"), py::arg("alpha") = 0.f, py::arg("beta") = 1.f,

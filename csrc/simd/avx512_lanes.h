@@ -29,6 +29,7 @@ inline VecF operator/(VecF a, VecF b) { return {_mm512_div_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm512_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm512_min_ps(a.v, b.v)}; }
+inline VecF sqrt(VecF a) { return {_mm512_sqrt_ps(a.v)}; }
 inline float reduce_add(VecF a) { return _mm512_reduce_add_ps(a.v); }
 inline float reduce_max(VecF a) { return _mm512_reduce_max_ps(a.v); }
 // a < b (a <= b) ? x : y, false where unordered.

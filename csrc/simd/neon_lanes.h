@@ -37,6 +37,7 @@ inline VecF fmadd(VecF a, VecF b, VecF c) { return {vfmaq_f32(c.v, a.v, b.v)}; }
 // must agree with the scalar reference, where the second operand wins when unordered.
 inline VecF max(VecF a, VecF b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {vbslq_f32(vcltq_f32(a.v, b.v), a.v, b.v)}; }
+inline VecF sqrt(VecF a) { return {vsqrtq_f32(a.v)}; }
 inline float reduce_add(VecF a) { return vaddvq_f32(a.v); }
 inline float reduce_max(VecF a) { return vmaxvq_f32(a.v); }
 // a < b (a <= b) ? x : y, false where unordered.

@@ -32,6 +32,7 @@ inline VecF operator/(VecF a, VecF b) { return {_mm256_div_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm256_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm256_min_ps(a.v, b.v)}; }
+inline VecF sqrt(VecF a) { return {_mm256_sqrt_ps(a.v)}; }
 inline float reduce_add(VecF a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -25,6 +25,7 @@ inline VecF fmadd(VecF a, VecF b, VecF c) { return {a.v * b.v + c.v}; }
 // NaN-propagation of max/min follows x86 maxps: the second operand wins when unordered.
 inline VecF max(VecF a, VecF b) { return {a.v > b.v ? a.v : b.v}; }
 inline VecF min(VecF a, VecF b) { return {a.v < b.v ? a.v : b.v}; }
+inline VecF sqrt(VecF a) { return {__builtin_sqrtf(a.v)}; }  // correctly rounded, as on every tier
 inline float reduce_add(VecF a) { return a.v; }
 inline float reduce_max(VecF a) { return a.v; }
 // a < b (a <= b) ? x : y, false where unordered.

@@ -221,7 +221,7 @@ def test_activation_kernel_checks_its_arguments():
     with pytest.raises(ValueError, match="slope_shape"):
         msv0._core.Activation(9, (2, 5), slope_shape=(3,))
     with pytest.raises(ValueError, match="kind"):
-        msv0._core.Activation(12, (2, 5))
+        msv0._core.Activation(18, (2, 5))
     kernel = msv0._core.Activation(0, (2, 5))
     with pytest.raises(ValueError, match="expected shape"):
         kernel([np.zeros((5, 2), F)], [np.zeros((2, 5), F)])

@@ -1,6 +1,7 @@
 """Unary math ops, Exp and Power (format-v0.md §5; nnacl/fp32/arithmetic_self_fp32.c,
-exp_fp32.c, power_fp32.c). Float32 NumPy written into the preallocated output, except Exp: the
-native Activation kernel object (its vector exp within ~1 ulp of libm's expf)."""
+exp_fp32.c, power_fp32.c). NumPy written into the preallocated output, except float32 Exp, Abs,
+Neg, Square, Sqrt, Rsqrt and Reciprocal: kinds of the native Activation kernel object (its vector
+exp within ~1 ulp of libm's expf)."""
 from __future__ import annotations
 
 import math
@@ -50,6 +51,10 @@ UNARY = {
 }
 
 
+# float32 forms with a kind in the native Activation kernel object (csrc/kernels/activation_f32.cc).
+NATIVE_KINDS = {"Abs": 12, "Neg": 13, "Square": 14, "Sqrt": 15, "Rsqrt": 16, "Reciprocal": 17}
+
+
 def _unary(name: str, kernel, dtypes):
     @op(name)
     def build(node, ins):
@@ -57,6 +62,8 @@ def _unary(name: str, kernel, dtypes):
         x = ins[0]
         if x.dtype not in dtypes:
             raise fail(node, f"{name} does not support dtype {x.dtype}")
+        if x.dtype == F32 and name in NATIVE_KINDS:
+            return native_unary(node, ins, NATIVE_KINDS[name])
 
         def run(inputs, outputs):
             with np.errstate(all="ignore"):  # log(0), sqrt(−1), 1/0: IEEE results as in C
