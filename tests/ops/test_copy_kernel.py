@@ -9,7 +9,7 @@ import msv0
 from msv0.builder import Builder
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.ops import copy_moves
-from oprun import assert_program_matches_single_calls
+from oprun import assert_program_matches_single_calls, run_op
 
 F = np.float32
 GUARD = 37  # floats of NaN on each side of the output, checked untouched
@@ -79,3 +79,10 @@ def test_copies_run_inside_one_program(rng):
     feeds = [rng.standard_normal((1, 3, 6, 5)).astype(F)]
     for threads in (1, 2):
         assert_program_matches_single_calls(b.finish(), feeds, threads, program_steps=5)
+
+
+def test_rank_above_the_kernels_moves_through_numpy(rng):
+    x = rng.standard_normal((2, 1, 3, 1, 2, 1, 2, 1, 3)).astype(F)
+    perm = list(range(9))[::-1]
+    (y,) = run_op("Transpose", [x], perm=perm)
+    np.testing.assert_array_equal(y, x.transpose(perm))

@@ -11,6 +11,12 @@ from msv0 import _core
 from msv0.fb.PaddingMode import PaddingMode
 
 F32 = np.dtype(np.float32)
+MAX_RANK = 8  # dims of a move in the kernel
+
+
+def native(dtype, rank: int) -> bool:
+    """Whether a tensor of this dtype and rank moves through the Copy kernel (else NumPy)."""
+    return dtype == F32 and rank <= MAX_RANK
 
 
 def strides(shape: Sequence[int]) -> list[int]:

@@ -46,7 +46,7 @@ def pad(node, ins):
     for d, b, e in zip(x.shape, before, after):  # reflect needs pad < dim, symmetric pad <= dim
         if limit is not None and max(b, e) > d - limit:
             raise fail(node, f"paddings {pads} are too large for input {x.shape} in mode {mode}")
-    if x.dtype == np.float32:
+    if copy_moves.native(x.dtype, rank):
         kernel = copy_moves.pad(x.shape, before, after, mode, np.float32(a.constantValue))
         return Plan([(out_shape, x.dtype)], kernel=kernel)
     if mode == PaddingMode.CONSTANT:

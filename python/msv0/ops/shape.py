@@ -10,8 +10,6 @@ from msv0.fb.TypeId import TypeId
 from msv0.ops import copy_moves
 from msv0.registry import Plan, Value, const_input, expect_inputs, fail, normalize_axis, op, same_dtype
 
-F32 = np.dtype(np.float32)
-
 
 def int_values(node, v: Value, what: str, allowed=(np.int32, np.int64)) -> list[int]:
     """The flattened values of a constant integer input tensor."""
@@ -184,7 +182,7 @@ def concat(node, ins):
             raise fail(node, f"input shapes {[v.shape for v in ins]} differ off axis {axis}")
     out_shape = list(ins[0].shape)
     out_shape[axis] = sum(v.shape[axis] for v in ins)
-    if dt == F32:
+    if copy_moves.native(dt, rank):
         return Plan([(tuple(out_shape), dt)], kernel=copy_moves.concat([v.shape for v in ins], axis, out_shape))
 
     def run(inputs, outputs):
@@ -226,8 +224,8 @@ def split(node, ins):
 
 
 def _slice_plan(x: Value, index: tuple, out_shape) -> Plan:
-    if x.dtype == F32:
-        rank = len(x.shape)
+    rank = len(x.shape)
+    if copy_moves.native(x.dtype, rank):
         kernel = copy_moves.gather(x.shape, out_shape, out_shape, range(rank), [s.start for s in index], [1] * rank)
         return Plan([(tuple(out_shape), x.dtype)], kernel=kernel)
 
@@ -368,7 +366,7 @@ def strided_slice(node, ins):
         starts.append(begin[i])
         steps.append(s)
     out_shape = [c for i, c in enumerate(full_shape) if not (i < m and shrink[i])]
-    if x.dtype == F32:
+    if copy_moves.native(x.dtype, len(in_shape)):
         kernel = copy_moves.gather(x.shape, out_shape, full_shape, range(len(in_shape)), starts, steps, view=in_shape)
         return Plan([(tuple(out_shape), x.dtype)], kernel=kernel)
     grid = np.ix_(*index) if index else ()
@@ -385,7 +383,7 @@ def _transpose_plan(node, x: Value, perm) -> Plan:
     if sorted(perm) != list(range(len(x.shape))):
         raise fail(node, f"perm {perm} is not a permutation of the input's {len(x.shape)} dims")
     out_shape = tuple(x.shape[p] for p in perm)
-    if x.dtype == F32:
+    if copy_moves.native(x.dtype, len(perm)):
         kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(perm), [1] * len(perm))
         return Plan([(out_shape, x.dtype)], kernel=kernel)
 
