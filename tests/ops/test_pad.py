@@ -27,7 +27,7 @@ def loop_pad(x, pads, mode, value):
 @pytest.mark.parametrize("mode", [0, 1, 2])
 @pytest.mark.parametrize("shape,pads", [((1, 3, 4, 3), [0, 0, 1, 2, 2, 1, 0, 0]), ((5,), [2, 4]),
                                         ((2, 3), [1, 0, 0, 2]), ((1, 4, 4, 7), [1, 1, 3, 0, 0, 3, 2, 1])])
-def test_pad_modes(isa, rng, mode, shape, pads):
+def test_pad_modes(rng, mode, shape, pads):
     x = rng.standard_normal(shape).astype(np.float32)
     if mode == 1 and any(max(pads[2 * i], pads[2 * i + 1]) >= d for i, d in enumerate(shape)):
         pytest.skip("too large for REFLECT")

@@ -118,7 +118,7 @@ def test_expand_dims(rng, dim, expect):
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
-def test_concat(isa, rng, axis):
+def test_concat(rng, axis):
     shapes = [(2, 3, 4)] * 3
     xs = []
     for k, s in enumerate(shapes):
@@ -161,7 +161,7 @@ def test_split_bad(rng, n, sizes):
     ([2, 0], [1, 1], [-1, 1], np.s_[1:2, :, 1:]),
     ([-1], [6], [-1], np.s_[:, :, 6:]),
 ])
-def test_slice(isa, rng, axes, begin, size, index):
+def test_slice(rng, axes, begin, size, index):
     x = arr((3, 4, 7), rng)
     (y,) = run_op("Slice", [x], axes=axes, begin=begin, size=size)
     np.testing.assert_array_equal(y, x[index])
@@ -237,7 +237,7 @@ SS_CASES = [
                                    (0, 0, 0, 0, 1), (0, 0, 0, 0, 2), (3, 0, 0, 0, 4), (0, 0, 1, 0, 0),
                                    (0, 0, 2, 0, 2), (0, 0, 6, 0, 0), (7, 7, 0, 0, 0), (0, 0, 0, 1, 0),
                                    (0, 0, 0, 2, 1), (1, 0, 0, 1, 2), (0, 2, 0, 4, 0)])
-def test_strided_slice_masks(isa, rng, case, masks):
+def test_strided_slice_masks(rng, case, masks):
     x = arr((3, 4, 5), rng)
     begin, end, stride = SS_CASES[case]
     bm, em, el, na, sm = masks
@@ -340,7 +340,7 @@ def test_strided_slice_tensor_forms(rng):
 
 
 @pytest.mark.parametrize("perm", [(1, 0, 2), (2, 0, 1), (0, 1, 2), (2, 1, 0)])
-def test_transpose(isa, rng, perm):
+def test_transpose(rng, perm):
     x = arr((2, 3, 5), rng)
     np.testing.assert_array_equal(run_op("Transpose", [x], perm=perm)[0], x.transpose(perm))
     np.testing.assert_array_equal(run_op("Transpose", [x, Const(np.array(perm, np.int32))])[0], x.transpose(perm))
