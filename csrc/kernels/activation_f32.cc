@@ -187,8 +187,15 @@ class Activation : public NativeOp {
 }  // namespace
 
 MSV0_BIND(m) {
+  // The kinds by name, in ActKind order: the op layer's only source of the numbers.
+  static const char* const kNames[kActKindCount] = {
+      "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hswish", "hsigmoid", "hard_tanh", "prelu",
+      "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal"};
+  py::dict kinds;
+  for (int32_t k = 0; k < kActKindCount; ++k) kinds[kNames[k]] = k;
+  m.attr("ACTIVATION_KINDS") = kinds;
   py::class_<Activation, NativeOp, std::shared_ptr<Activation>>(m, "Activation",
-      "y = f(x) on float32 arrays of exactly `shape`; kind 0..17 = relu, relu6, leaky_relu (alpha), "
+      "y = f(x) on float32 arrays of exactly `shape`; kind (ACTIVATION_KINDS) relu, relu6, leaky_relu (alpha), "
       "sigmoid, tanh (Padé), swish, hswish, hsigmoid, hard_tanh (lo, hi), prelu (a second input of "
       "slope_shape: one value per index of the last dim, or its first for all when channel_shared or "
       "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal.")

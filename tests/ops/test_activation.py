@@ -171,9 +171,12 @@ def _ulps(got, want):
     return err
 
 
-def _kernel(kind, x, **params):
+KINDS = msv0._core.ACTIVATION_KINDS
+
+
+def _kernel(kind: str, x, **params):
     y = np.empty_like(x)
-    msv0._core.Activation(kind, x.shape, **params)([x], [y])
+    msv0._core.Activation(KINDS[kind], x.shape, **params)([x], [y])
     return y
 
 
@@ -181,15 +184,15 @@ def test_exp_accuracy_whole_range(isa):
     """The vector exp against float64 exp, over the whole float range, ±inf, NaN and subnormal
     results: within 1.5 ulp (what libm's expf promises is 1)."""
     want = np.exp(ALL_FLOATS.astype(np.float64))
-    assert _ulps(_kernel(11, ALL_FLOATS, alpha=1.0), want).max() <= 1.5
+    assert _ulps(_kernel("exp", ALL_FLOATS, alpha=1.0), want).max() <= 1.5
 
 
 def test_sigmoid_and_elu_accuracy_whole_range(isa):
     x64 = ALL_FLOATS.astype(np.float64)
     with np.errstate(all="ignore"):
         sig = np.where(x64 > F(16.619047), 1.0, np.where(x64 < -9, np.exp(x64), 1 / (1 + np.exp(-x64))))
-    assert _ulps(_kernel(3, ALL_FLOATS), sig).max() <= 2
-    assert _ulps(_kernel(10, ALL_FLOATS, alpha=1.0), np.where(x64 < 0, np.expm1(x64), x64)).max() <= 2
+    assert _ulps(_kernel("sigmoid", ALL_FLOATS), sig).max() <= 2
+    assert _ulps(_kernel("elu", ALL_FLOATS, alpha=1.0), np.where(x64 < 0, np.expm1(x64), x64)).max() <= 2
 
 
 @pytest.mark.parametrize("act", sorted(REFERENCES), ids=lambda a: NAMES[a])
@@ -212,17 +215,17 @@ def test_prelu_kernel_canary(isa, shape, rng):
     size = x.size
     buf = np.full(size + 2 * GUARD, np.nan, F)
     y = buf[GUARD:GUARD + size].reshape(shape)
-    msv0._core.Activation(9, shape, slope_shape=slope.shape)([x, slope], [y])
+    msv0._core.Activation(KINDS["prelu"], shape, slope_shape=slope.shape)([x, slope], [y])
     assert np.isnan(buf[:GUARD]).all() and np.isnan(buf[GUARD + size:]).all(), "wrote outside y"
     np.testing.assert_array_equal(y, np.where(x >= 0, x, x * slope))
 
 
 def test_activation_kernel_checks_its_arguments():
     with pytest.raises(ValueError, match="slope_shape"):
-        msv0._core.Activation(9, (2, 5), slope_shape=(3,))
+        msv0._core.Activation(KINDS["prelu"], (2, 5), slope_shape=(3,))
     with pytest.raises(ValueError, match="kind"):
-        msv0._core.Activation(18, (2, 5))
-    kernel = msv0._core.Activation(0, (2, 5))
+        msv0._core.Activation(len(KINDS), (2, 5))
+    kernel = msv0._core.Activation(KINDS["relu"], (2, 5))
     with pytest.raises(ValueError, match="expected shape"):
         kernel([np.zeros((5, 2), F)], [np.zeros((2, 5), F)])
 

@@ -33,14 +33,11 @@ def tanh_pade(x, out):
     out[x < np.float32(-5)] = -ONE
 
 
-# ActivationType -> kind of the native kernel (csrc/kernels/activation_f32.cc); other types fail
-# at plan time, as r1.1's fp32 kernel lacks them.
-ACTIVATION_KINDS = {
-    ActivationType.RELU: 0, ActivationType.RELU6: 1, ActivationType.LEAKY_RELU: 2, ActivationType.SIGMOID: 3,
-    ActivationType.TANH: 4, ActivationType.SWISH: 5, ActivationType.HSWISH: 6, ActivationType.HSIGMOID: 7,
-    ActivationType.HARD_TANH: 8,
-}
-PRELU_KIND, ELU_KIND, EXP_KIND = 9, 10, 11
+KINDS = _core.ACTIVATION_KINDS  # the native Activation kernel's kinds by name
+# ActivationType -> kind; other types fail at plan time, as r1.1's fp32 kernel lacks them.
+ACTIVATION_KINDS = {getattr(ActivationType, name.upper()): kind for name, kind in KINDS.items()
+                    if name in ("relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hswish", "hsigmoid",
+                                "hard_tanh")}
 
 
 def native_unary(node, ins, kind: int, **params) -> Plan:
@@ -71,7 +68,7 @@ def leaky_relu_op(node, ins):
 
 @op("Elu")
 def elu(node, ins):
-    return native_unary(node, ins, ELU_KIND, alpha=node.attrs.alpha)
+    return native_unary(node, ins, KINDS["elu"], alpha=node.attrs.alpha)
 
 
 @op("PReLU")
@@ -86,7 +83,7 @@ def prelu(node, ins):
     shared = bool(node.attrs.channelShared) or s.size == 1
     if s.size == 0 or (not shared and s.size != channels):
         raise fail(node, f"slope has {s.size} values, input has {channels} channels")
-    kernel = _core.Activation(PRELU_KIND, x.shape, slope_shape=s.shape, channel_shared=shared)
+    kernel = _core.Activation(KINDS["prelu"], x.shape, slope_shape=s.shape, channel_shared=shared)
     return Plan([(x.shape, F32)], kernel=kernel)
 
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from msv0.ops.activation import EXP_KIND, native_unary
+from msv0.ops.activation import KINDS, native_unary
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
 F32 = np.dtype(np.float32)
@@ -51,8 +51,8 @@ UNARY = {
 }
 
 
-# float32 forms with a kind in the native Activation kernel object (csrc/kernels/activation_f32.cc).
-NATIVE_KINDS = {"Abs": 12, "Neg": 13, "Square": 14, "Sqrt": 15, "Rsqrt": 16, "Reciprocal": 17}
+# Ops whose float32 form is a kind of the native Activation kernel object (csrc/kernels/activation_f32.cc).
+NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal")
 
 
 def _unary(name: str, kernel, dtypes):
@@ -62,8 +62,8 @@ def _unary(name: str, kernel, dtypes):
         x = ins[0]
         if x.dtype not in dtypes:
             raise fail(node, f"{name} does not support dtype {x.dtype}")
-        if x.dtype == F32 and name in NATIVE_KINDS:
-            return native_unary(node, ins, NATIVE_KINDS[name])
+        if x.dtype == F32 and name in NATIVE:
+            return native_unary(node, ins, KINDS[name.lower()])
 
         def run(inputs, outputs):
             with np.errstate(all="ignore"):  # log(0), sqrt(−1), 1/0: IEEE results as in C
@@ -95,7 +95,7 @@ def exp(node, ins):
     else:
         out_scale = np.float32(math.pow(base, shift))
     # x·1 and y·1 are exact, so the kernel's exp(x·in_scale)·out_scale is r1.1's form for every scale.
-    return native_unary(node, ins, EXP_KIND, alpha=in_scale, beta=out_scale)
+    return native_unary(node, ins, KINDS["exp"], alpha=in_scale, beta=out_scale)
 
 
 def _power_int(base, exponent: int, out):
