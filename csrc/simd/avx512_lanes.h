@@ -29,8 +29,16 @@ inline VecF operator/(VecF a, VecF b) { return {_mm512_div_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm512_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm512_min_ps(a.v, b.v)}; }
+inline VecF sqrt(VecF a) { return {_mm512_sqrt_ps(a.v)}; }
 inline float reduce_add(VecF a) { return _mm512_reduce_add_ps(a.v); }
 inline float reduce_max(VecF a) { return _mm512_reduce_max_ps(a.v); }
+// a < b (a <= b) ? x : y, false where unordered.
+inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) {
+  return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), y.v, x.v)};
+}
+inline VecF select_le(VecF a, VecF b, VecF x, VecF y) {
+  return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LE_OQ), y.v, x.v)};
+}
 
 // 64 bytes: int8 values, or uint8 as dot4's first operand on the VNNI tier.
 struct VecI8 {
@@ -128,6 +136,11 @@ inline VecF to_f32(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {_mm512_cvttps_epi32(a.v)}; }
+// The bits of a float lane as int32, and back.
+inline VecI32 bits(VecF a) { return {_mm512_castps_si512(a.v)}; }
+inline VecF from_bits(VecI32 a) { return {_mm512_castsi512_ps(a.v)}; }
+// Left shift, n in [0, 31] (wraps).
+inline VecI32 shift_left(VecI32 a, int n) { return {_mm512_slli_epi32(a.v, static_cast<unsigned>(n))}; }
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

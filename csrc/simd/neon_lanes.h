@@ -37,8 +37,12 @@ inline VecF fmadd(VecF a, VecF b, VecF c) { return {vfmaq_f32(c.v, a.v, b.v)}; }
 // must agree with the scalar reference, where the second operand wins when unordered.
 inline VecF max(VecF a, VecF b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {vbslq_f32(vcltq_f32(a.v, b.v), a.v, b.v)}; }
+inline VecF sqrt(VecF a) { return {vsqrtq_f32(a.v)}; }
 inline float reduce_add(VecF a) { return vaddvq_f32(a.v); }
 inline float reduce_max(VecF a) { return vmaxvq_f32(a.v); }
+// a < b (a <= b) ? x : y, false where unordered.
+inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) { return {vbslq_f32(vcltq_f32(a.v, b.v), x.v, y.v)}; }
+inline VecF select_le(VecF a, VecF b, VecF x, VecF y) { return {vbslq_f32(vcleq_f32(a.v, b.v), x.v, y.v)}; }
 
 struct VecI8 {
   static constexpr int kBytes = 16;
@@ -130,6 +134,11 @@ inline VecF to_f32(VecI32 a) { return {vcvtq_f32_s32(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {vcvtq_s32_f32(a.v)}; }
+// The bits of a float lane as int32, and back.
+inline VecI32 bits(VecF a) { return {vreinterpretq_s32_f32(a.v)}; }
+inline VecF from_bits(VecI32 a) { return {vreinterpretq_f32_s32(a.v)}; }
+// Left shift, n in [0, 31] (wraps).
+inline VecI32 shift_left(VecI32 a, int n) { return {vshlq_s32(a.v, vdupq_n_s32(n))}; }
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

@@ -32,6 +32,7 @@ inline VecF operator/(VecF a, VecF b) { return {_mm256_div_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm256_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm256_min_ps(a.v, b.v)}; }
+inline VecF sqrt(VecF a) { return {_mm256_sqrt_ps(a.v)}; }
 inline float reduce_add(VecF a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -41,6 +42,13 @@ inline float reduce_max(VecF a) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+// a < b (a <= b) ? x : y, false where unordered.
+inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) {
+  return {_mm256_blendv_ps(y.v, x.v, _mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ))};
+}
+inline VecF select_le(VecF a, VecF b, VecF x, VecF y) {
+  return {_mm256_blendv_ps(y.v, x.v, _mm256_cmp_ps(a.v, b.v, _CMP_LE_OQ))};
 }
 
 struct VecI8 {
@@ -150,6 +158,11 @@ inline VecF to_f32(VecI32 a) { return {_mm256_cvtepi32_ps(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {_mm256_cvttps_epi32(a.v)}; }
+// The bits of a float lane as int32, and back.
+inline VecI32 bits(VecF a) { return {_mm256_castps_si256(a.v)}; }
+inline VecF from_bits(VecI32 a) { return {_mm256_castsi256_ps(a.v)}; }
+// Left shift, n in [0, 31] (wraps).
+inline VecI32 shift_left(VecI32 a, int n) { return {_mm256_slli_epi32(a.v, n)}; }
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

@@ -25,8 +25,12 @@ inline VecF fmadd(VecF a, VecF b, VecF c) { return {a.v * b.v + c.v}; }
 // NaN-propagation of max/min follows x86 maxps: the second operand wins when unordered.
 inline VecF max(VecF a, VecF b) { return {a.v > b.v ? a.v : b.v}; }
 inline VecF min(VecF a, VecF b) { return {a.v < b.v ? a.v : b.v}; }
+inline VecF sqrt(VecF a) { return {__builtin_sqrtf(a.v)}; }  // correctly rounded, as on every tier
 inline float reduce_add(VecF a) { return a.v; }
 inline float reduce_max(VecF a) { return a.v; }
+// a < b (a <= b) ? x : y, false where unordered.
+inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) { return a.v < b.v ? x : y; }
+inline VecF select_le(VecF a, VecF b, VecF x, VecF y) { return a.v <= b.v ? x : y; }
 
 struct VecI8 {
   static constexpr int kBytes = 4;
@@ -102,6 +106,19 @@ inline VecF to_f32(VecI32 a) { return {static_cast<float>(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {static_cast<int32_t>(a.v)}; }
+// The bits of a float lane as int32, and back.
+inline VecI32 bits(VecF a) {
+  VecI32 r;
+  __builtin_memcpy(&r.v, &a.v, 4);
+  return r;
+}
+inline VecF from_bits(VecI32 a) {
+  VecF r;
+  __builtin_memcpy(&r.v, &a.v, 4);
+  return r;
+}
+// Left shift, n in [0, 31] (wraps).
+inline VecI32 shift_left(VecI32 a, int n) { return {wrap(uint32_t(a.v) << n)}; }
 
 }  // namespace MSV0_ISA
 }  // namespace msv0

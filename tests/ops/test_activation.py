@@ -6,7 +6,10 @@ import pytest
 
 import msv0
 from msv0.fb.ActivationType import ActivationType
-from oprun import Const, run_op
+from msv0.builder import Builder
+from msv0.fb.Format import Format
+from msv0.fb.PadMode import PadMode
+from oprun import Const, assert_program_matches_single_calls, run_op
 
 F = np.float32
 SHAPES = [(7,), (2, 3, 5, 9), (1, 4, 4, 16), (3, 17)]
@@ -61,7 +64,7 @@ EXACT = {ActivationType.RELU, ActivationType.RELU6, ActivationType.LEAKY_RELU, A
 
 @pytest.mark.parametrize("act", sorted(REFERENCES), ids=lambda a: NAMES[a])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_activation(act, shape, rng):
+def test_activation(isa, act, shape, rng):
     x = (rng.standard_normal(shape) * 6).astype(F)
     (y,) = run_op("Activation", [x], type=act, **PARAMS)
     ref = _per_element(lambda v: REFERENCES[act](v, PARAMS), x)
@@ -110,21 +113,22 @@ def test_activation_rejects_int():
         run_op("Activation", [np.ones(3, np.int32)], out_dtypes=[np.int32], type=1)
 
 
-def test_leaky_relu_op(rng):
+def test_leaky_relu_op(isa, rng):
     x = (rng.standard_normal((2, 5, 3, 7)) * 3).astype(F)
     (y,) = run_op("LeakyReLU", [x], negativeSlope=0.3)
     np.testing.assert_array_equal(y, _per_element(lambda v: v if v > 0 else F(v * F(0.3)), x))
 
 
-def test_elu(rng):
+def test_elu(isa, rng):
     x = (rng.standard_normal((3, 4, 9)) * 3).astype(F)
+    x[0, 0, :4] = [-1e-30, -1e-8, -0.0, -200]  # expm1's relative accuracy near 0; −1 far below
     (y,) = run_op("Elu", [x], alpha=1.7)
     ref = _per_element(lambda v: F(F(1.7) * F(math.expm1(v))) if v < 0 else v, x)
     np.testing.assert_allclose(y, ref, rtol=3e-7, atol=0)
 
 
 @pytest.mark.parametrize("channels", [1, 3, 8, 17])
-def test_prelu_per_channel(channels, rng):
+def test_prelu_per_channel(isa, channels, rng):
     x = rng.standard_normal((2, 3, 5, channels)).astype(F)
     slope = rng.standard_normal(channels).astype(F)
     (y,) = run_op("PReLU", [x, Const(slope)])
@@ -138,9 +142,117 @@ def test_prelu_channel_shared_uses_first_slope(rng):
     np.testing.assert_array_equal(y, np.where(x >= 0, x, x * F(0.25)))
 
 
+def test_prelu_computed_slope(rng):
+    """The slope is the kernel's second input, read at run time (here the graph's second input)."""
+    x = rng.standard_normal((2, 3, 19)).astype(F)
+    slope = rng.standard_normal(19).astype(F)
+    (y,) = run_op("PReLU", [x, slope])
+    np.testing.assert_array_equal(y, np.where(x >= 0, x, x * slope))
+
+
 def test_prelu_slope_count_mismatch_fails():
     with pytest.raises(msv0.ModelError, match="slope"):
         run_op("PReLU", [np.ones((2, 5), F), Const(np.ones(3, F))])
+
+
+# Every finite float32 at a stride of 2^12 in bit pattern (all exponents, subnormals included),
+# both signs, and the specials.
+_BITS = np.arange(0, 0x7F800000, 4093, dtype=np.uint32)
+ALL_FLOATS = np.concatenate([_BITS.view(F), -_BITS.view(F), np.array([np.inf, -np.inf, np.nan, 0, -0.0], F)])
+
+
+def _ulps(got, want):
+    """|got − want| in units of the float32 spacing at want (want in float64); 0 where both are
+    NaN or got is want rounded to an infinity."""
+    with np.errstate(all="ignore"):
+        w32 = want.astype(F)
+        err = np.abs(got.astype(np.float64) - want) / np.spacing(np.maximum(np.abs(w32), F(2.0**-149)))
+        err[(got == want) | (np.isinf(w32) & (got == w32)) | (np.isnan(got) & np.isnan(want))] = 0
+    return err
+
+
+KINDS = msv0._core.ACTIVATION_KINDS
+
+
+def _kernel(kind: str, x, **params):
+    y = np.empty_like(x)
+    msv0._core.Activation(KINDS[kind], x.shape, **params)([x], [y])
+    return y
+
+
+def test_exp_accuracy_whole_range(isa):
+    """The vector exp against float64 exp, over the whole float range, ±inf, NaN and subnormal
+    results: within 1.5 ulp (what libm's expf promises is 1)."""
+    want = np.exp(ALL_FLOATS.astype(np.float64))
+    assert _ulps(_kernel("exp", ALL_FLOATS, alpha=1.0), want).max() <= 1.5
+
+
+def test_sigmoid_and_elu_accuracy_whole_range(isa):
+    x64 = ALL_FLOATS.astype(np.float64)
+    with np.errstate(all="ignore"):
+        sig = np.where(x64 > F(16.619047), 1.0, np.where(x64 < -9, np.exp(x64), 1 / (1 + np.exp(-x64))))
+    assert _ulps(_kernel("sigmoid", ALL_FLOATS), sig).max() <= 2
+    assert _ulps(_kernel("elu", ALL_FLOATS, alpha=1.0), np.where(x64 < 0, np.expm1(x64), x64)).max() <= 2
+
+
+@pytest.mark.parametrize("act", sorted(REFERENCES), ids=lambda a: NAMES[a])
+def test_activation_specials(isa, act):
+    """NaN, ±inf, ±0 and subnormals through each formula (NaN stays NaN, as in r1.1's C)."""
+    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-40, 3e38, -3e38] * 3, F)
+    (y,) = run_op("Activation", [x], type=act, **PARAMS)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(y, _per_element(lambda v: REFERENCES[act](v, PARAMS), x))
+
+
+GUARD = 37  # floats of NaN on each side of the output, checked untouched
+
+
+@pytest.mark.parametrize("shape", [(1,), (5, 3), (2, 17), (3, 33)])
+def test_prelu_kernel_canary(isa, shape, rng):
+    """Every output element written, nothing outside y, across rows of channels and SIMD tails."""
+    x = rng.standard_normal(shape).astype(F)
+    slope = rng.standard_normal(shape[-1:]).astype(F)
+    size = x.size
+    buf = np.full(size + 2 * GUARD, np.nan, F)
+    y = buf[GUARD:GUARD + size].reshape(shape)
+    msv0._core.Activation(KINDS["prelu"], shape, slope_shape=slope.shape)([x, slope], [y])
+    assert np.isnan(buf[:GUARD]).all() and np.isnan(buf[GUARD + size:]).all(), "wrote outside y"
+    np.testing.assert_array_equal(y, np.where(x >= 0, x, x * slope))
+
+
+def test_activation_kernel_checks_its_arguments():
+    with pytest.raises(ValueError, match="slope_shape"):
+        msv0._core.Activation(KINDS["prelu"], (2, 5), slope_shape=(3,))
+    with pytest.raises(ValueError, match="kind"):
+        msv0._core.Activation(len(KINDS), (2, 5))
+    kernel = msv0._core.Activation(KINDS["relu"], (2, 5))
+    with pytest.raises(ValueError, match="expected shape"):
+        kernel([np.zeros((5, 2), F)], [np.zeros((2, 5), F)])
+
+
+def test_activations_run_inside_one_program(rng):
+    """conv → PReLU → conv → HSWISH → Elu → Exp: one native Program, equal to calling each
+    kernel object alone."""
+    b = Builder("prelu_net")
+    x = b.input("x", (1, 9, 11, 5), np.float32)
+    w1 = b.const("w1", rng.standard_normal((7, 3, 3, 5)).astype(F) * 0.3, format=Format.KHWC)
+    h = b.tensor("h")
+    b.node("Conv2D", [x, w1], outputs=[h], kernelH=3, kernelW=3, strideH=1, strideW=1, dilateH=1, dilateW=1,
+           channelIn=5, channelOut=7, group=1, padMode=PadMode.SAME_UPPER)
+    p = b.tensor("p")
+    b.node("PReLU", [h, b.const("slope", rng.standard_normal(7).astype(F))], outputs=[p])
+    w2 = b.const("w2", rng.standard_normal((6, 1, 1, 7)).astype(F) * 0.3, format=Format.KHWC)
+    c = b.tensor("c")
+    b.node("Conv2D", [p, w2], outputs=[c], kernelH=1, kernelW=1, strideH=1, strideW=1, dilateH=1, dilateW=1,
+           channelIn=7, channelOut=6, group=1)
+    hs, e, y = b.tensor("hs"), b.tensor("e"), b.tensor("y")
+    b.node("Activation", [c], outputs=[hs], type=ActivationType.HSWISH)
+    b.node("Elu", [hs], outputs=[e], alpha=0.5)
+    b.node("Exp", [e], outputs=[y], base=-1.0, scale=1.0, shift=0.0)
+    b.output(y)
+    feeds = [rng.standard_normal((1, 9, 11, 5)).astype(F)]
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), feeds, threads, program_steps=6)
 
 
 def _softmax_ref(x, axis):
@@ -150,11 +262,23 @@ def _softmax_ref(x, axis):
 
 
 @pytest.mark.parametrize("shape,axis", [((2, 3, 5, 7), -1), ((2, 3, 5, 7), 3), ((2, 3, 5, 7), 1), ((4, 17), 0),
-                                        ((1, 1, 33), -1), ((9,), -1)])
-def test_softmax(shape, axis, rng):
+                                        ((1, 1, 33), -1), ((9,), -1), ((3, 5, 19), 1)])
+def test_softmax(isa, shape, axis, rng):
     x = (rng.standard_normal(shape) * 10).astype(F)
     (y,) = run_op("SoftMax", [x], axis=axis)
     np.testing.assert_allclose(y, _softmax_ref(x, axis), rtol=2e-6, atol=1e-12)
+
+
+def test_softmax_runs_in_the_program(rng):
+    b = Builder("softmax")
+    x = b.input("x", (2, 9, 37), np.float32)
+    s, y = b.tensor("s"), b.tensor("y")
+    b.node("SoftMax", [x], outputs=[s], axis=-1)
+    b.node("SoftMax", [s], outputs=[y], axis=1)
+    b.output(y)
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), [rng.standard_normal((2, 9, 37)).astype(F)], threads,
+                                            program_steps=2)
 
 
 def test_softmax_large_values_are_max_subtracted():

@@ -4,7 +4,8 @@ import pytest
 
 import msv0
 from msv0 import ModelError, _core
-from oprun import Const, run_op
+from msv0.builder import Builder
+from oprun import Const, assert_program_matches_single_calls, run_op
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.PadMode import PadMode
 
@@ -203,7 +204,7 @@ DEDW_CASES = [
 
 
 @pytest.mark.parametrize("case", DEDW_CASES, ids=str)
-@pytest.mark.parametrize("c", [1, 7, 16])
+@pytest.mark.parametrize("c", [1, 7, 16, 19])
 def test_dedepthwise(isa, rng, case, c):
     mode, pads, k, s, d, h, w, (pt, pl, oh, ow) = case
     x = rng.standard_normal((2, h, w, c), dtype=np.float32)
@@ -214,6 +215,22 @@ def test_dedepthwise(isa, rng, case, c):
     assert got.shape == (2, oh, ow, c)
     want = dedw_ref(x, wt, bias, s, s, d, d, pt, pl, oh, ow, lo=0, hi=6)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_dedepthwise_runs_in_the_program(rng):
+    """Bilinear-×2-style DeDepthwiseConv2D between two native steps: one Program, equal to its
+    kernel objects called alone, at 1 and 2 threads."""
+    b = Builder("dedw")
+    x = b.input("x", (1, 6, 7, 19), np.float32)
+    up, y = b.tensor("up"), b.tensor("y")
+    wt = rng.standard_normal((19, 4, 4, 1), dtype=np.float32)
+    b.node("DeDepthwiseConv2D", [x, b.const("w", wt, format=7)], outputs=[up],
+           **dw_attrs(4, 2, 1, (1, 1, 1, 1), PadMode.NOTSET))
+    b.node("Activation", [up], outputs=[y], type=ActivationType.RELU6)
+    b.output(y)
+    feeds = [rng.standard_normal((1, 6, 7, 19), dtype=np.float32)]
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), feeds, threads, program_steps=2)
 
 
 def test_dedepthwise_same_lower_fails(rng):

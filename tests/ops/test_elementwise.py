@@ -212,7 +212,7 @@ def test_logical_not(rng):
     np.testing.assert_array_equal(y, ~a)
 
 
-NATIVE_SHAPES = [  # (a, b): full/full, row on either side, one value, SIMD tails of every width
+NATIVE_SHAPES = [  # (a, b): full/full, row or per-row value on either side, one value, SIMD tails of every width
     ((1, 7, 5, 33), (1, 7, 5, 33)),
     ((2, 3, 17), (17,)),
     ((1, 1, 1, 9), (4, 5, 3, 9)),
@@ -220,6 +220,8 @@ NATIVE_SHAPES = [  # (a, b): full/full, row on either side, one value, SIMD tail
     ((1,), (3, 15)),
     ((2, 6, 16), (6, 16)),
     ((5, 1), (5, 1)),
+    ((2, 5, 3, 1), (2, 5, 3, 19)),  # one value per pixel
+    ((4, 1, 1), (1, 1, 17)),  # per-row values against a row
 ]
 
 

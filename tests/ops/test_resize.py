@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import msv0
-from oprun import Const, run_op
+from msv0.builder import Builder
+from oprun import Const, assert_program_matches_single_calls, run_op
 
 
 def loop_resize(x, oh, ow, method, align):
@@ -37,14 +38,36 @@ def loop_resize(x, oh, ow, method, align):
 @pytest.mark.parametrize("method", [0, 1])
 @pytest.mark.parametrize("align", [False, True])
 @pytest.mark.parametrize("shape,oh,ow", [((1, 4, 5, 3), 8, 10), ((2, 3, 3, 1), 7, 2), ((1, 6, 9, 7), 4, 3),
-                                         ((1, 1, 1, 2), 3, 1), ((1, 5, 4, 16), 5, 4)])
-def test_resize_attr_and_size_tensor(rng, method, align, shape, oh, ow):
+                                         ((1, 1, 1, 2), 3, 1), ((1, 5, 4, 16), 5, 4), ((1, 3, 4, 19), 6, 9)])
+def test_resize_attr_and_size_tensor(isa, rng, method, align, shape, oh, ow):
+    """Bit for bit: the kernel keeps r1.1's unfused order of operations on every tier."""
     x = rng.standard_normal(shape).astype(np.float32)
     want = loop_resize(x, oh, ow, method, align)
     (y,) = run_op("Resize", [x], method=method, newHeight=oh, newWidth=ow, alignCorners=align)
-    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(y, want)
     (y,) = run_op("Resize", [x, Const(np.array([oh, ow], np.int32))], method=method, alignCorners=align)
-    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_resize_kernel_checks_its_tables():
+    with pytest.raises(ValueError, match="x0: index out of range"):
+        msv0._core.Resize((1, 2, 3, 4), (1, 2, 2, 4), [0, 1], [0, 3])
+    with pytest.raises(ValueError, match="y0: expected one entry"):
+        msv0._core.Resize((1, 2, 3, 4), (1, 2, 2, 4), [0], [0, 1])
+    with pytest.raises(ValueError, match="wy, wx"):
+        msv0._core.Resize((1, 2, 3, 4), (1, 2, 2, 4), [0, 1], [0, 1], [1, 1], [1, 2], [0.5], [0.5, 0.5])
+
+
+def test_resize_runs_in_the_program(rng):
+    b = Builder("resize")
+    x = b.input("x", (1, 5, 6, 19), np.float32)
+    r, y = b.tensor("r"), b.tensor("y")
+    b.node("Resize", [x], outputs=[r], method=0, newHeight=11, newWidth=7)
+    b.node("Activation", [r], outputs=[y], type=1)
+    b.output(y)
+    feeds = [rng.standard_normal((1, 5, 6, 19)).astype(np.float32)]
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), feeds, threads, program_steps=2)
 
 
 def test_resize_ignores_coordinate_transform_mode(rng):

@@ -48,6 +48,19 @@ def test_unary_float(name, shape, rng):
         np.testing.assert_allclose(y, ref, rtol=2.5e-7, atol=1e-7)
 
 
+@pytest.mark.parametrize("name", ["Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal"])
+def test_unary_float_specials(isa, name):
+    """NaN, ±inf, ±0, subnormals and negatives through the native kinds: IEEE results as in C."""
+    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-40, -2, 3e38, -3e38] * 2, np.float32)
+    (y,) = run_op(name, [x])
+    with np.errstate(all="ignore"):
+        want = {"Abs": np.abs, "Neg": np.negative, "Square": np.square, "Sqrt": np.sqrt,
+                "Rsqrt": lambda v: np.float32(1) / np.sqrt(v), "Reciprocal": lambda v: np.float32(1) / v}[name](x)
+    np.testing.assert_array_equal(y, want)
+    number = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(want[number]))  # −0 stays −0
+
+
 @pytest.mark.parametrize("name", ["Abs", "Neg", "Square"])
 def test_unary_int32(name, rng):
     x = rng.integers(-100, 100, (4, 9)).astype(np.int32)

@@ -233,7 +233,9 @@ def pad_s8(node, ins):
     p_in, p_out = input_param(node, ins[0]), output_param(node)
     if not same_params(p_in, p_out):
         raise fail(node, "int8 Pad needs equal input and output quant params")
-    plan = own_build(node, ins, np.float32)
+    # Built as int32: that form's run is NumPy indexing, which moves int8 bytes as well (the
+    # float32 form is a float kernel object).
+    plan = own_build(node, ins, np.int32)
     a = node.attrs
     if a.paddingMode != PaddingMode.CONSTANT:
         if len(ins) != 2:

@@ -1,8 +1,8 @@
 """DepthwiseConv2D and DeDepthwiseConv2D (format-v0.md §2 weight layout, §3 dequant, §5), NHWC fp32.
 
 DepthwiseConv2D runs the Conv2D kernel object with one channel per group, which is the
-depthwise kernel (csrc/kernels/dwconv2d_f32.cc). DeDepthwiseConv2D
-is a cold op (r1.1 converters rarely emit it) and runs in NumPy.
+depthwise kernel (csrc/kernels/dwconv2d_f32.cc); DeDepthwiseConv2D has its own gather kernel
+(csrc/kernels/dedwconv2d_f32.cc).
 """
 from __future__ import annotations
 
@@ -87,24 +87,6 @@ def de_depthwise_conv2d(node, ins):
     oh, pt = deconv_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl = deconv_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
-    wk = weight[..., 0]  # [c, kh, kw]
-    b = np.zeros(c, np.float32) if bias is None else bias
-    # The full transposed conv, placed so that output row oy is full row oy + pt; rows of the
-    # full result outside [pt, pt + oh) are cropped, and output rows it does not reach
-    # (a negative pt) hold only the bias.
-    full_h = (h - 1) * sh + (kh - 1) * dh + 1
-    full_w = (w - 1) * sw + (kw - 1) * dw + 1
-    top, left = max(0, -pt), max(0, -pl)
-    canvas_shape = (n, top + max(full_h, pt + oh), left + max(full_w, pl + ow), c)
-
-    def run(inputs, outputs):  # no buffers shared between calls: runs may be concurrent
-        xin = inputs[0]
-        canvas = np.zeros(canvas_shape, np.float32)
-        for ky in range(kh):
-            for kx in range(kw):
-                y0, x0 = top + ky * dh, left + kx * dw
-                canvas[:, y0:y0 + (h - 1) * sh + 1:sh, x0:x0 + (w - 1) * sw + 1:sw] += xin * wk[:, ky, kx]
-        crop = canvas[:, top + pt:top + pt + oh, left + pl:left + pl + ow]
-        np.clip(crop + b, lo, hi, out=outputs[0])
-
-    return Plan([((n, oh, ow, c), np.dtype(np.float32))], run)
+    kernel = _core.Dedwconv2d(np.ascontiguousarray(weight[..., 0]), bias, sh, sw, dh, dw, pt, pl, x.shape,
+                              (n, oh, ow, c), lo, hi)
+    return Plan([((n, oh, ow, c), np.dtype(np.float32))], kernel=kernel)

@@ -97,14 +97,15 @@ INT_KERNELS = {
 DIVIDES = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Mod"}
 
 
-# float32 ops with a C++ kernel (csrc/kernels/binary_f32.cc) for full / row / scalar operands.
+# float32 ops with a C++ kernel (csrc/kernels/binary_f32.cc) for full / row / scalar / per-row operands.
 NATIVE_OPS = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "RealDiv": 3}
-FULL, ROW, SCALAR = 0, 1, 2
+FULL, ROW, SCALAR, PER_ROW = 0, 1, 2, 3
 
 
 def operand_kind(shape: tuple, out: tuple) -> tuple[int, int] | None:
     """(kind, row length) of an operand of `shape` broadcast to `out`, or None if it is
-    neither full, one value, nor a trailing block of `out` repeated along the leading dims."""
+    neither full, one value, a trailing block of `out` repeated along the leading dims (ROW), nor
+    a leading block of `out` whose every value repeats over the trailing dims (PER_ROW)."""
     size = int(np.prod(shape, dtype=np.int64))
     shape = (1,) * (len(out) - len(shape)) + tuple(shape)
     if shape == tuple(out):
@@ -116,6 +117,11 @@ def operand_kind(shape: tuple, out: tuple) -> tuple[int, int] | None:
         k += 1
     if shape[k:] == tuple(out[k:]):
         return ROW, size
+    k = len(shape)
+    while shape[k - 1] == 1:
+        k -= 1
+    if shape[:k] == tuple(out[:k]):
+        return PER_ROW, int(np.prod(out[k:], dtype=np.int64))
     return None
 
 
@@ -124,9 +130,10 @@ def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: in
     ka, kb = operand_kind(a, out), operand_kind(b, out)
     if name not in NATIVE_OPS or ka is None or kb is None:
         return None
-    inner = max(ka[1], kb[1])
-    if ka[0] == kb[0] == ROW and ka[1] != kb[1]:
+    rows = {k[1] for k in (ka, kb) if k[0] in (ROW, PER_ROW)}  # both operands' rows must agree
+    if len(rows) > 1:
         return None
+    inner = rows.pop() if rows else 1
     lo, hi = activation_range(activation_type)
     return _core.Binary(NATIVE_OPS[name], ka[0], kb[0], inner, a, b, out, lo, hi)
 

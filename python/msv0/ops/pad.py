@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.fb.PaddingMode import PaddingMode
+from msv0.ops import copy_moves
 from msv0.ops.shape import int_values
 from msv0.registry import Plan, expect_inputs, fail, op
 
@@ -39,6 +40,15 @@ def pad(node, ins):
     mode = a.paddingMode
     before, after = pads[0::2], pads[1::2]
     out_shape = tuple(d + b + e for d, b, e in zip(x.shape, before, after))
+    if mode not in (PaddingMode.CONSTANT, PaddingMode.REFLECT, PaddingMode.SYMMETRIC):
+        raise fail(node, f"unsupported paddingMode {mode}")
+    limit = {PaddingMode.CONSTANT: None, PaddingMode.REFLECT: 1, PaddingMode.SYMMETRIC: 0}[mode]
+    for d, b, e in zip(x.shape, before, after):  # reflect needs pad < dim, symmetric pad <= dim
+        if limit is not None and max(b, e) > d - limit:
+            raise fail(node, f"paddings {pads} are too large for input {x.shape} in mode {mode}")
+    if copy_moves.native(x.dtype, rank):
+        kernel = copy_moves.pad(x.shape, before, after, mode, np.float32(a.constantValue))
+        return Plan([(out_shape, x.dtype)], kernel=kernel)
     if mode == PaddingMode.CONSTANT:
         value = x.dtype.type(a.constantValue)
         inner = tuple(slice(b, b + d) for b, d in zip(before, x.shape))
@@ -48,12 +58,6 @@ def pad(node, ins):
             outputs[0][inner] = inputs[0]
 
         return Plan([(out_shape, x.dtype)], run)
-    if mode not in (PaddingMode.REFLECT, PaddingMode.SYMMETRIC):
-        raise fail(node, f"unsupported paddingMode {mode}")
-    limit = 1 if mode == PaddingMode.REFLECT else 0  # reflect needs pad < dim, symmetric pad <= dim
-    for d, b, e in zip(x.shape, before, after):
-        if max(b, e) > d - limit:
-            raise fail(node, f"paddings {pads} are too large for input {x.shape} in mode {mode}")
     grid = np.ix_(*[_source_index(o, b, d, mode) for o, b, d in zip(out_shape, before, x.shape)])
 
     def run(inputs, outputs):

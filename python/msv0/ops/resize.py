@@ -2,11 +2,14 @@
 
 Only alignCorners is honoured: src = dst·scale with scale = in/out, or (in−1)/(out−1) with
 alignCorners and out > 1; there is no half-pixel offset whatever coordinateTransformMode says.
+The source tables are computed here; the native Resize kernel object (csrc/kernels/resize_f32.cc)
+gathers and blends with them.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from msv0 import _core
 from msv0.fb.Format import Format
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.registry import Plan, as_float32, check_size, const_input, expect_inputs, fail, op
@@ -81,23 +84,9 @@ def resize(node, ins):
     check_size(f"{node.label}: output", out_shape, x.dtype)  # before the coordinate tables it sizes
     align = bool(a.alignCorners)
     if a.method == ResizeMethod.NEAREST:
-        ys, xs = _nearest(h, oh, align), _nearest(w, ow, align)
-
-        def run(inputs, outputs):
-            outputs[0][...] = inputs[0][:, ys][:, :, xs]
-
-        return Plan([(out_shape, x.dtype)], run)
-    y0, y1, wy = _linear(h, oh, align)
-    x0, x1, wx = _linear(w, ow, align)
-    wy, wx = wy[None, :, None, None], wx[None, None, :, None]
-    one = np.float32(1)
-
-    def run(inputs, outputs):
-        src = inputs[0]
-        top, bottom = src[:, y0], src[:, y1]
-        # interpolate along x on both rows, then between the rows (r1.1's order of operations)
-        line0 = top[:, :, x0] * (one - wx) + top[:, :, x1] * wx
-        line1 = bottom[:, :, x0] * (one - wx) + bottom[:, :, x1] * wx
-        outputs[0][...] = line0 * (one - wy) + line1 * wy
-
-    return Plan([(out_shape, x.dtype)], run)
+        kernel = _core.Resize(x.shape, out_shape, _nearest(h, oh, align), _nearest(w, ow, align))
+    else:
+        y0, y1, wy = _linear(h, oh, align)
+        x0, x1, wx = _linear(w, ow, align)
+        kernel = _core.Resize(x.shape, out_shape, y0, x0, y1, x1, wy, wx)
+    return Plan([(out_shape, x.dtype)], kernel=kernel)

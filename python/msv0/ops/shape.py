@@ -7,6 +7,7 @@ import numpy as np
 
 from msv0 import dtypes
 from msv0.fb.TypeId import TypeId
+from msv0.ops import copy_moves
 from msv0.registry import Plan, Value, const_input, expect_inputs, fail, normalize_axis, op, same_dtype
 
 
@@ -181,6 +182,8 @@ def concat(node, ins):
             raise fail(node, f"input shapes {[v.shape for v in ins]} differ off axis {axis}")
     out_shape = list(ins[0].shape)
     out_shape[axis] = sum(v.shape[axis] for v in ins)
+    if copy_moves.native(dt, rank):
+        return Plan([(tuple(out_shape), dt)], kernel=copy_moves.concat([v.shape for v in ins], axis, out_shape))
 
     def run(inputs, outputs):
         np.concatenate(inputs, axis=axis, out=outputs[0])
@@ -221,6 +224,11 @@ def split(node, ins):
 
 
 def _slice_plan(x: Value, index: tuple, out_shape) -> Plan:
+    rank = len(x.shape)
+    if copy_moves.native(x.dtype, rank):
+        kernel = copy_moves.gather(x.shape, out_shape, out_shape, range(rank), [s.start for s in index], [1] * rank)
+        return Plan([(tuple(out_shape), x.dtype)], kernel=kernel)
+
     def run(inputs, outputs):
         outputs[0].reshape(out_shape)[...] = inputs[0][index]
 
@@ -329,11 +337,13 @@ def strided_slice(node, ins):
             begin[i] += in_shape[i]
         if end[i] < 0:
             end[i] += in_shape[i]
-    full_shape, index = [], []
+    full_shape, index, starts, steps = [], [], [], []
     for i, d in enumerate(in_shape):
         if i >= m:
             full_shape.append(d)
             index.append(np.arange(d))
+            starts.append(0)
+            steps.append(1)
             continue
         s = stride[i]
         if s == 0:
@@ -353,7 +363,12 @@ def strided_slice(node, ins):
                              "read out of bounds")
         full_shape.append(count)
         index.append(begin[i] + s * np.arange(count))
+        starts.append(begin[i])
+        steps.append(s)
     out_shape = [c for i, c in enumerate(full_shape) if not (i < m and shrink[i])]
+    if copy_moves.native(x.dtype, len(in_shape)):
+        kernel = copy_moves.gather(x.shape, out_shape, full_shape, range(len(in_shape)), starts, steps, view=in_shape)
+        return Plan([(tuple(out_shape), x.dtype)], kernel=kernel)
     grid = np.ix_(*index) if index else ()
     src_shape = tuple(in_shape)
 
@@ -368,6 +383,9 @@ def _transpose_plan(node, x: Value, perm) -> Plan:
     if sorted(perm) != list(range(len(x.shape))):
         raise fail(node, f"perm {perm} is not a permutation of the input's {len(x.shape)} dims")
     out_shape = tuple(x.shape[p] for p in perm)
+    if copy_moves.native(x.dtype, len(perm)):
+        kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(perm), [1] * len(perm))
+        return Plan([(out_shape, x.dtype)], kernel=kernel)
 
     def run(inputs, outputs):
         np.copyto(outputs[0], inputs[0].transpose(perm))
@@ -398,13 +416,4 @@ def nhwc2nchw(node, ins):
 def permute(node, ins):
     """Deprecated Transpose: out dim i = in dim order[i]."""
     expect_inputs(node, ins, 1)
-    order = [int(v) for v in node.attrs.order]
-    rank = len(ins[0].shape)
-    if sorted(order) != list(range(rank)):
-        raise fail(node, f"order {order} is not a permutation of {rank} dims")
-    shape = tuple(ins[0].shape[i] for i in order)
-
-    def run(inputs, outputs):
-        np.copyto(outputs[0], np.transpose(inputs[0], order))
-
-    return Plan([(shape, ins[0].dtype)], run)
+    return _transpose_plan(node, ins[0], [int(v) for v in node.attrs.order])

@@ -1,11 +1,14 @@
 """Unary math ops, Exp and Power (format-v0.md §5; nnacl/fp32/arithmetic_self_fp32.c,
-exp_fp32.c, power_fp32.c). Cold ops: float32 NumPy, written into the preallocated output."""
+exp_fp32.c, power_fp32.c). NumPy written into the preallocated output, except float32 Exp, Abs,
+Neg, Square, Sqrt, Rsqrt and Reciprocal: kinds of the native Activation kernel object (its vector
+exp within ~1 ulp of libm's expf)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from msv0.ops.activation import KINDS, native_unary
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
 F32 = np.dtype(np.float32)
@@ -48,6 +51,10 @@ UNARY = {
 }
 
 
+# Ops whose float32 form is a kind of the native Activation kernel object (csrc/kernels/activation_f32.cc).
+NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal")
+
+
 def _unary(name: str, kernel, dtypes):
     @op(name)
     def build(node, ins):
@@ -55,6 +62,8 @@ def _unary(name: str, kernel, dtypes):
         x = ins[0]
         if x.dtype not in dtypes:
             raise fail(node, f"{name} does not support dtype {x.dtype}")
+        if x.dtype == F32 and name in NATIVE:
+            return native_unary(node, ins, KINDS[name.lower()])
 
         def run(inputs, outputs):
             with np.errstate(all="ignore"):  # log(0), sqrt(−1), 1/0: IEEE results as in C
@@ -73,8 +82,6 @@ for _name, (_kernel, _dtypes) in UNARY.items():
 def exp(node, ins):
     """y = base^(scale·x + shift), computed as r1.1 does: expf(x·scale·ln base)·base^shift, except
     that with scale == 1 the kernel runs expf(x) and drops ln(base) (the r1.1 bug, §5)."""
-    expect_inputs(node, ins, 1)
-    as_float32(node, ins[0], "input")
     a = node.attrs
     base, scale, shift = np.float32(a.base), np.float32(a.scale), np.float32(a.shift)
     if base != -1 and not base > 0:
@@ -87,19 +94,8 @@ def exp(node, ins):
         out_scale = np.float32(math.exp(shift))
     else:
         out_scale = np.float32(math.pow(base, shift))
-
-    def run(inputs, outputs):
-        out = outputs[0]
-        with np.errstate(all="ignore"):
-            if in_scale == 1:
-                np.exp(inputs[0], out=out)
-            else:
-                np.multiply(inputs[0], in_scale, out=out)
-                np.exp(out, out=out)
-            if out_scale != 1:
-                np.multiply(out, out_scale, out=out)
-
-    return Plan([(ins[0].shape, F32)], run)
+    # x·1 and y·1 are exact, so the kernel's exp(x·in_scale)·out_scale is r1.1's form for every scale.
+    return native_unary(node, ins, KINDS["exp"], alpha=in_scale, beta=out_scale)
 
 
 def _power_int(base, exponent: int, out):

@@ -1,0 +1,210 @@
+// Element-wise float32 activations as r1.1 computes them (format-v0.md §5: Activation,
+// LeakyReLU, PReLU, Elu, Exp) and the float32 unary ops Abs, Neg, Square, Sqrt, Rsqrt and
+// Reciprocal (IEEE, as in C), one flat loop over the output; PReLU's per-channel slope is a
+// row of the last dim's length, repeated. Sigmoid, Swish, Elu and Exp use vec_exp.h (within
+// ~1 ulp of e^x over the whole float range) where r1.1 calls libm.
+#include "kernels/kernel.h"
+#include "kernels/vec_exp.h"
+
+// The formulas are r1.1's unfused float expressions (tanh's Padé form, x·relu6(x+3)/6): an FMA
+// contracted from them would round differently from r1.1 and from the tier without FMA. exp_f's
+// explicit fmadd calls are still fused where the tier has FMA.
+#pragma GCC optimize("fp-contract=off")
+
+namespace msv0 {
+
+enum ActKind : int32_t {
+  kActRelu = 0, kActRelu6, kActLeakyRelu, kActSigmoid, kActTanh, kActSwish, kActHswish, kActHsigmoid,
+  kActHardTanh, kActPrelu, kActElu, kActExp, kActAbs, kActNeg, kActSquare, kActSqrt, kActRsqrt, kActReciprocal,
+  kActKindCount
+};
+
+struct ActArgs {
+  const float* x;
+  float* y;
+  const float* slope;  // PReLU: one value per index of the last dim (`channels` of them), or null
+  int64_t channels;
+  int32_t kind;
+  // LEAKY_RELU/Elu alpha, shared PReLU slope, Exp input scale; Exp output scale; HARD_TANH bounds.
+  float alpha, beta, lo, hi;
+};
+
+using ActivationFn = void (*)(const ActArgs&, int64_t e0, int64_t e1);
+MSV0_DECLARE(activation_f32, ActivationFn)
+
+}  // namespace msv0
+
+#if !MSV0_ONCE
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+struct Consts {
+  VecF alpha, beta, lo, hi;
+};
+
+// r1.1's cut-offs: above 16.619047 → 1, below −9 → e^x, else 1/(1 + e^−x); one exp either way.
+VecF sigmoid(VecF x) {
+  const VecF one = VecF::splat(1.f), low = VecF::splat(-9.f);
+  const VecF e = exp_f(select_lt(x, low, x, VecF::zero() - x));
+  const VecF y = select_lt(VecF::splat(16.619047f), x, one, one / (one + e));
+  return select_lt(x, low, e, y);
+}
+
+// r1.1's TanhOpt Padé form in its evaluation order; ±1 beyond ±5.
+VecF tanh_pade(VecF x) {
+  const VecF sq = x * x;
+  const VecF a = ((((sq + VecF::splat(378.f)) * sq + VecF::splat(17325.f)) * sq) + VecF::splat(135135.f)) * x;
+  const VecF b = ((VecF::splat(28.f) * sq + VecF::splat(3150.f)) * sq + VecF::splat(62370.f)) * sq +
+                 VecF::splat(135135.f);
+  const VecF one = VecF::splat(1.f), five = VecF::splat(5.f);
+  const VecF y = select_lt(five, x, one, a / b);
+  return select_lt(x, VecF::zero() - five, VecF::zero() - one, y);
+}
+
+VecF relu6_of_x_plus_3(VecF x) { return clamp(x + VecF::splat(3.f), VecF::zero(), VecF::splat(6.f)); }
+
+// `s` is the slope lane (PReLU per channel) or c.alpha.
+template <int Kind>
+VecF act(VecF x, VecF s, const Consts& c) {
+  const VecF zero = VecF::zero();
+  if constexpr (Kind == kActRelu) return max(zero, x);
+  if constexpr (Kind == kActRelu6) return clamp(x, zero, VecF::splat(6.f));
+  if constexpr (Kind == kActLeakyRelu) return select_lt(zero, x, x, x * c.alpha);
+  if constexpr (Kind == kActSigmoid) return sigmoid(x);
+  if constexpr (Kind == kActTanh) return tanh_pade(x);
+  if constexpr (Kind == kActSwish) return sigmoid(x) * x;
+  if constexpr (Kind == kActHswish) return relu6_of_x_plus_3(x) * x / VecF::splat(6.f);
+  if constexpr (Kind == kActHsigmoid) return relu6_of_x_plus_3(x) / VecF::splat(6.f);
+  if constexpr (Kind == kActHardTanh) return select_lt(x, c.lo, c.lo, min(c.hi, x));
+  if constexpr (Kind == kActPrelu) return select_le(zero, x, x, x * s);
+  if constexpr (Kind == kActElu) return select_lt(x, zero, c.alpha * expm1_neg(x), x);
+  if constexpr (Kind == kActExp) return exp_f(x * c.alpha) * c.beta;
+  if constexpr (Kind == kActAbs) return from_bits(bits(x) & VecI32::splat(0x7FFFFFFF));
+  if constexpr (Kind == kActNeg) return x * VecF::splat(-1.f);  // flips the sign of ±0 too
+  if constexpr (Kind == kActSquare) return x * x;
+  if constexpr (Kind == kActSqrt) return sqrt(x);
+  if constexpr (Kind == kActRsqrt) return VecF::splat(1.f) / sqrt(x);
+  return VecF::splat(1.f) / x;  // kActReciprocal
+}
+
+template <int Kind>
+void segment(const ActArgs& g, const Consts& c, int64_t e, int64_t len, int64_t col) {
+  const float* x = g.x + e;
+  float* y = g.y + e;
+  const float* s = g.slope ? g.slope + col : nullptr;
+  int64_t i = 0;
+  for (; i + VecF::kLanes <= len; i += VecF::kLanes)
+    act<Kind>(VecF::load(x + i), s ? VecF::load(s + i) : c.alpha, c).store(y + i);
+  if (i < len) {
+    const int64_t n = len - i;
+    act<Kind>(VecF::load_tail(x + i, n), s ? VecF::load_tail(s + i, n) : c.alpha, c).store_tail(y + i, n);
+  }
+}
+
+template <int Kind>
+void run_range(const ActArgs& g, int64_t e0, int64_t e1) {
+  const Consts c{VecF::splat(g.alpha), VecF::splat(g.beta), VecF::splat(g.lo), VecF::splat(g.hi)};
+  while (e0 < e1) {
+    const int64_t col = g.slope ? e0 % g.channels : 0;
+    const int64_t len = g.slope ? min_i(e1 - e0, g.channels - col) : e1 - e0;
+    segment<Kind>(g, c, e0, len, col);
+    e0 += len;
+  }
+}
+
+using RangeFn = void (*)(const ActArgs&, int64_t, int64_t);
+constexpr RangeFn kRanges[kActKindCount] = {
+    run_range<kActRelu>, run_range<kActRelu6>, run_range<kActLeakyRelu>, run_range<kActSigmoid>,
+    run_range<kActTanh>, run_range<kActSwish>, run_range<kActHswish>, run_range<kActHsigmoid>,
+    run_range<kActHardTanh>, run_range<kActPrelu>, run_range<kActElu>, run_range<kActExp>, run_range<kActAbs>,
+    run_range<kActNeg>, run_range<kActSquare>, run_range<kActSqrt>, run_range<kActRsqrt>, run_range<kActReciprocal>};
+
+}  // namespace
+
+void activation_f32(const ActArgs& g, int64_t e0, int64_t e1) { kRanges[g.kind](g, e0, e1); }
+
+MSV0_EXPORT(activation_f32)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
+#include <string>
+#include <vector>
+#include <pybind11/stl.h>
+
+#include "runtime/native.h"
+
+namespace msv0 {
+namespace {
+
+// y = f(x) on arrays of exactly `shape`; PReLU reads its slope as a second input at run time.
+class Activation : public NativeOp {
+ public:
+  Activation(int32_t kind, const std::vector<int64_t>& shape, float alpha, float beta, float lo, float hi,
+             const std::vector<int64_t>& slope_shape, bool channel_shared)
+      : fn_(MSV0_DISPATCH(activation_f32)) {
+    if (kind < 0 || kind >= kActKindCount) throw ArgError("unknown activation kind " + std::to_string(kind));
+    size_ = elements(checked_shape(shape, shape.size(), "shape"));
+    g_ = ActArgs{nullptr, nullptr, nullptr, 0, kind, alpha, beta, lo, hi};
+    if (kind != kActPrelu) {
+      set_operands({{shape}}, {{shape}});
+      return;
+    }
+    const int64_t slopes = elements(checked_shape(slope_shape, slope_shape.size(), "slope_shape"));
+    shared_ = channel_shared || slopes == 1;
+    g_.channels = shape.empty() ? 1 : shape.back();
+    if (slopes == 0 || (!shared_ && slopes != g_.channels))
+      throw ArgError("slope_shape: " + std::to_string(slopes) + " values for " + std::to_string(g_.channels) +
+                     " channels");
+    set_operands({{shape}, {slope_shape}}, {{shape}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    ActArgs g = g_;
+    g.x = static_cast<const float*>(in[0]);
+    g.y = static_cast<float*>(out[0]);
+    if (g.kind == kActPrelu) {
+      const float* slope = static_cast<const float*>(in[1]);
+      if (shared_)
+        g.alpha = slope[0];
+      else
+        g.slope = slope;
+    }
+    // 8K elements per chunk: the exp-based kinds cost ~10 ns a vector, so a chunk outweighs a
+    // thread hand-off.
+    parallel_for(size_, 8192, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
+  }
+  const char* name() const override { return "activation"; }
+
+ private:
+  ActivationFn fn_;
+  ActArgs g_;
+  int64_t size_ = 0;
+  bool shared_ = false;
+};
+
+}  // namespace
+
+MSV0_BIND(m) {
+  // The kinds by name, in ActKind order: the op layer's only source of the numbers.
+  static const char* const kNames[kActKindCount] = {
+      "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hswish", "hsigmoid", "hard_tanh", "prelu",
+      "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal"};
+  py::dict kinds;
+  for (int32_t k = 0; k < kActKindCount; ++k) kinds[kNames[k]] = k;
+  m.attr("ACTIVATION_KINDS") = kinds;
+  py::class_<Activation, NativeOp, std::shared_ptr<Activation>>(m, "Activation",
+      "y = f(x) on float32 arrays of exactly `shape`; kind (ACTIVATION_KINDS) relu, relu6, leaky_relu (alpha), "
+      "sigmoid, tanh (Padé), swish, hswish, hsigmoid, hard_tanh (lo, hi), prelu (a second input of "
+      "slope_shape: one value per index of the last dim, or its first for all when channel_shared or "
+      "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal.")
+      .def(py::init<int32_t, const std::vector<int64_t>&, float, float, float, float, const std::vector<int64_t>&,
+                    bool>(),
+           py::arg("kind"), py::arg("shape"), py::arg("alpha") = 0.f, py::arg("beta") = 1.f,
+           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("slope_shape") = std::vector<int64_t>{},
+           py::arg("channel_shared") = false);
+}
+
+}  // namespace msv0
+#endif

@@ -1,0 +1,83 @@
+"""Pad, Concat, Slice, StridedSlice and Transpose on float32 as one native Copy kernel object
+(csrc/kernels/copy_f32.cc): a list of moves, each a box of an input read at any strides (negative
+for the mirrored borders of Pad) written to a box of the output, or an output box filled with a value."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from msv0 import _core
+from msv0.fb.PaddingMode import PaddingMode
+
+F32 = np.dtype(np.float32)
+MAX_RANK = 8  # dims of a move in the kernel
+
+
+def native(dtype, rank: int) -> bool:
+    """Whether a tensor of this dtype and rank moves through the Copy kernel (else NumPy)."""
+    return dtype == F32 and rank <= MAX_RANK
+
+
+def strides(shape: Sequence[int]) -> list[int]:
+    """Row-major element strides."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= int(d)
+    return out[::-1]
+
+
+def copy_kernel(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int], moves: list[tuple]):
+    return _core.Copy([list(s) for s in in_shapes], list(out_shape), moves)
+
+
+def gather(x_shape: Sequence[int], out_shape: Sequence[int], box: Sequence[int], axes: Sequence[int],
+           starts: Sequence[int], steps: Sequence[int], view: Sequence[int] | None = None):
+    """Element (i_0, …) of the box (the output, or a reshape of it) = element starts[j] + steps[j]·i_j
+    on axis axes[j] of the input, or of `view`, a reshape of it: a Slice, StridedSlice or Transpose."""
+    ins = strides(x_shape if view is None else view)
+    src = sum(b * ins[a] for a, b in zip(axes, starts))
+    move = (0, 0.0, src, 0, list(box), [s * ins[a] for a, s in zip(axes, steps)], strides(box))
+    return copy_kernel([x_shape], out_shape, [move])
+
+
+def concat(in_shapes: Sequence[Sequence[int]], axis: int, out_shape: Sequence[int]):
+    outs = strides(out_shape)
+    moves, offset = [], 0
+    for k, shape in enumerate(in_shapes):
+        moves.append((k, 0.0, 0, offset * outs[axis], list(shape), strides(shape), outs))
+        offset += shape[axis]
+    return copy_kernel(in_shapes, out_shape, moves)
+
+
+def _pad_segments(d: int, before: int, after: int, mode: int) -> list[tuple[int, int, int | None, int]]:
+    """(output start, length, source start or None to fill, source step) along one axis."""
+    if mode == PaddingMode.CONSTANT:
+        edges = (None, None)
+    elif mode == PaddingMode.REFLECT:  # the edge element is not repeated
+        edges = (before, d - 2)
+    else:  # SYMMETRIC: the edge element is repeated
+        edges = (before - 1, d - 1)
+    return [(0, before, edges[0], -1), (before, d, 0, 1), (before + d, after, edges[1], -1)]
+
+
+def pad(in_shape: Sequence[int], before: Sequence[int], after: Sequence[int], mode: int, value: float):
+    """One move per box of the 3^rank grid of (before, inside, after) segments that is not empty;
+    a box with a constant-mode border on any axis is a fill."""
+    out_shape = [d + b + e for d, b, e in zip(in_shape, before, after)]
+    ins, outs = strides(in_shape), strides(out_shape)
+    boxes = [(0, 0, [], [], False)]  # (src offset, dst offset, shape, src strides, fill)
+    for axis, (d, b, e) in enumerate(zip(in_shape, before, after)):
+        grown = []
+        for start, length, src, step in _pad_segments(d, b, e, mode):
+            if length == 0:
+                continue
+            for s_off, d_off, shape, s_str, fill in boxes:
+                src_here = 0 if src is None else src * ins[axis]
+                grown.append((s_off + src_here, d_off + start * outs[axis], shape + [length],
+                              s_str + [step * ins[axis]], fill or src is None))
+        boxes = grown
+    moves = [(-1 if fill else 0, float(value), s_off if not fill else 0, d_off, shape,
+              [0] * len(shape) if fill else s_str, outs) for s_off, d_off, shape, s_str, fill in boxes]
+    return copy_kernel([in_shape], out_shape, moves)

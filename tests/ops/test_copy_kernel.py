@@ -1,0 +1,88 @@
+"""The native Copy kernel object (csrc/kernels/copy_f32.cc) behind float32 Pad, Concat, Slice,
+StridedSlice and Transpose: every output element written once and nothing outside it, bounds
+checked at construction, and inside a Program. The ops' results are tested against NumPy in
+test_pad.py and test_shape.py."""
+import numpy as np
+import pytest
+
+import msv0
+from msv0.builder import Builder
+from msv0.fb.PaddingMode import PaddingMode
+from msv0.ops import copy_moves
+from oprun import assert_program_matches_single_calls, run_op
+
+F = np.float32
+GUARD = 37  # floats of NaN on each side of the output, checked untouched
+
+
+def _run_guarded(kernel, inputs, out_shape):
+    size = int(np.prod(out_shape))
+    buf = np.full(size + 2 * GUARD, np.nan, F)
+    y = buf[GUARD:GUARD + size].reshape(out_shape)
+    kernel(inputs, [y])
+    assert np.isnan(buf[:GUARD]).all() and np.isnan(buf[GUARD + size:]).all(), "wrote outside y"
+    return y
+
+
+@pytest.mark.parametrize("mode,np_mode", [(PaddingMode.CONSTANT, "constant"), (PaddingMode.REFLECT, "reflect"),
+                                          (PaddingMode.SYMMETRIC, "symmetric")])
+@pytest.mark.parametrize("shape,before,after", [((1, 5, 6, 3), (0, 2, 1, 0), (0, 1, 3, 2)), ((7,), (3,), (2,)),
+                                                ((2, 3, 17), (1, 2, 0), (0, 0, 4))])
+def test_pad_kernel(isa, rng, mode, np_mode, shape, before, after):
+    x = rng.standard_normal(shape).astype(F)
+    out_shape = tuple(d + b + e for d, b, e in zip(shape, before, after))
+    y = _run_guarded(copy_moves.pad(shape, before, after, mode, 2.5), [x], out_shape)
+    kw = {"constant_values": 2.5} if np_mode == "constant" else {}
+    np.testing.assert_array_equal(y, np.pad(x, list(zip(before, after)), mode=np_mode, **kw))
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (1, 0, 2, 3)])
+def test_transpose_kernel(isa, rng, perm):
+    x = rng.standard_normal((2, 3, 5, 17)).astype(F)
+    out_shape = tuple(x.shape[p] for p in perm)
+    kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * 4, [1] * 4)
+    np.testing.assert_array_equal(_run_guarded(kernel, [x], out_shape), x.transpose(perm))
+
+
+def test_strided_gather_and_concat_kernels(isa, rng):
+    x = rng.standard_normal((4, 9, 19)).astype(F)
+    kernel = copy_moves.gather(x.shape, (2, 3, 6), (2, 3, 6), range(3), [3, 1, 18], [-2, 3, -3])
+    np.testing.assert_array_equal(_run_guarded(kernel, [x], (2, 3, 6)), x[3::-2, 1::3, 18::-3][:2, :3, :6])
+    parts = [rng.standard_normal((4, 9, c)).astype(F) for c in (3, 16, 1)]
+    y = _run_guarded(copy_moves.concat([p.shape for p in parts], 2, (4, 9, 20)), parts, (4, 9, 20))
+    np.testing.assert_array_equal(y, np.concatenate(parts, axis=2))
+
+
+def test_copy_kernel_checks_its_moves():
+    with pytest.raises(ValueError, match="reads outside"):
+        msv0._core.Copy([[2, 3]], [2, 3], [(0, 0.0, 1, 0, [2, 3], [3, 1], [3, 1])])
+    with pytest.raises(ValueError, match="writes outside"):
+        msv0._core.Copy([[2, 3]], [2, 3], [(-1, 0.0, 0, 0, [3, 3], [0, 0], [3, 1])])
+    with pytest.raises(ValueError, match="input index"):
+        msv0._core.Copy([[2, 3]], [2, 3], [(1, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])])
+    with pytest.raises(ValueError, match="reads outside"):  # a negative stride below the start
+        msv0._core.Copy([[6]], [3], [(0, 0.0, 1, 0, [3], [-1], [1])])
+
+
+def test_copies_run_inside_one_program(rng):
+    """Transpose → Pad (reflect) → Slice → Concat → Activation: one native Program, equal to
+    calling each kernel object alone."""
+    b = Builder("copies")
+    x = b.input("x", (1, 3, 6, 5), F)
+    t, p, s, c, y = (b.tensor(n) for n in "tpscy")
+    b.node("Transpose", [x], outputs=[t], perm=[0, 2, 3, 1])  # (1, 6, 5, 3)
+    b.node("Pad", [t], outputs=[p], paddings=[0, 0, 1, 2, 2, 1, 0, 0], paddingMode=PaddingMode.REFLECT)
+    b.node("Slice", [p], outputs=[s], begin=[0, 0, 0, 1], size=[1, 9, 8, 2])
+    b.node("Concat", [s, p], outputs=[c], axis=3)
+    b.node("Activation", [c], outputs=[y], type=1)
+    b.output(y)
+    feeds = [rng.standard_normal((1, 3, 6, 5)).astype(F)]
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), feeds, threads, program_steps=5)
+
+
+def test_rank_above_the_kernels_moves_through_numpy(rng):
+    x = rng.standard_normal((2, 1, 3, 1, 2, 1, 2, 1, 3)).astype(F)
+    perm = list(range(9))[::-1]
+    (y,) = run_op("Transpose", [x], perm=perm)
+    np.testing.assert_array_equal(y, x.transpose(perm))
