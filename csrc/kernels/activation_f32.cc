@@ -3,6 +3,8 @@
 // Reciprocal (IEEE, as in C), one flat loop over the output; PReLU's per-channel slope is a
 // row of the last dim's length, repeated. Sigmoid, Swish, Elu and Exp use vec_exp.h (within
 // ~1 ulp of e^x over the whole float range) where r1.1 calls libm.
+#include "kernels/activation_f32.h"
+
 #include "kernels/kernel.h"
 #include "kernels/vec_exp.h"
 
@@ -13,23 +15,6 @@
 
 namespace msv0 {
 
-enum ActKind : int32_t {
-  kActRelu = 0, kActRelu6, kActLeakyRelu, kActSigmoid, kActTanh, kActSwish, kActHswish, kActHsigmoid,
-  kActHardTanh, kActPrelu, kActElu, kActExp, kActAbs, kActNeg, kActSquare, kActSqrt, kActRsqrt, kActReciprocal,
-  kActKindCount
-};
-
-struct ActArgs {
-  const float* x;
-  float* y;
-  const float* slope;  // PReLU: one value per index of the last dim (`channels` of them), or null
-  int64_t channels;
-  int32_t kind;
-  // LEAKY_RELU/Elu alpha, shared PReLU slope, Exp input scale; Exp output scale; HARD_TANH bounds.
-  float alpha, beta, lo, hi;
-};
-
-using ActivationFn = void (*)(const ActArgs&, int64_t e0, int64_t e1);
 MSV0_DECLARE(activation_f32, ActivationFn)
 
 }  // namespace msv0

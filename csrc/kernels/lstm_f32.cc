@@ -1,15 +1,15 @@
 // r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights and initial
 // states: per direction, the input projection of every step is one SGEMM (x · W^T + B_in +
 // B_rec); each step then adds h · R^T (a GEMM of `batch` rows on the running thread: a step is
-// too small to split) and applies the gates in iofc order with the fp32 Activation sigmoid and
-// Padé tanh, as the NumPy op computes them.
+// too small to split) and applies the gates in iofc order with the fp32 Activation kernel's
+// sigmoid and Padé tanh (activation_f32.cc).
+#include "kernels/activation_f32.h"
 #include "kernels/gemm_f32.h"
 
 #include "kernels/kernel.h"
 
 #if MSV0_ONCE
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <vector>
 #include <pybind11/stl.h>
@@ -19,30 +19,13 @@
 namespace msv0 {
 namespace {
 
-// fp32 Activation SIGMOID: 1 above 16.619047, exp(x) below -9, else 1 / (1 + exp(-x)).
-inline float sigmoid(float x) {
-  if (x > 16.619047f) return 1.0f;
-  if (x < -9.0f) return std::exp(x);
-  return 1.0f / (1.0f + std::exp(-x));
-}
-
-// fp32 Activation TANH: the Padé form, ±1 beyond |x| > 5.
-inline float tanh_pade(float x) {
-  if (x > 5.0f) return 1.0f;
-  if (x < -5.0f) return -1.0f;
-  const float x2 = x * x, x4 = x2 * x2, x6 = x4 * x2;
-  const float num = x * (x6 + 378.0f * x4 + 17325.0f * x2 + 135135.0f);
-  const float den = 28.0f * x6 + 3150.0f * x4 + 62370.0f * x2 + 135135.0f;
-  return num / den;
-}
-
 class Lstm : public NativeOp {
  public:
   // w [dirs, 4H, in], r [dirs, 4H, H], b [dirs, 8H], h0 and c0 [dirs, batch, H]; x [seq, batch, in]
   // is the one input; y [seq, dirs, batch, H], h_n and c_n [dirs, batch, H] the outputs.
   Lstm(const py::array& w, const py::array& r, const py::array& b, const py::array& h0, const py::array& c0,
        int64_t seq, int64_t batch)
-      : gemm_(&sgemm_config()), seq_(seq), batch_(batch) {
+      : gemm_(&sgemm_config()), act_(MSV0_DISPATCH(activation_f32)), seq_(seq), batch_(batch) {
     if (w.ndim() != 3 || w.shape(1) % 4 || w.shape(1) == 0) throw ArgError("w: expected [dirs, 4H, in]");
     dirs_ = w.shape(0), hid_ = w.shape(1) / 4, in_ = w.shape(2);
     if (dirs_ != 1 && dirs_ != 2) throw ArgError("w: 1 or 2 directions");
@@ -74,10 +57,14 @@ class Lstm : public NativeOp {
     auto* hn = static_cast<float*>(out[1]);
     auto* cn = static_cast<float*>(out[2]);
     const int64_t g4 = 4 * hid_, rows = seq_ * batch_, state = batch_ * hid_;
-    // gx (seq·batch x 4H) and one step's h · R^T (batch x 4H); h and c live in hn and cn.
-    float* gx = thread_scratch(static_cast<size_t>(rows * g4 + batch_ * g4));
-    float* hr = gx + rows * g4;
+    // gx (seq·batch x 4H), one step's gates (batch x 4H) and tanh(c) (H); h and c live in hn and cn.
+    float* gx = thread_scratch(static_cast<size_t>(rows * g4 + batch_ * g4 + hid_));
+    float* gates = gx + rows * g4;
+    float* tanh_c = gates + batch_ * g4;
     const int64_t panels = (g4 + kGemmNr - 1) / kGemmNr;
+    const auto apply = [&](int32_t kind, float* v, int64_t n) {
+      act_(ActArgs{v, v, nullptr, 0, kind, 0.f, 0.f, 0.f, 0.f}, 0, n);
+    };
     for (int64_t d = 0; d < dirs_; ++d) {
       float* h = hn + d * state;
       float* c = cn + d * state;
@@ -88,21 +75,20 @@ class Lstm : public NativeOp {
                                  INFINITY});
       for (int64_t s = 0; s < seq_; ++s) {
         const int64_t t = d == 1 ? seq_ - 1 - s : s;
-        gemm_->fn(GemmArgs{h, hid_, r_[d]->w.data(), nullptr, hr, g4, batch_, g4, hid_, -INFINITY, INFINITY}, 0,
-                  batch_, 0, panels);
+        gemm_->fn(GemmArgs{h, hid_, r_[d]->w.data(), nullptr, gates, g4, batch_, g4, hid_, -INFINITY, INFINITY},
+                  0, batch_, 0, panels);
         for (int64_t bi = 0; bi < batch_; ++bi) {
           const float* a = gx + (t * batch_ + bi) * g4;
-          const float* b = hr + bi * g4;
+          float* g = gates + bi * g4;
+          for (int64_t j = 0; j < g4; ++j) g[j] = a[j] + g[j];
+          apply(kActSigmoid, g, 3 * hid_);  // i, o, f
+          apply(kActTanh, g + 3 * hid_, hid_);
           float* hb = h + bi * hid_;
           float* cb = c + bi * hid_;
+          for (int64_t j = 0; j < hid_; ++j) tanh_c[j] = cb[j] = g[2 * hid_ + j] * cb[j] + g[j] * g[3 * hid_ + j];
+          apply(kActTanh, tanh_c, hid_);
           float* yb = y + ((t * dirs_ + d) * batch_ + bi) * hid_;
-          for (int64_t j = 0; j < hid_; ++j) {
-            const float i = sigmoid(a[j] + b[j]), o = sigmoid(a[hid_ + j] + b[hid_ + j]);
-            const float f = sigmoid(a[2 * hid_ + j] + b[2 * hid_ + j]);
-            const float cand = tanh_pade(a[3 * hid_ + j] + b[3 * hid_ + j]);
-            cb[j] = f * cb[j] + i * cand;
-            yb[j] = hb[j] = o * tanh_pade(cb[j]);
-          }
+          for (int64_t j = 0; j < hid_; ++j) yb[j] = hb[j] = g[hid_ + j] * tanh_c[j];
         }
       }
     }
@@ -111,6 +97,7 @@ class Lstm : public NativeOp {
 
  private:
   const SgemmConfig* gemm_;  // the tier w_ and r_ were packed for
+  ActivationFn act_;
   int64_t seq_, batch_, dirs_ = 1, hid_ = 0, in_ = 0;
   std::vector<std::shared_ptr<const PackedB>> w_, r_;  // per direction; w_ carries B_in + B_rec
   std::vector<float> h0_, c0_;
