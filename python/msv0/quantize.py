@@ -139,11 +139,20 @@ def calibrate(model: Model, calibration, num_threads: int = 1,
     return ranges
 
 
-class _Rewriter:
-    """Rewrites the main graph of `g` into its PostTraining form."""
+# An activation's int8 parameters: (scale, zero point, min, max).
+Params = tuple[float, int, float, float]
+# A weight given already quantized: its int8 values (in the file's layout) and QuantParams.
+Weight = tuple[np.ndarray, list[QuantParamT]]
 
-    def __init__(self, model: Model, g: MetaGraphT, ranges: dict[int, tuple[float, float]], keep_float: set[int]):
-        self.model, self.g, self.ranges, self.keep_float = model, g, ranges, keep_float
+
+class _Rewriter:
+    """Rewrites the main graph of `g` into its quantized form: activations with `params`, weights
+    from `weights` (by tensor index) or quantized here symmetric per channel."""
+
+    def __init__(self, model: Model, g: MetaGraphT, params: dict[int, Params], keep_float: set[int],
+                 weights: dict[int, Weight], quant_type: int):
+        self.model, self.g, self.params, self.keep_float = model, g, params, keep_float
+        self.weights, self.quant_type = weights, quant_type
         self.nodes: list[CNodeT] = []
         self.origin: dict[int, int] = {}  # node index in the rewritten graph -> in the model
         self.int8_nodes: set[int] = set()  # model nodes written in int8
@@ -171,7 +180,7 @@ class _Rewriter:
         attrs.srcT, attrs.dstT = src_t, dst_t
         n = CNodeT()
         n.name = f"{_name(self.g.allTensors[dst])}/QuantDTypeCast"
-        n.nodeType, n.quantType = NodeType.CNode, QuantType.PostTraining
+        n.nodeType, n.quantType = NodeType.CNode, self.quant_type
         n.primitive = PrimitiveT()
         n.primitive.valueType, n.primitive.value = PrimitiveType.QuantDTypeCast, attrs
         n.inputIndex, n.outputIndex = [src], [dst]
@@ -183,8 +192,7 @@ class _Rewriter:
             return k
         if k not in self.as_int8:
             t = self.g.allTensors[k]
-            scale, zp = activation_param(*self.ranges[k])
-            q = self.tensor(f"{_name(t)}/int8", I8, t, [_param(scale, zp, *self.ranges[k])])
+            q = self.tensor(f"{_name(t)}/int8", I8, t, [_param(*self.params[k])])
             self.cast(k, F32, I8, q)
             self.as_int8[k] = q
         return self.as_int8[k]
@@ -219,7 +227,7 @@ class _Rewriter:
         first = tensors[node.inputs[0]] if node.inputs else None
         if first is None or first.type_id != F32 or first.is_const:
             return False
-        return all(tensors[k].type_id == F32 and k in self.ranges for k in node.outputs)
+        return all(tensors[k].type_id == F32 and k in self.params for k in node.outputs)
 
     def quantize_node(self, i: int, n: CNodeT) -> None:
         node, tensors = self.model.nodes[i], self.model.tensors
@@ -234,7 +242,7 @@ class _Rewriter:
                 if pos == 0:
                     s_in = self.g.allTensors[n.inputIndex[0]].quantParams[0].scale
             elif rule is not None and pos == rule.weight:
-                q, quant = _weight(t.data, rule.channel_axis)
+                q, quant = self.weights[k] if k in self.weights else _weight(t.data, rule.channel_axis)
                 s_w = np.array([p.scale for p in quant], np.float64)
                 n.inputIndex[pos] = self.const(k, I8, q, quant)
             elif rule is not None and pos == rule.bias and s_in is not None and s_w is not None:
@@ -254,10 +262,10 @@ class _Rewriter:
                 src = self.g.allTensors[n.inputIndex[0]].quantParams[0]
                 param = _param(src.scale, src.zeroPoint, src.min, src.max)
             else:
-                param = _param(*activation_param(*self.ranges[k]), *self.ranges[k])
+                param = _param(*self.params[k])
             t.dataType, t.quantParams = I8, [param]
             self.int8.add(k)
-        n.quantType = QuantType.PostTraining
+        n.quantType = self.quant_type
         self.int8_nodes.add(i)
 
     def run(self) -> None:
@@ -320,10 +328,19 @@ def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
     if len(model.subgraphs) > 1:
         raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
     ranges = calibrate(model, calibration, num_threads, on_sample)
+    params = {k: (*activation_param(lo, hi), lo, hi) for k, (lo, hi) in ranges.items()}
+    return rewrite(model, params, {}, QuantType.PostTraining, num_threads)
+
+
+def rewrite(model: Model, params: dict[int, Params], weights: dict[int, Weight], quant_type: int,
+            num_threads: int = 1) -> bytes:
+    """The float `model` with int8 activations where `params` has them (by tensor index) and
+    int8 weights (from `weights`, else symmetric per channel), as .ms bytes. A node whose int8
+    kernel refuses it (as r1.1's would have) is written in float, with casts around it."""
     keep_float: set[int] = set()
     while True:
         g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
-        rewriter = _Rewriter(model, g, ranges, keep_float)
+        rewriter = _Rewriter(model, g, params, keep_float, weights, quant_type)
         rewriter.run()
         fbb = flatbuffers.Builder(1024)
         fbb.Finish(g.Pack(fbb), file_identifier=b"MSL1")

@@ -23,7 +23,7 @@ def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
         from msv0.convert.tflite_quant import convert_tflite
         data = convert_tflite(src)  # already NHWC: keep_nchw_input and batch do not apply
     else:
-        from msv0.convert.onnx_frontend import convert_onnx
+        from msv0.convert.onnx_quant import convert_onnx
         data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch)
     if dst is not None:
         with open(dst, "wb") as f:
