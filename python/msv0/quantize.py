@@ -147,12 +147,14 @@ Weight = tuple[np.ndarray, list[QuantParamT]]
 
 class _Rewriter:
     """Rewrites the main graph of `g` into its quantized form: activations with `params`, weights
-    from `weights` (by tensor index) or quantized here symmetric per channel."""
+    from `weights` (by tensor index) or quantized here symmetric per channel. Layout ops
+    (SAME_PARAMS) copy their input's param unless own_params (an imported model's own params;
+    pooling copies it always)."""
 
     def __init__(self, model: Model, g: MetaGraphT, params: dict[int, Params], keep_float: set[int],
-                 weights: dict[int, Weight], quant_type: int):
+                 weights: dict[int, Weight], quant_type: int, own_params: bool):
         self.model, self.g, self.params, self.keep_float = model, g, params, keep_float
-        self.weights, self.quant_type = weights, quant_type
+        self.weights, self.quant_type, self.own_params = weights, quant_type, own_params
         self.nodes: list[CNodeT] = []
         self.origin: dict[int, int] = {}  # node index in the rewritten graph -> in the model
         self.int8_nodes: set[int] = set()  # model nodes written in int8
@@ -227,7 +229,9 @@ class _Rewriter:
         first = tensors[node.inputs[0]] if node.inputs else None
         if first is None or first.type_id != F32 or first.is_const:
             return False
-        return all(tensors[k].type_id == F32 and k in self.params for k in node.outputs)
+        known = all(k in self.params or k in self.int8 for k in node.inputs
+                    if tensors[k].type_id == F32 and not tensors[k].is_const)
+        return known and all(tensors[k].type_id == F32 and k in self.params for k in node.outputs)
 
     def quantize_node(self, i: int, n: CNodeT) -> None:
         node, tensors = self.model.nodes[i], self.model.tensors
@@ -258,7 +262,9 @@ class _Rewriter:
             t = self.g.allTensors[k]
             if fixed is not None:
                 param = _param(*fixed)
-            elif node.op in SAME_PARAMS:
+            elif node.op in SAME_PARAMS and (not self.own_params or node.op == "Pooling"):
+                # r1.1's int8 pooling requantizes without a clamp (format-v0.md §3.1): an output
+                # with other params than its input would wrap, so it keeps the input's.
                 src = self.g.allTensors[n.inputIndex[0]].quantParams[0]
                 param = _param(src.scale, src.zeroPoint, src.min, src.max)
             else:
@@ -329,18 +335,19 @@ def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
         raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
     ranges = calibrate(model, calibration, num_threads, on_sample)
     params = {k: (*activation_param(lo, hi), lo, hi) for k, (lo, hi) in ranges.items()}
-    return rewrite(model, params, {}, QuantType.PostTraining, num_threads)
+    return rewrite(model, params, {}, QuantType.PostTraining, num_threads=num_threads)
 
 
 def rewrite(model: Model, params: dict[int, Params], weights: dict[int, Weight], quant_type: int,
-            num_threads: int = 1) -> bytes:
+            own_params: bool = False, num_threads: int = 1) -> bytes:
     """The float `model` with int8 activations where `params` has them (by tensor index) and
-    int8 weights (from `weights`, else symmetric per channel), as .ms bytes. A node whose int8
-    kernel refuses it (as r1.1's would have) is written in float, with casts around it."""
+    int8 weights (from `weights`, else symmetric per channel), as .ms bytes; own_params: see
+    _Rewriter. A node whose int8 kernel refuses it (as r1.1's would have) is written in float,
+    with casts around it."""
     keep_float: set[int] = set()
     while True:
         g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
-        rewriter = _Rewriter(model, g, params, keep_float, weights, quant_type)
+        rewriter = _Rewriter(model, g, params, keep_float, weights, quant_type, own_params)
         rewriter.run()
         fbb = flatbuffers.Builder(1024)
         fbb.Finish(g.Pack(fbb), file_identifier=b"MSL1")

@@ -67,7 +67,7 @@ class _Twin:
         self.ref: dict[str, str] = {}  # a name of the quantized graph -> the float twin's name
         self.act: dict[str, tuple[float, int]] = {}  # float tensor -> its int8 (scale, zero point)
         self.int8: set[str] = set()  # names of the quantized graph that hold int8 activations
-        self.weights: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # float init -> (q, scales, zps)
+        self.weights: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}  # float init -> (scales, zps, axis)
         self.nodes = []
         self.new_inits: dict[str, np.ndarray] = {}
         self.bad: list[tuple[str, str, str]] = []
@@ -111,7 +111,7 @@ class _Twin:
         out = name + "/dequantized"
         self.new_inits[out] = f
         if q.dtype != np.int32:
-            self.weights[out] = (q8.astype(np.int8), scales, zps)
+            self.weights[out] = (scales, zps, axis % q.ndim)
         return out
 
     def input(self, n, k: int, what: str, axis: int = 0) -> str:
@@ -213,7 +213,9 @@ class _Twin:
         if x not in self.int8:
             raise Unsupported(f"DequantizeLinear of '{x}', which is not an int8 activation")
         self.set_act(self.name(x), scales, zps, "input")
-        self.ref[y] = self.name(x)
+        # An Identity (no v0 op) keeps the float conversion from fusing across the int8 tensor
+        # (Conv -> Q -> DQ -> BatchNormalization is not Conv+BN folded).
+        self.nodes.append(_identity(self.name(x), y))
 
     def model(self, src):
         from onnx import TensorProto, helper, numpy_helper
@@ -223,7 +225,7 @@ class _Twin:
                 self.bad.append((vi.name, "graph output", "an int8 graph output (a float one is written by "
                                  "DequantizeLinear)"))
             if self.name(vi.name) != vi.name:
-                self.nodes.append(helper.make_node("Identity", [self.name(vi.name)], [vi.name], name=vi.name + "/twin"))
+                self.nodes.append(_identity(self.name(vi.name), vi.name))
             outputs.append(helper.make_tensor_value_info(vi.name, TensorProto.FLOAT, None))
         used = {x for nd in self.nodes for x in nd.input}
         inits = [numpy_helper.from_array(v, k) for k, v in {**self.inits, **self.new_inits}.items() if k in used]
@@ -231,6 +233,25 @@ class _Twin:
                                                                         self.inits], outputs, inits)
         return helper.make_model(graph, opset_imports=[o for o in src.opset_import if o.domain in ("", "ai.onnx")],
                                  ir_version=src.ir_version)
+
+
+    def check_axes(self) -> None:
+        """Per-channel weights must lie along the output channels, the only axis r1.1 reads."""
+        for n in self.nodes:
+            if n.op_type not in ("Conv", "Gemm", "MatMul") or len(n.input) < 2 or n.input[1] not in self.weights:
+                continue
+            scales, _, axis = self.weights[n.input[1]]
+            ndim = self.new_inits[n.input[1]].ndim
+            trans_b = next((a.i for a in n.attribute if a.name == "transB"), 0)
+            want = {"Conv": 0, "Gemm": 0 if trans_b else 1, "MatMul": ndim - 1}[n.op_type]
+            if len(scales) > 1 and axis != want:
+                self.bad.append((n.name, n.op_type, f"weight quantized per channel along axis {axis}; r1.1 takes "
+                                 f"per-channel params only along the output channels (axis {want})"))
+
+
+def _identity(x: str, y: str):
+    from onnx import helper
+    return helper.make_node("Identity", [x], [y], name=y + "/int8")
 
 
 def _copy(n, ins):
@@ -262,7 +283,7 @@ def _weights(twin: _Twin, graph, model, bad) -> dict:
         w = model.tensors[k].data
         if rec is None or w is None or k in out:
             continue
-        _, scales, zps = rec
+        scales, zps, _ = rec
         if len(scales) > 1 and (rule.channel_axis is None or w.shape[0] != len(scales)):
             bad.append((src.name, src.op, "weight quantized per channel along an axis other than its output "
                         "channels" if rule.channel_axis is not None else "per-channel weights on an int8 MatMul "
@@ -316,6 +337,7 @@ def _convert(proto, keep_nchw_input: bool, batch) -> bytes:
         except Unsupported as err:
             twin.bad.append((n.name or n.output[0], _op(n), str(err)))
     float_model = twin.model(proto)
+    twin.check_axes()
     if twin.bad:
         lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in twin.bad)
         raise UnsupportedOpError(f"{len(twin.bad)} ONNX node(s) cannot be converted:\n{lines}", twin.bad)
@@ -333,4 +355,4 @@ def _convert(proto, keep_nchw_input: bool, batch) -> bytes:
     if bad:
         lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
         raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)
-    return rewrite(model, params, weights, QuantType.AwareTraining)
+    return rewrite(model, params, weights, QuantType.AwareTraining, own_params=True)
