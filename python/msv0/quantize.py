@@ -109,34 +109,126 @@ def samples(model: Model, calibration) -> Iterable[list[np.ndarray]]:
         yield [a[k] for a in arrays]
 
 
-def calibrate(model: Model, calibration, num_threads: int = 1,
-              on_sample: Callable[[int], None] | None = None) -> dict[int, tuple[float, float]]:
+def probe(model: Model, watched: list[int], num_threads: int = 1) -> Session:
+    """A Session on `model` whose outputs are the tensors `watched`, named f"t{index}"."""
+    g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+    for k, t in enumerate(g.allTensors):
+        t.name = f"t{k}"  # unique names: the probe's outputs are looked up by name
+    g.outputIndex = watched
+    if g.subGraph:
+        g.subGraph[0].outputIndices = watched
+    fbb = flatbuffers.Builder(1024)
+    fbb.Finish(g.Pack(fbb))
+    return Session(bytes(fbb.Output()), num_threads=num_threads)
+
+
+METHODS = ("minmax", "kl", "percentile")
+BINS = 2048  # histogram of |x| over [0, max|x|] for KL and percentile
+LEVELS = 128  # KL: the quantized histogram's bins (int8's magnitudes)
+
+
+def calibrate(model: Model, calibration, num_threads: int = 1, on_sample: Callable[[int], None] | None = None,
+              method: str = "minmax", percentile: float = 99.99) -> dict[int, tuple[float, float]]:
     """{tensor index: (min, max)} over the calibration feeds, for the graph inputs and every
-    float32 tensor a main-graph node writes. on_sample(k) is called after the k-th sample."""
-    probe = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+    float32 tensor a main-graph node writes. minmax: the observed range; kl and percentile clip
+    it symmetrically at a threshold on |x| found from a second pass's histogram (KL: the one
+    whose 128-level quantization loses least information, as TensorRT's entropy calibrator;
+    percentile: that share of the values). on_sample(k) is called after the k-th sample run."""
+    if method not in METHODS:
+        raise InputError(f"calibration method '{method}': expected one of {', '.join(METHODS)}")
+    if method != "minmax" and not isinstance(calibration, Mapping):
+        calibration = list(calibration)  # read twice
     watched = list(model.graph_inputs) + [k for i in model.main_nodes for k in model.nodes[i].outputs
                                           if model.tensors[k].type_id == F32]
-    for k, t in enumerate(probe.allTensors):
-        t.name = f"t{k}"  # unique names: the probe's outputs are looked up by name
-    probe.outputIndex = watched
-    if probe.subGraph:
-        probe.subGraph[0].outputIndices = watched
-    fbb = flatbuffers.Builder(1024)
-    fbb.Finish(probe.Pack(fbb))
-    session = Session(bytes(fbb.Output()), num_threads=num_threads)
+    session = probe(model, watched, num_threads)
     ranges: dict[int, tuple[float, float]] = {}
-    for count, feeds in enumerate(samples(model, calibration), 1):
+    count = 0
+    for feeds in samples(model, calibration):
         out = session.run(feeds)
         for k in watched:
             a = out[f"t{k}"]
             if a.size:
                 lo, hi = ranges.get(k, (np.inf, -np.inf))
                 ranges[k] = (min(lo, float(a.min())), max(hi, float(a.max())))
+        count += 1
         if on_sample is not None:
             on_sample(count)
     if not ranges:
         raise InputError("calibration data holds no samples")
-    return ranges
+    if method == "minmax":
+        return ranges
+    hists = {k: np.zeros(BINS, np.int64) for k in ranges}
+    for feeds in samples(model, calibration):
+        out = session.run(feeds)
+        for k, h in hists.items():
+            amax = max(-ranges[k][0], ranges[k][1])
+            if amax > 0:
+                h += np.histogram(np.abs(out[f"t{k}"]), bins=BINS, range=(0, amax))[0]
+        count += 1
+        if on_sample is not None:
+            on_sample(count)
+    clipped = {}
+    for k, (lo, hi) in ranges.items():
+        amax = max(-lo, hi)
+        if amax <= 0:
+            clipped[k] = (lo, hi)
+            continue
+        edge = _kl_bin(hists[k]) if method == "kl" else _percentile_bin(hists[k], percentile)
+        t = amax * edge / BINS
+        clipped[k] = (max(lo, -t), min(hi, t))
+    return clipped
+
+
+def _percentile_bin(hist: np.ndarray, percentile: float) -> int:
+    """The number of leading bins holding `percentile` % of the values."""
+    cum = np.cumsum(hist)
+    return int(np.searchsorted(cum, cum[-1] * percentile / 100)) + 1
+
+
+def _kl_bin(hist: np.ndarray) -> int:
+    """The number of leading bins to keep whose 128-level quantization has the least KL
+    divergence from the clipped distribution (outliers folded into the last kept bin)."""
+    best, best_kl = len(hist), np.inf
+    h = hist.astype(np.float64)
+    for i in range(LEVELS, len(h) + 1, 16):
+        p = h[:i].copy()
+        p[-1] += h[i:].sum()
+        nz = p > 0
+        # Q: the first i bins merged into LEVELS groups, each spread evenly over its non-empty bins
+        groups = np.arange(i) * LEVELS // i
+        total = np.bincount(groups, weights=h[:i], minlength=LEVELS)
+        filled = np.bincount(groups, weights=(h[:i] > 0), minlength=LEVELS)
+        q = np.where(h[:i] > 0, total[groups] / np.maximum(filled[groups], 1), 0.0)
+        if p.sum() == 0 or q.sum() == 0:
+            continue
+        # where only the folded outliers land, Q is empty: a small floor keeps KL finite
+        q = np.where(nz & (q == 0), 1e-4 * q.sum() / nz.sum(), q)
+        pn, qn = p[nz] / p.sum(), q[nz] / q.sum()
+        kl = float(np.sum(pn * np.log(pn / qn)))
+        if kl < best_kl:
+            best, best_kl = i, kl
+    return best
+
+
+def layer_snr(model: Model, quantized: bytes, feeds: list, num_threads: int = 1) -> list[tuple[str, str, float]]:
+    """(node name, op, SNR dB) of every node output written in int8, against the float model on
+    `feeds`, the worst first. The int8 tensor is dequantized with its own QuantParam."""
+    qmodel = load(quantized)
+    watched = [k for i in model.main_nodes for k in model.nodes[i].outputs
+               if model.tensors[k].type_id == F32 and k < len(qmodel.tensors) and qmodel.tensors[k].type_id == I8
+               and qmodel.tensors[k].quant]
+    producer = {k: model.nodes[i] for i in model.main_nodes for k in model.nodes[i].outputs}
+    fp32, int8 = probe(model, watched, num_threads), probe(qmodel, watched, num_threads)
+    ref, got = {k: [] for k in watched}, {k: [] for k in watched}
+    for f in feeds:
+        a, b = fp32.run(f), int8.run(f)
+        for k in watched:
+            p = qmodel.tensors[k].quant[0]
+            ref[k].append(a[f"t{k}"].ravel())
+            got[k].append((b[f"t{k}"].astype(np.float32).ravel() - p.zeroPoint) * np.float32(p.scale))
+    rows = [(producer[k].name, producer[k].op, snr_db(np.concatenate(ref[k]), np.concatenate(got[k])))
+            for k in watched]
+    return sorted(rows, key=lambda r: r[2])
 
 
 # An activation's int8 parameters: (scale, zero point, min, max).
@@ -326,14 +418,16 @@ def _weight(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, list[QuantPara
 
 
 def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
-             on_sample: Callable[[int], None] | None = None) -> bytes:
+             on_sample: Callable[[int], None] | None = None, method: str = "minmax",
+             percentile: float = 99.99) -> bytes:
     """A PostTraining int8 version of a float model, as .ms bytes. calibration: {input name:
-    [K, *input shape]} or an iterable of feeds (as Session.run takes them). A node whose int8
-    kernel refuses it (as r1.1's would have) is written in float, with casts around it."""
+    [K, *input shape]} or an iterable of feeds (as Session.run takes them); method and
+    percentile: see calibrate(). A node whose int8 kernel refuses it (as r1.1's would have) is
+    written in float, with casts around it."""
     model = model if isinstance(model, Model) else load(model)
     if len(model.subgraphs) > 1:
         raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
-    ranges = calibrate(model, calibration, num_threads, on_sample)
+    ranges = calibrate(model, calibration, num_threads, on_sample, method, percentile)
     params = {k: (*activation_param(lo, hi), lo, hi) for k, (lo, hi) in ranges.items()}
     return rewrite(model, params, {}, QuantType.PostTraining, num_threads=num_threads)
 
