@@ -109,7 +109,7 @@ def test_kl_threshold_cuts_outliers_keeps_the_bulk():
     r = np.random.default_rng(4)
     a = np.abs(np.concatenate([r.standard_normal(200_000), [60.0, -80.0]]))  # two far outliers
     hist = np.histogram(a, bins=2048, range=(0, a.max()))[0]
-    t = _kl_bin(hist) * a.max() / 2048
+    t = _kl_bin(hist, 128) * a.max() / 2048
     assert np.percentile(a, 99.9) < t < 20
 
 

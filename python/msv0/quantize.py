@@ -124,7 +124,6 @@ def probe(model: Model, watched: list[int], num_threads: int = 1) -> Session:
 
 METHODS = ("minmax", "kl", "percentile")
 BINS = 2048  # histogram of |x| over [0, max|x|] for KL and percentile
-LEVELS = 128  # KL: the quantized histogram's bins (int8's magnitudes)
 
 
 def calibrate(model: Model, calibration, num_threads: int = 1, on_sample: Callable[[int], None] | None = None,
@@ -132,7 +131,7 @@ def calibrate(model: Model, calibration, num_threads: int = 1, on_sample: Callab
     """{tensor index: (min, max)} over the calibration feeds, for the graph inputs and every
     float32 tensor a main-graph node writes. minmax: the observed range; kl and percentile clip
     it symmetrically at a threshold on |x| found from a second pass's histogram (KL: the one
-    whose 128-level quantization loses least information, as TensorRT's entropy calibrator;
+    whose int8 quantization loses least information, as TensorRT's entropy calibrator;
     percentile: that share of the values). on_sample(k) is called after the k-th sample run."""
     if method not in METHODS:
         raise InputError(f"calibration method '{method}': expected one of {', '.join(METHODS)}")
@@ -173,7 +172,8 @@ def calibrate(model: Model, calibration, num_threads: int = 1, on_sample: Callab
         if amax <= 0:
             clipped[k] = (lo, hi)
             continue
-        edge = _kl_bin(hists[k]) if method == "kl" else _percentile_bin(hists[k], percentile)
+        # KL: a tensor that is never negative gets all 256 int8 levels, a signed one 128 per side
+        edge = _kl_bin(hists[k], 256 if lo >= 0 else 128) if method == "kl" else _percentile_bin(hists[k], percentile)
         t = amax * edge / BINS
         clipped[k] = (max(lo, -t), min(hi, t))
     return clipped
@@ -185,24 +185,26 @@ def _percentile_bin(hist: np.ndarray, percentile: float) -> int:
     return int(np.searchsorted(cum, cum[-1] * percentile / 100)) + 1
 
 
-def _kl_bin(hist: np.ndarray) -> int:
-    """The number of leading bins to keep whose 128-level quantization has the least KL
+def _kl_bin(hist: np.ndarray, levels: int) -> int:
+    """The number of leading bins to keep whose quantization to `levels` has the least KL
     divergence from the clipped distribution (outliers folded into the last kept bin)."""
     best, best_kl = len(hist), np.inf
     h = hist.astype(np.float64)
-    for i in range(LEVELS, len(h) + 1, 16):
+    h[0] = h[1]  # the spike of exact zeros (after a ReLU) would decide alone: flattened, as TensorRT's tools do
+    for i in range(levels, len(h) + 1, 16):
         p = h[:i].copy()
         p[-1] += h[i:].sum()
         nz = p > 0
-        # Q: the first i bins merged into LEVELS groups, each spread evenly over its non-empty bins
-        groups = np.arange(i) * LEVELS // i
-        total = np.bincount(groups, weights=h[:i], minlength=LEVELS)
-        filled = np.bincount(groups, weights=(h[:i] > 0), minlength=LEVELS)
-        q = np.where(h[:i] > 0, total[groups] / np.maximum(filled[groups], 1), 0.0)
+        # Q: the first i bins (outliers not folded) merged into LEVELS groups, each spread
+        # evenly over the bins where P is non-zero
+        groups = np.arange(i) * levels // i
+        total = np.bincount(groups, weights=h[:i], minlength=levels)
+        filled = np.bincount(groups, weights=nz, minlength=levels)
+        q = np.where(nz, total[groups] / np.maximum(filled[groups], 1), 0.0)
         if p.sum() == 0 or q.sum() == 0:
             continue
-        # where only the folded outliers land, Q is empty: a small floor keeps KL finite
-        q = np.where(nz & (q == 0), 1e-4 * q.sum() / nz.sum(), q)
+        # where only the folded outliers land, Q is empty: a floor of 1e-4 of the mass keeps KL finite
+        q = np.where(nz & (q == 0), 1e-4 * q.sum(), q)
         pn, qn = p[nz] / p.sum(), q[nz] / q.sum()
         kl = float(np.sum(pn * np.log(pn / qn)))
         if kl < best_kl:
