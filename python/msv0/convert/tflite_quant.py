@@ -92,6 +92,9 @@ class QuantConverter(_Converter):
                     self.bad_dtypes[i] = "per-channel quantized activations (r1.1 takes one QuantParam)"
                     continue
                 self.axis[i] = q.QuantizedDimension()
+            if data is not None and t.Sparsity() is not None:
+                self.bad_dtypes[i] = "sparse quantized tensors"
+                continue
             if not np.all((scales > 0) & np.isfinite(scales)):
                 self.bad_dtypes[i] = f"quant scales {scales.tolist()} (must be positive and finite)"
                 continue
