@@ -6,7 +6,7 @@ import pytest
 import msv0
 from msv0 import cli, zoo
 from msv0.fb.QuantType import QuantType
-from msv0.quantize import activation_param, quantize, snr_db
+from msv0.quantize import _kl_bin, _percentile_bin, activation_param, calibrate, layer_snr, quantize, snr_db
 
 
 def calib(shape, k=4, seed=1):
@@ -78,7 +78,7 @@ def test_cli_quantize(tiny, tmp_path, capsys):
     assert cli.main(["quantize", str(tmp_path / "f.ms"), "--calib", str(tmp_path / "c.npz"), "-o",
                      str(tmp_path / "q.ms")]) == 0
     out = capsys.readouterr().out
-    assert "SNR" in out and "logits" in out
+    assert "SNR" in out and "logits" in out and "hurt most" in out
     assert msv0.Session(str(tmp_path / "q.ms")).run([calib(net.input_shape, 1)[0]])["logits"].shape == (1, 10)
 
 
@@ -95,3 +95,49 @@ def test_nodes_r11_cannot_run_in_int8_stay_float():
     assert dtypes["Conv2D"] == np.int8 and dtypes["Pooling"] == np.float32 and dtypes["FullConnection"] == np.int8
     ref, got = msv0.Session(fp32).run([x[0]])["logits"], msv0.Session(int8).run([x[0]])["logits"]
     assert snr_db(ref, got) > 25
+
+
+def test_percentile_bin_matches_numpy():
+    a = np.abs(np.random.default_rng(3).standard_normal(100_000))
+    hist = np.histogram(a, bins=2048, range=(0, a.max()))[0]
+    width = a.max() / 2048
+    for p in (99.0, 99.9, 99.99):
+        assert abs(_percentile_bin(hist, p) * width - np.percentile(a, p)) <= width
+
+
+def test_kl_threshold_cuts_outliers_keeps_the_bulk():
+    r = np.random.default_rng(4)
+    a = np.abs(np.concatenate([r.standard_normal(200_000), [60.0, -80.0]]))  # two far outliers
+    hist = np.histogram(a, bins=2048, range=(0, a.max()))[0]
+    t = _kl_bin(hist, 128) * a.max() / 2048
+    assert np.percentile(a, 99.9) < t < 20
+
+
+@pytest.mark.parametrize("method", ["kl", "percentile"])
+def test_clipping_methods_narrow_the_ranges(tiny, method):
+    net, fp32, _ = tiny
+    x = calib(net.input_shape)
+    x[0, 0, 0, 0, 0] = 40.0  # one outlier pixel
+    m = msv0.load(fp32)
+    wide, narrow = calibrate(m, {"input": x}), calibrate(m, {"input": x}, method=method, percentile=99.9)
+    assert wide.keys() == narrow.keys()
+    assert all(w[0] <= n[0] <= n[1] <= w[1] for w, n in zip(wide.values(), narrow.values()))
+    k = m.graph_inputs[0]
+    assert narrow[k][1] < 10  # the input's outlier is clipped away
+    with pytest.raises(msv0.InputError, match="calibration method"):
+        calibrate(m, {"input": x}, method="mse")
+
+
+def test_layer_snr_worst_first_and_last_layer_is_the_output(tiny):
+    net, fp32, int8 = tiny
+    feeds = [[v] for v in calib(net.input_shape, k=2, seed=5)]
+    rows = layer_snr(msv0.load(fp32), int8, feeds)
+    m = msv0.load(int8)
+    assert len(rows) == sum(1 for i in m.main_nodes if m.nodes[i].op != "QuantDTypeCast")
+    assert [r[2] for r in rows] == sorted(r[2] for r in rows)
+    # the logits layer's SNR is the SNR of the file's float output, cast from that int8 tensor
+    f = msv0.load(fp32)
+    last = f.nodes[f.main_nodes[-1]]
+    ref = np.concatenate([msv0.Session(fp32).run(v)["logits"].ravel() for v in feeds])
+    got = np.concatenate([msv0.Session(int8).run(v)["logits"].ravel() for v in feeds])
+    assert dict((n, v) for n, _, v in rows)[last.name] == pytest.approx(snr_db(ref, got), abs=1e-3)

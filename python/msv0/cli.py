@@ -340,7 +340,7 @@ def cmd_ops(args) -> None:
 
 
 def cmd_quantize(args) -> None:
-    from msv0.quantize import quantize, samples, snr_db
+    from msv0.quantize import layer_snr, quantize, samples, snr_db
 
     m = msv0.load(args.model)
     if args.calib:
@@ -350,8 +350,9 @@ def cmd_quantize(args) -> None:
         rng = np.random.default_rng(args.seed)
         calib = {t.name: np.stack([random_feed(t.shape, t.dtype, rng) for _ in range(args.random)]) for t in m.inputs}
     total = len(next(iter(calib.values()))) if calib else 0
-    with bar(total, "calibrating") as b:
-        out = quantize(m, calib, num_threads=args.threads, on_sample=lambda k: b.update(k - b.n))
+    with bar(total * (1 if args.calib_method == "minmax" else 2), "calibrating") as b:
+        out = quantize(m, calib, num_threads=args.threads, on_sample=lambda k: b.update(k - b.n),
+                       method=args.calib_method, percentile=args.percentile)
     Path(args.output).write_bytes(out)
     size = Path(args.model).stat().st_size
     print(f"{args.output}: {len(out):,} bytes ({len(out) / size:.2f}x of {size:,})")
@@ -364,6 +365,10 @@ def cmd_quantize(args) -> None:
         rows.append((t.name, f"{snr:.1f}"))
     print(f"\nint8 against fp32 on {len(feeds)} calibration sample(s):")
     table(["output", "SNR dB"], rows)
+    layers = layer_snr(m, out, feeds, args.threads)
+    if layers:
+        print(f"\nper layer, the {min(args.layers, len(layers))} of {len(layers)} int8 layers that hurt most:")
+        table(["node", "op", "SNR dB"], [(n, op, f"{v:.1f}") for n, op, v in layers[:args.layers]])
 
 
 def cmd_reserved(args) -> None:
@@ -440,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_cli(sub)
     else:
         sub.add_parser("convert", help="(not available)").set_defaults(func=cmd_reserved)
-    p = sub.add_parser("quantize", help="post-training int8 quantization (calibrated min/max)")
+    p = sub.add_parser("quantize", help="post-training int8 quantization (min/max, KL or percentile calibration)")
     p.add_argument("model")
     p.add_argument("-o", "--output", required=True, metavar="OUT.ms")
     src = p.add_mutually_exclusive_group(required=True)
@@ -448,6 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--random", type=int, metavar="K", help="calibrate on K random samples")
     p.add_argument("--seed", type=int, default=0, help="seed for --random")
     p.add_argument("--check", type=int, default=4, metavar="K", help="samples for the SNR report")
+    p.add_argument("--calib-method", choices=["minmax", "kl", "percentile"], default="minmax",
+                   help="activation ranges: observed min/max, or clipped by KL divergence or a percentile of |x|")
+    p.add_argument("--percentile", type=float, default=99.99, help="share of |x| kept by --calib-method percentile")
+    p.add_argument("--layers", type=int, default=10, metavar="N", help="rows of the per-layer SNR table")
     _threads(p)
     p.set_defaults(func=cmd_quantize)
     return parser

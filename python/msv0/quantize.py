@@ -109,41 +109,146 @@ def samples(model: Model, calibration) -> Iterable[list[np.ndarray]]:
         yield [a[k] for a in arrays]
 
 
-def calibrate(model: Model, calibration, num_threads: int = 1,
-              on_sample: Callable[[int], None] | None = None) -> dict[int, tuple[float, float]]:
+def probe(model: Model, watched: list[int], num_threads: int = 1) -> Session:
+    """A Session on `model` whose outputs are the tensors `watched`, named f"t{index}"."""
+    g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+    for k, t in enumerate(g.allTensors):
+        t.name = f"t{k}"  # unique names: the probe's outputs are looked up by name
+    g.outputIndex = watched
+    if g.subGraph:
+        g.subGraph[0].outputIndices = watched
+    fbb = flatbuffers.Builder(1024)
+    fbb.Finish(g.Pack(fbb))
+    return Session(bytes(fbb.Output()), num_threads=num_threads)
+
+
+METHODS = ("minmax", "kl", "percentile")
+BINS = 2048  # histogram of |x| over [0, max|x|] for KL and percentile
+
+
+def calibrate(model: Model, calibration, num_threads: int = 1, on_sample: Callable[[int], None] | None = None,
+              method: str = "minmax", percentile: float = 99.99) -> dict[int, tuple[float, float]]:
     """{tensor index: (min, max)} over the calibration feeds, for the graph inputs and every
-    float32 tensor a main-graph node writes. on_sample(k) is called after the k-th sample."""
-    probe = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
+    float32 tensor a main-graph node writes. minmax: the observed range; kl and percentile clip
+    it symmetrically at a threshold on |x| found from a second pass's histogram (KL: the one
+    whose int8 quantization loses least information, as TensorRT's entropy calibrator;
+    percentile: that share of the values). on_sample(k) is called after the k-th sample run."""
+    if method not in METHODS:
+        raise InputError(f"calibration method '{method}': expected one of {', '.join(METHODS)}")
+    if method != "minmax" and not isinstance(calibration, Mapping):
+        calibration = list(calibration)  # read twice
     watched = list(model.graph_inputs) + [k for i in model.main_nodes for k in model.nodes[i].outputs
                                           if model.tensors[k].type_id == F32]
-    for k, t in enumerate(probe.allTensors):
-        t.name = f"t{k}"  # unique names: the probe's outputs are looked up by name
-    probe.outputIndex = watched
-    if probe.subGraph:
-        probe.subGraph[0].outputIndices = watched
-    fbb = flatbuffers.Builder(1024)
-    fbb.Finish(probe.Pack(fbb))
-    session = Session(bytes(fbb.Output()), num_threads=num_threads)
+    session = probe(model, watched, num_threads)
     ranges: dict[int, tuple[float, float]] = {}
-    for count, feeds in enumerate(samples(model, calibration), 1):
+    count = 0
+    for feeds in samples(model, calibration):
         out = session.run(feeds)
         for k in watched:
             a = out[f"t{k}"]
             if a.size:
                 lo, hi = ranges.get(k, (np.inf, -np.inf))
                 ranges[k] = (min(lo, float(a.min())), max(hi, float(a.max())))
+        count += 1
         if on_sample is not None:
             on_sample(count)
     if not ranges:
         raise InputError("calibration data holds no samples")
-    return ranges
+    if method == "minmax":
+        return ranges
+    hists = {k: np.zeros(BINS, np.int64) for k in ranges}
+    for feeds in samples(model, calibration):
+        out = session.run(feeds)
+        for k, h in hists.items():
+            amax = max(-ranges[k][0], ranges[k][1])
+            if amax > 0:
+                h += np.histogram(np.abs(out[f"t{k}"]), bins=BINS, range=(0, amax))[0]
+        count += 1
+        if on_sample is not None:
+            on_sample(count)
+    clipped = {}
+    for k, (lo, hi) in ranges.items():
+        amax = max(-lo, hi)
+        if amax <= 0:
+            clipped[k] = (lo, hi)
+            continue
+        # KL: a tensor that is never negative gets all 256 int8 levels, a signed one 128 per side
+        edge = _kl_bin(hists[k], 256 if lo >= 0 else 128) if method == "kl" else _percentile_bin(hists[k], percentile)
+        t = amax * edge / BINS
+        clipped[k] = (max(lo, -t), min(hi, t))
+    return clipped
+
+
+def _percentile_bin(hist: np.ndarray, percentile: float) -> int:
+    """The number of leading bins holding `percentile` % of the values."""
+    cum = np.cumsum(hist)
+    return int(np.searchsorted(cum, cum[-1] * percentile / 100)) + 1
+
+
+def _kl_bin(hist: np.ndarray, levels: int) -> int:
+    """The number of leading bins to keep whose quantization to `levels` has the least KL
+    divergence from the clipped distribution (outliers folded into the last kept bin)."""
+    best, best_kl = len(hist), np.inf
+    h = hist.astype(np.float64)
+    h[0] = h[1]  # the spike of exact zeros (after a ReLU) would decide alone: flattened, as TensorRT's tools do
+    for i in range(levels, len(h) + 1, 16):
+        p = h[:i].copy()
+        p[-1] += h[i:].sum()
+        nz = p > 0
+        # Q: the first i bins (outliers not folded) merged into LEVELS groups, each spread
+        # evenly over the bins where P is non-zero
+        groups = np.arange(i) * levels // i
+        total = np.bincount(groups, weights=h[:i], minlength=levels)
+        filled = np.bincount(groups, weights=nz, minlength=levels)
+        q = np.where(nz, total[groups] / np.maximum(filled[groups], 1), 0.0)
+        if p.sum() == 0 or q.sum() == 0:
+            continue
+        # where only the folded outliers land, Q is empty: a floor of 1e-4 of the mass keeps KL finite
+        q = np.where(nz & (q == 0), 1e-4 * q.sum(), q)
+        pn, qn = p[nz] / p.sum(), q[nz] / q.sum()
+        kl = float(np.sum(pn * np.log(pn / qn)))
+        if kl < best_kl:
+            best, best_kl = i, kl
+    return best
+
+
+def layer_snr(model: Model, quantized: bytes, feeds: list, num_threads: int = 1) -> list[tuple[str, str, float]]:
+    """(node name, op, SNR dB) of every node output written in int8, against the float model on
+    `feeds`, the worst first. The int8 tensor is dequantized with its own QuantParam."""
+    qmodel = load(quantized)
+    watched = [k for i in model.main_nodes for k in model.nodes[i].outputs
+               if model.tensors[k].type_id == F32 and k < len(qmodel.tensors) and qmodel.tensors[k].type_id == I8
+               and qmodel.tensors[k].quant]
+    producer = {k: model.nodes[i] for i in model.main_nodes for k in model.nodes[i].outputs}
+    fp32, int8 = probe(model, watched, num_threads), probe(qmodel, watched, num_threads)
+    ref, got = {k: [] for k in watched}, {k: [] for k in watched}
+    for f in feeds:
+        a, b = fp32.run(f), int8.run(f)
+        for k in watched:
+            p = qmodel.tensors[k].quant[0]
+            ref[k].append(a[f"t{k}"].ravel())
+            got[k].append((b[f"t{k}"].astype(np.float32).ravel() - p.zeroPoint) * np.float32(p.scale))
+    rows = [(producer[k].name, producer[k].op, snr_db(np.concatenate(ref[k]), np.concatenate(got[k])))
+            for k in watched]
+    return sorted(rows, key=lambda r: r[2])
+
+
+# An activation's int8 parameters: (scale, zero point, min, max).
+Params = tuple[float, int, float, float]
+# A weight given already quantized: its int8 values (in the file's layout) and QuantParams.
+Weight = tuple[np.ndarray, list[QuantParamT]]
 
 
 class _Rewriter:
-    """Rewrites the main graph of `g` into its PostTraining form."""
+    """Rewrites the main graph of `g` into its quantized form: activations with `params`, weights
+    from `weights` (by tensor index) or quantized here symmetric per channel. Layout ops
+    (SAME_PARAMS) copy their input's param unless own_params (an imported model's own params;
+    pooling copies it always)."""
 
-    def __init__(self, model: Model, g: MetaGraphT, ranges: dict[int, tuple[float, float]], keep_float: set[int]):
-        self.model, self.g, self.ranges, self.keep_float = model, g, ranges, keep_float
+    def __init__(self, model: Model, g: MetaGraphT, params: dict[int, Params], keep_float: set[int],
+                 weights: dict[int, Weight], quant_type: int, own_params: bool):
+        self.model, self.g, self.params, self.keep_float = model, g, params, keep_float
+        self.weights, self.quant_type, self.own_params = weights, quant_type, own_params
         self.nodes: list[CNodeT] = []
         self.origin: dict[int, int] = {}  # node index in the rewritten graph -> in the model
         self.int8_nodes: set[int] = set()  # model nodes written in int8
@@ -171,7 +276,7 @@ class _Rewriter:
         attrs.srcT, attrs.dstT = src_t, dst_t
         n = CNodeT()
         n.name = f"{_name(self.g.allTensors[dst])}/QuantDTypeCast"
-        n.nodeType, n.quantType = NodeType.CNode, QuantType.PostTraining
+        n.nodeType, n.quantType = NodeType.CNode, self.quant_type
         n.primitive = PrimitiveT()
         n.primitive.valueType, n.primitive.value = PrimitiveType.QuantDTypeCast, attrs
         n.inputIndex, n.outputIndex = [src], [dst]
@@ -183,8 +288,7 @@ class _Rewriter:
             return k
         if k not in self.as_int8:
             t = self.g.allTensors[k]
-            scale, zp = activation_param(*self.ranges[k])
-            q = self.tensor(f"{_name(t)}/int8", I8, t, [_param(scale, zp, *self.ranges[k])])
+            q = self.tensor(f"{_name(t)}/int8", I8, t, [_param(*self.params[k])])
             self.cast(k, F32, I8, q)
             self.as_int8[k] = q
         return self.as_int8[k]
@@ -219,7 +323,9 @@ class _Rewriter:
         first = tensors[node.inputs[0]] if node.inputs else None
         if first is None or first.type_id != F32 or first.is_const:
             return False
-        return all(tensors[k].type_id == F32 and k in self.ranges for k in node.outputs)
+        known = all(k in self.params or k in self.int8 for k in node.inputs
+                    if tensors[k].type_id == F32 and not tensors[k].is_const)
+        return known and all(tensors[k].type_id == F32 and k in self.params for k in node.outputs)
 
     def quantize_node(self, i: int, n: CNodeT) -> None:
         node, tensors = self.model.nodes[i], self.model.tensors
@@ -234,7 +340,7 @@ class _Rewriter:
                 if pos == 0:
                     s_in = self.g.allTensors[n.inputIndex[0]].quantParams[0].scale
             elif rule is not None and pos == rule.weight:
-                q, quant = _weight(t.data, rule.channel_axis)
+                q, quant = self.weights[k] if k in self.weights else _weight(t.data, rule.channel_axis)
                 s_w = np.array([p.scale for p in quant], np.float64)
                 n.inputIndex[pos] = self.const(k, I8, q, quant)
             elif rule is not None and pos == rule.bias and s_in is not None and s_w is not None:
@@ -250,14 +356,16 @@ class _Rewriter:
             t = self.g.allTensors[k]
             if fixed is not None:
                 param = _param(*fixed)
-            elif node.op in SAME_PARAMS:
+            elif node.op in SAME_PARAMS and (not self.own_params or node.op == "Pooling"):
+                # r1.1's int8 pooling requantizes without a clamp (format-v0.md §3.1): an output
+                # with other params than its input would wrap, so it keeps the input's.
                 src = self.g.allTensors[n.inputIndex[0]].quantParams[0]
                 param = _param(src.scale, src.zeroPoint, src.min, src.max)
             else:
-                param = _param(*activation_param(*self.ranges[k]), *self.ranges[k])
+                param = _param(*self.params[k])
             t.dataType, t.quantParams = I8, [param]
             self.int8.add(k)
-        n.quantType = QuantType.PostTraining
+        n.quantType = self.quant_type
         self.int8_nodes.add(i)
 
     def run(self) -> None:
@@ -312,18 +420,30 @@ def _weight(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, list[QuantPara
 
 
 def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
-             on_sample: Callable[[int], None] | None = None) -> bytes:
+             on_sample: Callable[[int], None] | None = None, method: str = "minmax",
+             percentile: float = 99.99) -> bytes:
     """A PostTraining int8 version of a float model, as .ms bytes. calibration: {input name:
-    [K, *input shape]} or an iterable of feeds (as Session.run takes them). A node whose int8
-    kernel refuses it (as r1.1's would have) is written in float, with casts around it."""
+    [K, *input shape]} or an iterable of feeds (as Session.run takes them); method and
+    percentile: see calibrate(). A node whose int8 kernel refuses it (as r1.1's would have) is
+    written in float, with casts around it."""
     model = model if isinstance(model, Model) else load(model)
     if len(model.subgraphs) > 1:
         raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
-    ranges = calibrate(model, calibration, num_threads, on_sample)
+    ranges = calibrate(model, calibration, num_threads, on_sample, method, percentile)
+    params = {k: (*activation_param(lo, hi), lo, hi) for k, (lo, hi) in ranges.items()}
+    return rewrite(model, params, {}, QuantType.PostTraining, num_threads=num_threads)
+
+
+def rewrite(model: Model, params: dict[int, Params], weights: dict[int, Weight], quant_type: int,
+            own_params: bool = False, num_threads: int = 1) -> bytes:
+    """The float `model` with int8 activations where `params` has them (by tensor index) and
+    int8 weights (from `weights`, else symmetric per channel), as .ms bytes; own_params: see
+    _Rewriter. A node whose int8 kernel refuses it (as r1.1's would have) is written in float,
+    with casts around it."""
     keep_float: set[int] = set()
     while True:
         g = MetaGraphT.InitFromPackedBuf(bytes(model._core_model.buffer))
-        rewriter = _Rewriter(model, g, ranges, keep_float)
+        rewriter = _Rewriter(model, g, params, keep_float, weights, quant_type, own_params)
         rewriter.run()
         fbb = flatbuffers.Builder(1024)
         fbb.Finish(g.Pack(fbb), file_identifier=b"MSL1")

@@ -8,7 +8,8 @@
     data = w.finish()
 Options are given by their schema field names (snake_case); list values become int vectors,
 str values strings. `subgraph()` starts another subgraph (CALL_ONCE, WHILE, IF bodies); `use(k)`
-goes back to subgraph k.
+goes back to subgraph k. Quantized tensors take `quant=(scales, zero_points, quantized_dimension)`
+(per tensor: one scale).
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import flatbuffers
 import numpy as np
 
 RESOURCE = 13  # TensorType.RESOURCE, as a dtype argument
-TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4,
-         np.dtype(np.bool_): 6}
+TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.uint8): 3,
+         np.dtype(np.int64): 4, np.dtype(np.bool_): 6, np.dtype(np.int16): 7, np.dtype(np.int8): 9}
 
 
 def _camel(name: str) -> str:
@@ -40,7 +41,7 @@ class TFLiteWriter:
 
     def subgraph(self) -> int:
         """Start a new subgraph and write into it; returns its index."""
-        # tensors: (name, shape, type, buffer index, sparsity or None);
+        # tensors: (name, shape, type, buffer index, sparsity or None, quant or None);
         # ops: (opcode index, inputs, outputs, options name, options dict or custom bytes)
         self.graphs.append(([], [], [], []))
         return self.use(len(self.graphs) - 1)
@@ -49,23 +50,23 @@ class TFLiteWriter:
         self.tensors, self.ops, self.inputs, self.outputs = self.graphs[k]
         return k
 
-    def _tensor(self, name, shape, dtype, data=b"", sparsity=None) -> int:
+    def _tensor(self, name, shape, dtype, data=b"", sparsity=None, quant=None) -> int:
         buf = 0
         if data:
             self.buffers.append(data)
             buf = len(self.buffers) - 1
         typ = RESOURCE if dtype is RESOURCE else TYPES[np.dtype(dtype)]
-        self.tensors.append((name, list(shape), typ, buf, sparsity))
+        self.tensors.append((name, list(shape), typ, buf, sparsity, quant))
         return len(self.tensors) - 1
 
-    def input(self, name, shape, dtype=np.float32) -> int:
-        i = self._tensor(name, shape, dtype)
+    def input(self, name, shape, dtype=np.float32, quant=None) -> int:
+        i = self._tensor(name, shape, dtype, quant=quant)
         self.inputs.append(i)
         return i
 
-    def const(self, value, name=None) -> int:
+    def const(self, value, name=None, quant=None) -> int:
         a = np.ascontiguousarray(value)
-        return self._tensor(name or f"const_{len(self.tensors)}", a.shape, a.dtype, a.tobytes())
+        return self._tensor(name or f"const_{len(self.tensors)}", a.shape, a.dtype, a.tobytes(), quant=quant)
 
     def sparse_const(self, values, shape, order, block_map, dims) -> int:
         """A constant stored sparse: values in traversal order, dims one (dense_size,) or
@@ -73,14 +74,17 @@ class TFLiteWriter:
         a = np.ascontiguousarray(values)
         return self._tensor(f"sparse_{len(self.tensors)}", shape, a.dtype, a.tobytes(), (order, block_map, dims))
 
-    def op(self, code: str, inputs, out_shape, options: str | None = None, out_dtype=np.float32, **opts) -> int:
-        return self.multi_op(code, inputs, [out_shape], options, out_dtype, **opts)[0]
+    def op(self, code: str, inputs, out_shape, options: str | None = None, out_dtype=np.float32, quant=None,
+           **opts) -> int:
+        return self.multi_op(code, inputs, [out_shape], options, out_dtype, quant, **opts)[0]
 
-    def multi_op(self, code: str, inputs, out_shapes, options: str | None = None, out_dtype=np.float32,
+    def multi_op(self, code: str, inputs, out_shapes, options: str | None = None, out_dtype=np.float32, quant=None,
                  **opts) -> list[int]:
+        """quant: the outputs' quantization (one for all)."""
         from tflite.BuiltinOperator import BuiltinOperator
         dtypes = out_dtype if isinstance(out_dtype, list) else [out_dtype] * len(out_shapes)
-        outs = [self._tensor(f"{code.lower()}_{len(self.tensors)}", shape, dt) for shape, dt in zip(out_shapes, dtypes)]
+        outs = [self._tensor(f"{code.lower()}_{len(self.tensors)}", shape, dt, quant=quant)
+                for shape, dt in zip(out_shapes, dtypes)]
         self.ops.append((self._code(getattr(BuiltinOperator, code)), list(inputs), outs, options, opts))
         return outs
 
@@ -133,6 +137,24 @@ class TFLiteWriter:
         SP.SparsityParametersAddDimMetadata(b, mv)
         return SP.SparsityParametersEnd(b)
 
+    def _quant(self, b, quant):
+        Q = _mod("QuantizationParameters")
+        scales, zps, dim = quant
+        scales, zps = np.atleast_1d(scales), np.atleast_1d(zps)
+        Q.QuantizationParametersStartScaleVector(b, len(scales))
+        for v in reversed(scales):
+            b.PrependFloat32(float(v))
+        sv = b.EndVector()
+        Q.QuantizationParametersStartZeroPointVector(b, len(zps))
+        for v in reversed(zps):
+            b.PrependInt64(int(v))
+        zv = b.EndVector()
+        Q.QuantizationParametersStart(b)
+        Q.QuantizationParametersAddScale(b, sv)
+        Q.QuantizationParametersAddZeroPoint(b, zv)
+        Q.QuantizationParametersAddQuantizedDimension(b, dim)
+        return Q.QuantizationParametersEnd(b)
+
     def _ivec(self, b, start, values):
         start(b, len(values))
         for v in reversed(values):
@@ -153,11 +175,14 @@ class TFLiteWriter:
         from tflite.BuiltinOptions import BuiltinOptions
         T, O, SG = _mod("Tensor"), _mod("Operator"), _mod("SubGraph")
         tens = []
-        for name, shape, typ, buf, sparsity in tensors:
+        for name, shape, typ, buf, sparsity, quant in tensors:
             nm = b.CreateString(name)
             sh = self._ivec(b, T.TensorStartShapeVector, shape)
             sp = self._sparsity(b, *sparsity) if sparsity else None
+            qp = self._quant(b, quant) if quant is not None else None
             T.TensorStart(b)
+            if qp is not None:
+                T.TensorAddQuantization(b, qp)
             if sp is not None:
                 T.TensorAddSparsity(b, sp)
             T.TensorAddShape(b, sh)

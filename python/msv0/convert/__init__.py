@@ -7,7 +7,8 @@
 KHWC, BatchNormalization folded into convolutions, Relu/Clip(0,6) fused, constants folded.
 Every node that cannot be expressed is listed in one UnsupportedOpError before anything is
 written. Needs the optional `onnx` package (ONNX) or `tflite` package (TFLite: float32 graphs,
-fp16 weights folded; see tflite_frontend.py for the operator list).
+fp16 weights folded, see tflite_frontend.py for the operator list; full-integer int8 and uint8
+graphs, see tflite_quant.py).
 """
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
     is_bytes = isinstance(src, (bytes, bytearray))
     path = "" if is_bytes else os.fspath(src)
     if path.endswith(".tflite") or is_bytes and bytes(src[4:8]) == b"TFL3":
-        from msv0.convert.tflite_frontend import convert_tflite
+        from msv0.convert.tflite_quant import convert_tflite
         data = convert_tflite(src)  # already NHWC: keep_nchw_input and batch do not apply
     else:
-        from msv0.convert.onnx_frontend import convert_onnx
+        from msv0.convert.onnx_quant import convert_onnx
         data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch)
     if dst is not None:
         with open(dst, "wb") as f:

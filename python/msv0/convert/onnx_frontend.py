@@ -324,7 +324,12 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
 
 
 def _convert(src, keep_nchw_input: bool, batch) -> bytes:
-    graph = load_graph(src, batch)
+    e, _ = emit_graph(load_graph(src, batch), keep_nchw_input)
+    return e.b.finish()
+
+
+def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str, Val]]:
+    """The v0 graph being built, and the value each ONNX tensor name became (onnx_quant reads it)."""
     _fuse(graph)
     e = Emitter(graph.name)
     vals: dict[str, Val] = {}
@@ -374,7 +379,7 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
         lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
         raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)
     _outputs(e, graph, vals)
-    return e.b.finish()
+    return e, vals
 
 
 def _dtype_ok(dtype) -> bool:

@@ -394,6 +394,8 @@ class _Converter:
     """Converts TFLite subgraph `index`; the main one (0) writes the model, others (WHILE/IF
     bodies) become v0 subgraphs of their parent's model."""
 
+    handlers = HANDLERS
+
     def __init__(self, model, tfl, index=0, parent: _Converter | None = None):
         self.tfl = tfl
         self.model = model
@@ -464,7 +466,7 @@ class _Converter:
             code = self.codes[raw.OpcodeIndex()]
             o = Op(self, raw, f"{prefix}{code}_{k}", code)
             try:
-                handler = HANDLERS.get(code)
+                handler = self.handlers.get(code)
                 if handler is None:
                     raise Unsupported(missing_reason(code))
                 odd = [self.bad_dtypes[t] for t in o.inputs + o.outputs if t in self.bad_dtypes]
@@ -539,7 +541,8 @@ class _Converter:
         return self.e.b.finish()
 
 
-def convert_tflite(src) -> bytes:
+def convert_tflite(src, converter=_Converter) -> bytes:
+    """`converter(model, tfl)` makes the graph converter (tflite_quant's for quantized graphs)."""
     tfl = _tflite()
     if isinstance(src, (bytes, bytearray)):
         data = bytes(src)
@@ -552,7 +555,7 @@ def convert_tflite(src) -> bytes:
         model = tfl.Model.GetRootAsModel(data, 0)
         if model.SubgraphsLength() < 1:
             raise ModelError("TFLite model without subgraphs")
-        return _Converter(model, tfl).run()
+        return converter(model, tfl).run()
     except Error:
         raise
     except Exception as err:  # a malformed flatbuffer surfaces as struct/index errors
