@@ -5,12 +5,13 @@ gemm_cpu_time.py for why). A multiply-add counts as two ops.
     python bench/conv_s8_cpu_time.py [ISA tiers separated by ',', default: the active one] [runs, default 7]
 """
 import sys
-import time
 
 import numpy as np
 
 import msv0
 from msv0 import _core
+
+from cpu_time import cpu_time
 
 # (h, w, cin, cout, k, stride, pad) at batch 1.
 LAYERS = [
@@ -21,16 +22,6 @@ LAYERS = [
     (14, 14, 256, 256, 3, 1, 1),
     (7, 7, 512, 512, 3, 1, 1),
 ]
-
-
-def cpu_time(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.thread_time()
-        fn()
-        times.append(time.thread_time() - t)
-    return float(np.median(times))
 
 
 def main() -> None:

@@ -4,29 +4,17 @@ tier, timed in thread CPU time (see gemm_cpu_time.py for why), medians of `runs`
     python bench/dwconv_s8_cpu_time.py [runs, default 15]
 """
 import sys
-import time
 
 import numpy as np
 
 import msv0
 from msv0 import _core
 
+from cpu_time import cpu_time
+
 # (h, w, c, stride) at batch 1, SAME padding: MobileNetV2's 3x3 depthwise layers.
 LAYERS = [(112, 112, 32, 1), (112, 112, 96, 2), (56, 56, 144, 1), (56, 56, 144, 2), (28, 28, 192, 1),
           (28, 28, 192, 2), (14, 14, 576, 1), (14, 14, 576, 2), (7, 7, 960, 1)]
-
-
-def median_time(call, runs):
-    """Median thread CPU time of call() after a warm-up call: back to back, so its operands stay
-    in cache as a layer's input does after the layer that wrote it (alternating with the other
-    kernel would let the fp32 layer's four times larger tensors evict the int8 ones)."""
-    call()
-    times = []
-    for _ in range(runs):
-        t = time.thread_time()
-        call()
-        times.append(time.thread_time() - t)
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -47,8 +35,8 @@ def main() -> None:
                                       rng.integers(-999, 999, c, dtype=np.int32), z + (1 << 30), z, z + 12, -5, 7,
                                       -128, 127, s, s, 1, 1, 1, pt, pt, shape, out)
                 x8, y8 = rng.integers(-128, 128, shape, dtype=np.int8), np.empty(out, np.int8)
-                t_f32 = median_time(lambda: f32([xf], [yf]), runs)
-                t_s8 = median_time(lambda: s8([x8], [y8]), runs)
+                t_f32 = cpu_time(lambda: f32([xf], [yf]), runs)
+                t_s8 = cpu_time(lambda: s8([x8], [y8]), runs)
                 total[0] += t_f32
                 total[1] += t_s8
                 print(f"dwconv 3x3 {h}x{w}x{c} s{s} 1t [{isa}]: fp32 {t_f32 * 1e3:.3f} ms, int8 {t_s8 * 1e3:.3f} ms "

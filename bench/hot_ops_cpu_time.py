@@ -7,7 +7,6 @@ how many of the plan's steps run outside native Programs (NumPy, with Python bet
     python bench/hot_ops_cpu_time.py [runs, default 200]
 """
 import sys
-import time
 
 import numpy as np
 
@@ -18,6 +17,8 @@ from msv0.fb.Format import Format
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.PoolMode import PoolMode
 from msv0.fb.RoundMode import RoundMode
+
+from cpu_time import cpu_time
 
 
 class Net:
@@ -127,17 +128,6 @@ def mobilenet_v3_small():
     return net.finish(x), net.feed
 
 
-def cpu_time(fn, runs):
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(runs):
-        t = time.thread_time()
-        fn()
-        times.append(time.thread_time() - t)
-    return float(np.median(times))
-
-
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     for build in (face_mesh, mobilenet_v3_small):
@@ -146,7 +136,7 @@ def main() -> None:
         (plan,) = session._idle[0].plans.values()
         numpy_steps = sum(s.label != "native program" for s in plan.steps)
         programs = len(plan.steps) - numpy_steps
-        ms = cpu_time(lambda: session.run([feed]), runs) * 1e3
+        ms = cpu_time(lambda: session.run([feed]), runs, warmup=5) * 1e3
         print(f"{build.__name__} [{msv0.isa()}, 1 thread]: {ms:.3f} ms median thread CPU time over {runs} runs; "
               f"{programs} native Program(s), {numpy_steps} NumPy step(s)", flush=True)
 

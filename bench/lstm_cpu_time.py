@@ -7,7 +7,6 @@ Runtime relative to the output's largest magnitude.
 """
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,15 +18,7 @@ from onnxruntime.quantization import quantize_dynamic
 import msv0
 from msv0.convert import convert
 
-
-def cpu_time(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.thread_time()
-        fn()
-        times.append(time.thread_time() - t)
-    return float(np.median(times))
+from cpu_time import cpu_time
 
 
 def rnn_model(op, seq, hid, inp, rng):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import cli, graph_picture, profile, zoo
+from msv0 import cli, graph_picture, zoo
 from msv0.builder import Builder
 from test_profile import mixed_model
 

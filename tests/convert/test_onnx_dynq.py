@@ -9,8 +9,6 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 
-import msv0  # noqa: E402
-from msv0.convert import convert  # noqa: E402
 from onnxcheck import run_msv0, run_ort  # noqa: E402
 
 R = np.random.default_rng(5)
