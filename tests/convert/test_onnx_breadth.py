@@ -155,3 +155,36 @@ def test_external_data(tmp_path):
     import msv0
     got = msv0.Session(msv0.load(convert(str(path)))).run({"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _chain(n, bad=()):
+    """x -> n Relu/Neg nodes -> y, with the nodes numbered in `bad` made Hardmax (no v0 equivalent)."""
+    names = [f"t{k}" for k in range(n)] + ["y"]
+    nodes = [N("Hardmax" if k in bad else "Relu", ["x" if k == 0 else names[k - 1]], [names[k]], name=f"n{k}")
+             for k in range(n)] + [N("Neg", [names[n - 1]], ["y"])]
+    return model(nodes, [("x", [2, 3])])
+
+
+def test_cli_piped_output(tmp_path, capsys):
+    """Piped or logged (stderr not a terminal): no progress bar, one line per unsupported node and
+    the summary; no file written."""
+    from msv0.cli import main
+    src, dst = tmp_path / "m.onnx", tmp_path / "m.ms"
+    onnx.save(_chain(250, bad=(3, 200)), str(src))
+    assert main(["convert", str(src), "-o", str(dst)]) != 0 and not dst.exists()
+    err = capsys.readouterr().err
+    assert "\r" not in err and "converting [" not in err
+    lines = err.splitlines()
+    assert [ln.split(":")[0] for ln in lines[:2]] == ["n3", "n200"] and len(lines) == 3
+    assert lines[2].startswith("msv0: error: 2 ONNX node(s) cannot be converted")
+    onnx.save(_chain(250), str(src))
+    assert main(["convert", str(src), "-o", str(dst)]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and out.out.startswith("wrote ")
+
+
+def test_progress_bar_on_a_terminal(monkeypatch, capsys):
+    import sys
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    convert(_chain(250).SerializeToString())
+    assert "converting [" in capsys.readouterr().err

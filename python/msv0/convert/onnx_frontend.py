@@ -357,6 +357,8 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
                 if o in graph.shapes:
                     shape, dtype = graph.shapes[o]
                     vals[o] = Val(shape, dtype, index=-1)
+                elif o:  # its consumers fail only because of it: not reported again
+                    poisoned.add(o)
         except Error:
             raise
         except Exception as err:  # attributes or inputs of a kind the node's handler cannot read
