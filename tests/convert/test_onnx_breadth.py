@@ -188,3 +188,23 @@ def test_progress_bar_on_a_terminal(monkeypatch, capsys):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     convert(_chain(250).SerializeToString())
     assert "converting [" in capsys.readouterr().err
+
+
+ONE_D = {
+    "conv_pad_stride_relu": ([N("Conv", ["x", "w", "b"], ["c"], pads=[2, 1], strides=[2], dilations=[2]),
+                              N("Relu", ["c"], ["y"])], [("w", f32(6, 5, 3)), ("b", f32(6))]),
+    "conv_same_depthwise": ([N("Conv", ["x", "w"], ["y"], group=5, auto_pad="SAME_UPPER", strides=[3])],
+                            [("w", f32(5, 1, 4))]),
+    "conv_transpose": ([N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2], pads=[1, 1], output_padding=[1])],
+                       [("w", f32(5, 3, 3)), ("b", f32(3))]),
+    "pools": ([N("MaxPool", ["x"], ["a"], kernel_shape=[3], strides=[2], pads=[1, 1]),
+               N("AveragePool", ["a"], ["p"], kernel_shape=[2], ceil_mode=1, strides=[2]),
+               N("GlobalMaxPool", ["p"], ["g"]), N("GlobalAveragePool", ["a"], ["h"]),
+               N("Add", ["g", "h"], ["y"])], []),
+}
+
+
+@pytest.mark.parametrize("case", ONE_D)
+def test_1d(case):
+    nodes, inits = ONE_D[case]
+    check(model(nodes, [("x", [2, 5, 13])], inits=inits), {"x": f32(2, 5, 13)})

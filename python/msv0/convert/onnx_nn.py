@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_1d import one_d
 from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -14,7 +15,6 @@ from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.fb.RoundMode import RoundMode
-
 
 
 def _spatial_pads(c: Ctx, in_hw, kernel, strides, dilations):
@@ -37,7 +37,7 @@ def _spatial_pads(c: Ctx, in_hw, kernel, strides, dilations):
 
 def _window_attrs(c: Ctx, x: Val, kernel):
     if len(x.shape) != 4 or len(kernel) != 2:
-        raise Unsupported("only 2-D spatial ops (4-D NCHW input) are supported")
+        raise Unsupported("only 1-D and 2-D spatial ops (3-D NCL or 4-D NCHW input) are supported")
     strides = list(c.attr("strides", [1, 1]))
     dil = list(c.attr("dilations", [1, 1]))
     up, left, down, right = _spatial_pads(c, x.shape[2:], kernel, strides, dil)
@@ -51,10 +51,11 @@ def _weight(c: Ctx, w: np.ndarray, tag: str) -> Val:
 
 
 @handles("Conv")
+@one_d
 def conv(c: Ctx):
     x, w = c.inp(0), c.const(1, "the weight")
     if w.ndim != 4:
-        raise Unsupported(f"only 2-D convolution (weight rank {w.ndim})")
+        raise Unsupported(f"only 1-D and 2-D convolution (weight rank {w.ndim})")
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
     kernel = list(c.attr("kernel_shape", w.shape[2:]))
@@ -73,10 +74,11 @@ def conv(c: Ctx):
 
 
 @handles("ConvTranspose")
+@one_d
 def conv_transpose(c: Ctx):
     x, w = c.inp(0), c.const(1, "the weight")
     if w.ndim != 4:
-        raise Unsupported(f"only 2-D transposed convolution (weight rank {w.ndim})")
+        raise Unsupported(f"only 1-D and 2-D transposed convolution (weight rank {w.ndim})")
     group = int(c.attr("group", 1))
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
@@ -120,6 +122,7 @@ def conv_transpose(c: Ctx):
 
 
 @handles("MaxPool", "AveragePool")
+@one_d
 def pool(c: Ctx):
     if c.used(1):
         raise Unsupported("MaxPool indices output")
@@ -145,10 +148,11 @@ def pool(c: Ctx):
 
 
 @handles("GlobalAveragePool", "GlobalMaxPool")
+@one_d
 def global_pool(c: Ctx):
     x = c.inp(0)
     if len(x.shape) != 4:
-        raise Unsupported("only 4-D global pooling")
+        raise Unsupported("only 3-D and 4-D global pooling")
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
     mode = PoolMode.MEAN_POOLING if c.node.op == "GlobalAveragePool" else PoolMode.MAX_POOLING
