@@ -137,11 +137,15 @@ def test_fp16_model_runs_in_fp32():
 
 
 def test_fp16_io():
-    m = model([N("Sigmoid", ["x"], ["y"])], [("x", [2, 5])], elem=T.FLOAT16, out_elem=T.FLOAT16)
+    """fp16 inputs and outputs keep their dtype; the fp16-weighted graph between them runs in fp32."""
+    k = f32(5).astype(np.float16)
+    m = model([N("Mul", ["x", "k"], ["m"]), N("Sigmoid", ["m"], ["y"])], [("x", [2, 5])], inits=[("k", k)],
+              elem=T.FLOAT16, out_elem=T.FLOAT16)
     x = f32(2, 5).astype(np.float16)
     got = run_msv0(m.SerializeToString(), {"x": x})["y"]
     assert got.dtype == np.float16
-    np.testing.assert_array_equal(got, (1 / (1 + np.exp(-x.astype(np.float32)))).astype(np.float16))
+    want = 1 / (1 + np.exp(-(x.astype(np.float32) * k.astype(np.float32))))
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-3)
 
 
 def test_external_data(tmp_path):

@@ -38,9 +38,13 @@ def _widen_graph(g) -> None:
 
 
 def widen_fp16(model) -> None:
-    """Rewrite `model` in place to compute in fp32."""
+    """Rewrite `model` in place to compute in fp32 when it carries fp16 weights (a graph with fp16
+    inputs alone stays as it is: v0 runs those ops in fp16)."""
     from onnx import helper
     g = model.graph
+    if not any(t.data_type == F16 for t in g.initializer) and not any(
+            a.HasField("t") and a.t.data_type == F16 for n in g.node for a in n.attribute):
+        return
     _widen_graph(g)
     init = {t.name for t in g.initializer}
     head, tail = [], []
