@@ -212,3 +212,43 @@ ONE_D = {
 def test_1d(case):
     nodes, inits = ONE_D[case]
     check(model(nodes, [("x", [2, 5, 13])], inits=inits), {"x": f32(2, 5, 13)})
+
+
+def _unrolled_layer_norm(square="Pow", affine=("Mul", "Add"), axes=(-1,), gamma_shape=(8,), opset=13):
+    ax = const("ax", np.array(axes, np.int64))
+    mean = (N("ReduceMean", ["x"], ["m"], axes=list(axes)) if opset < 18 else N("ReduceMean", ["x", "ax"], ["m"]))
+    var = (N("ReduceMean", ["sq"], ["v"], axes=list(axes)) if opset < 18 else N("ReduceMean", ["sq", "ax"], ["v"]))
+    sq = N("Pow", ["d", "two"], ["sq"]) if square == "Pow" else N("Mul", ["d", "d"], ["sq"])
+    nodes = [ax, mean, N("Sub", ["x", "m"], ["d"]), sq, var, N("Add", ["v", "eps"], ["ve"]), N("Sqrt", ["ve"], ["s"]),
+             N("Div", ["d", "s"], ["n"])]
+    last = "n"
+    for op in affine:
+        nodes.append(N(op, [last, "g" if op == "Mul" else "b"], [last + op]))
+        last += op
+    nodes.append(N("Relu", [last], ["y"]))
+    inits = [("two", np.float32(2)), ("eps", np.float32(1e-5)), ("g", f32(*gamma_shape)), ("b", f32(*gamma_shape))]
+    g = model(nodes, [("x", [2, 5, 8])], inits=inits)
+    g.opset_import[0].version = opset
+    return g
+
+
+@pytest.mark.parametrize("kw", [{}, {"square": "Mul", "affine": ("Add",), "opset": 18}, {"affine": ()},
+                                {"axes": (1, 2), "gamma_shape": (5, 8)}, {"gamma_shape": (1, 1, 8)}])
+def test_unrolled_layer_norm_is_one_op(kw):
+    from msv0 import load
+    m = _unrolled_layer_norm(**kw)
+    check(m, {"x": f32(2, 5, 8) * 3 + 1})
+    assert [n.op for n in load(convert(m.SerializeToString())).nodes] == ["LayerNorm", "Activation"]
+
+
+def test_layer_norm_pattern_with_outside_use_is_left_unrolled():
+    m = _unrolled_layer_norm()
+    m.graph.node.append(N("Identity", ["d"], ["d_out"]))
+    m.graph.output.append(h.make_tensor_value_info("d_out", T.FLOAT, None))
+    check(m, {"x": f32(2, 5, 8)})
+    assert "LayerNorm" not in [n.op for n in msv0_nodes(m)]
+
+
+def msv0_nodes(m):
+    from msv0 import load
+    return load(convert(m.SerializeToString())).nodes

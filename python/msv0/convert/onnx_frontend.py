@@ -20,6 +20,7 @@ from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.convert.onnx_fold import inline_branch, taken_branch
 from msv0.convert.onnx_fp16 import widen_fp16
+from msv0.convert.onnx_patterns import fuse_layer_norm
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -315,6 +316,7 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
 
 def _convert(src, keep_nchw_input: bool, batch) -> bytes:
     graph = load_graph(src, batch)
+    fuse_layer_norm(graph, ONode)
     _fuse(graph)
     e = Emitter(graph.name)
     vals: dict[str, Val] = {}
