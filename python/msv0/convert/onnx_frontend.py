@@ -3,8 +3,10 @@
 The ONNX graph is first made static: dynamic batch dims become `batch`, onnx shape inference
 gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
-chains become constants. Then Conv+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are
-fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit each remaining node.
+chains become constants; an If whose condition folds becomes its taken branch (onnx_fold);
+folding and inference repeat until nothing changes. Then unrolled LayerNorms (onnx_patterns),
+Conv+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the handlers
+(onnx_ops, onnx_nn, onnx_shape, onnx_lowered) emit each remaining node.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import numpy as np
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_1d import one_d
 from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
-from msv0.convert.resize_lowering import (gather_nearest, half_pixel_linear, nearest_index, r11_nearest_index,
+from msv0.convert.resize_lowering import (gather_nearest, nearest_index, r11_nearest_index, resize_bilinear,
                                           source_coords)
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -347,7 +347,7 @@ def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
         method, align = ResizeMethod.NEAREST, False
     else:
         if not by_ratio or coord not in ("asymmetric", "align_corners"):
-            c.set(0, Val(shape, dtype, index=half_pixel_linear(c, stored, shape[2:], sc, coord).index, nhwc=True))
+            c.set(0, Val(shape, dtype, index=resize_bilinear(c, stored, shape[2:], sc, coord).index, nhwc=True))
             return
         method, align = ResizeMethod.LINEAR, coord == "align_corners"
     c.set(0, c.op("Resize", [x], shape, dtype, True, format=Format.NHWC, method=method, newHeight=shape[2],

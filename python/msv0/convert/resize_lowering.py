@@ -108,8 +108,8 @@ def bilinear_x2(o, x: Val) -> Val:
                 kernelH=4, kernelW=4, dilateH=1, dilateW=1, activationType=ActivationType.NO_ACTIVATION)
 
 
-def half_pixel_linear(o, x: Val, out_hw, scales, mode: str) -> Val:
-    """Bilinear resize of x [N, H, W, C] to out_hw under coordinate mode `mode` (scales: out/in per axis)."""
+def resize_bilinear(o, x: Val, out_hw, scales, mode: str) -> Val:
+    """Bilinear resize of x [N, H, W, C] to out_hw, coordinates mapped by `mode` with `scales` (out/in)."""
     (_, h, w, _), (oh, ow) = x.shape, out_hw
     if (oh, ow) == (2 * h, 2 * w) and tuple(scales) == (2, 2) and mode in ("half_pixel", "pytorch_half_pixel"):
         return bilinear_x2(o, x)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
-from msv0.convert.resize_lowering import gather_nearest, half_pixel_linear, r11_nearest_index
+from msv0.convert.resize_lowering import gather_nearest, r11_nearest_index, resize_bilinear
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -293,9 +293,10 @@ def _half_pixel_resize(o: Op, x: Val, shape, bilinear: bool) -> Val:
     pairs = list(zip(x.shape[1:3], shape[1:3]))
     scales = [np.float32(n_out) / np.float32(n_in) for n_in, n_out in pairs]
     if bilinear:
-        return half_pixel_linear(o, x, shape[1:3], scales, "half_pixel")
+        return resize_bilinear(o, x, shape[1:3], scales, "half_pixel")
     # LiteRT: floor((dst + ½)·in/out), which for an integer up-factor is r1.1's floor(dst·in/out)
-    idx = [np.minimum(np.floor((np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * (np.float32(n_in) / np.float32(n_out))),
+    half = np.float32(0.5)
+    idx = [np.minimum(np.floor((np.arange(n_out, dtype=np.float32) + half) * (np.float32(n_in) / np.float32(n_out))),
                       n_in - 1).astype(np.int64) for n_in, n_out in pairs]
     if all(np.array_equal(t, r11_nearest_index(n_in, n_out)) for t, (n_in, n_out) in zip(idx, pairs)):
         return o.op("Resize", [x], shape, x.dtype, format=Format.NHWC, method=ResizeMethod.NEAREST,
