@@ -249,6 +249,42 @@ def test_layer_norm_pattern_with_outside_use_is_left_unrolled():
     assert "LayerNorm" not in [n.op for n in msv0_nodes(m)]
 
 
-def msv0_nodes(m):
+def msv0_nodes(m, **kw):
     from msv0 import load
-    return load(convert(m.SerializeToString())).nodes
+    return load(convert(m.SerializeToString(), **kw)).nodes
+
+
+def test_transformer_block_export():
+    """What torch.onnx writes for one attention block at opset 13: head split and merge through
+    Shape/Gather/Unsqueeze/Concat, the 1/sqrt(d) scale from Shape->Cast->Sqrt, an unrolled
+    LayerNorm, an Erf GELU and an Einsum. Every shape is static once B=2, S=6, D=8 are."""
+    d, heads = 8, 2
+    i = {k: const(f"i{k}", np.int64(k)) for k in range(3)}
+    ax0 = const("ax0", [0])
+    nodes = [*i.values(), ax0, const("nh", [heads]), const("m1", [-1]), const("sqrt2", np.float32(np.sqrt(2))),
+             N("Shape", ["x"], ["xs"]), N("Gather", ["xs", "i0"], ["b"]), N("Gather", ["xs", "i1"], ["s"]),
+             N("Unsqueeze", ["b", "ax0"], ["bu"]), N("Unsqueeze", ["s", "ax0"], ["su"])]
+    for t in "qkv":
+        nodes += [N("MatMul", ["x", f"w{t}"], [f"{t}0"]),
+                  N("Concat", ["bu", "su", "nh", "m1"], [f"{t}shape"], axis=0),
+                  N("Reshape", [f"{t}0", f"{t}shape"], [f"{t}1"]),
+                  N("Transpose", [f"{t}1"], [f"{t}h"], perm=[0, 2, 1, 3])]
+    nodes += [N("Shape", ["qh"], ["qhs"]), const("im1", np.int64(-1)), N("Gather", ["qhs", "im1"], ["dh"]),
+              N("Cast", ["dh"], ["dhf"], to=T.FLOAT), N("Sqrt", ["dhf"], ["sc"]),
+              N("Einsum", ["qh", "kh"], ["att"], equation="bhid,bhjd->bhij"), N("Div", ["att", "sc"], ["att2"]),
+              N("Softmax", ["att2"], ["p"], axis=-1), N("MatMul", ["p", "vh"], ["o"]),
+              N("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]), const("dd", [d]),
+              N("Concat", ["bu", "su", "dd"], ["oshape"], axis=0), N("Reshape", ["ot", "oshape"], ["o2"]),
+              N("Add", ["o2", "x"], ["r"]),
+              N("ReduceMean", ["r"], ["mu"], axes=[-1]), N("Sub", ["r", "mu"], ["dv"]), N("Pow", ["dv", "two"], ["sq"]),
+              N("ReduceMean", ["sq"], ["var"], axes=[-1]), N("Add", ["var", "eps"], ["ve"]), N("Sqrt", ["ve"], ["sd"]),
+              N("Div", ["dv", "sd"], ["nrm"]), N("Mul", ["nrm", "g"], ["ng"]), N("Add", ["ng", "be"], ["ln"]),
+              N("Div", ["ln", "sqrt2"], ["u"]), N("Erf", ["u"], ["eu"]), N("Add", ["eu", "one"], ["e1"]),
+              N("Mul", ["ln", "e1"], ["g1"]), N("Mul", ["g1", "half"], ["y"])]
+    inits = [("wq", f32(d, d)), ("wk", f32(d, d)), ("wv", f32(d, d)), ("two", np.float32(2)), ("eps", np.float32(1e-5)),
+             ("g", f32(d)), ("be", f32(d)), ("one", np.float32(1)), ("half", np.float32(0.5))]
+    m = model(nodes, [("x", ["B", 6, d])], inits=inits)
+    m.opset_import[0].version = 13
+    check(m, {"x": f32(2, 6, d)}, batch=2)
+    ops = [n.op for n in msv0_nodes(m, batch=2)]
+    assert "LayerNorm" in ops and "Shape" not in ops
