@@ -20,6 +20,8 @@ ONNX_CASES = [  # mode, coordinate_transformation_mode, nearest_mode, input [N, 
     ("linear", "half_pixel", None, (1, 2, 6, 9), ("sizes", (9, 4))),
     ("linear", "pytorch_half_pixel", None, (1, 2, 6, 5), ("sizes", (1, 15))),
     ("linear", "asymmetric", None, (1, 2, 4, 5), ("scales", (1.5, 2.5))),
+    ("linear", "half_pixel_symmetric", None, (1, 2, 5, 7), ("scales", (1.7, 0.6))),
+    ("nearest", "half_pixel_symmetric", "round_prefer_floor", (1, 2, 5, 7), ("scales", (2.3, 0.45))),
     ("linear", "align_corners", None, (1, 3, 5, 4), ("sizes", (9, 7))),
     ("nearest", "half_pixel", "round_prefer_floor", (1, 3, 4, 5), ("scales", (3.0, 2.0))),
     ("nearest", "half_pixel", "round_prefer_ceil", (1, 3, 6, 9), ("sizes", (4, 4))),
@@ -44,7 +46,7 @@ def _onnx_resize(mode, coord, nearest, shape, target):
         node = h.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)
     g = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, shape)],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 19)])
 
 
 @pytest.mark.parametrize("mode,coord,nearest,shape,target", ONNX_CASES)

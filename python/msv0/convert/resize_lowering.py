@@ -36,6 +36,9 @@ def source_coords(n_in: int, n_out: int, scale: float, mode: str) -> np.ndarray:
         return np.zeros(1, np.float32)
     if mode in ("half_pixel", "pytorch_half_pixel"):
         return (j + np.float32(0.5)) / s - np.float32(0.5)
+    if mode == "half_pixel_symmetric":  # half_pixel, re-centred when in·scale is not a whole size
+        shift = np.float32(n_in) / np.float32(2) * (np.float32(1) - np.float32(n_out) / (np.float32(n_in) * s))
+        return shift + (j + np.float32(0.5)) / s - np.float32(0.5)
     raise Unsupported(f"coordinate_transformation_mode={mode}")
 
 
