@@ -51,9 +51,9 @@ def _einsum_terms(eq: str, ranks) -> tuple[list[str], str]:
 def einsum(c: Ctx):
     """Two-operand contractions that are a (batched) MatMul: each index is batch (both operands and
     the output), row (A and output), column (B and output) or summed (A and B only)."""
-    a, b = (c.inp(k) for k in range(2)) if len(c.node.inputs) == 2 else (None, None)
-    if a is None or b is None:
+    if len(c.node.inputs) != 2:
         raise Unsupported("only two-operand Einsum (a MatMul)")
+    a, b = c.inp(0), c.inp(1)
     (ta, tb), to = _einsum_terms(c.attr("equation"), [len(a.shape), len(b.shape)])
     if any(len(set(t)) != len(t) for t in (ta, tb, to)) or not set(to) <= set(ta + tb) or (set(ta) ^ set(tb)) - set(to):
         raise Unsupported(f"equation '{c.attr('equation')}' is not a MatMul (a diagonal or a one-sided sum)")
@@ -61,10 +61,13 @@ def einsum(c: Ctx):
     rows = [i for i in ta if i not in tb]
     cols = [i for i in tb if i not in ta]
     summed = [i for i in ta if i in tb and i not in to]
-    size = dict(zip(ta, a.shape)) | dict(zip(tb, b.shape))
-    if any(dict(zip(ta, a.shape))[i] != dict(zip(tb, b.shape))[i] for i in batch + summed):
+    size_a, size_b = dict(zip(ta, a.shape)), dict(zip(tb, b.shape))
+    if any(size_a[i] != size_b[i] for i in batch + summed):
         raise Unsupported("Einsum with broadcast batch dims")
+    size = size_a | size_b
     shape, dtype = c.out()
+    if dtype != np.float32:
+        raise Unsupported(f"Einsum on {dtype} (v0 MatMul is float32)")
     nb, nm, nn, nk = (int(np.prod([size[i] for i in g], dtype=np.int64)) for g in (batch, rows, cols, summed))
     am = _arranged(c, a, ta, batch + rows + summed, (nb, nm, nk))
     bm = _arranged(c, b, tb, batch + summed + cols, (nb, nk, nn))
@@ -87,4 +90,6 @@ def _arranged(c: Ctx, v: Val, term: str, order: list[str], shape3) -> Val:
     v = c.e.plain(v, c.name)
     if perm != sorted(perm):
         v = c.op("Transpose", [v], [v.shape[p] for p in perm], v.dtype, perm=perm)
+    if tuple(v.shape) == tuple(shape3):
+        return v
     return c.op("Reshape", [v], shape3, v.dtype, shape=list(shape3))
