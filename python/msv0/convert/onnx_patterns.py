@@ -74,7 +74,7 @@ def fuse_layer_norm(graph, make_node) -> None:
             continue
         rank = len(graph.shapes[x][0])
         ax1, ax2 = _axes(mean, consts), _axes(var, consts)
-        if ax1 is None or ax2 is None:
+        if ax1 is None or ax2 is None or rank == 0:
             continue
         ax = sorted(a % rank for a in ax1)
         if ax != sorted(a % rank for a in ax2) or ax != list(range(rank - len(ax), rank)) or not ax:
