@@ -170,7 +170,7 @@ def test_unsupported_operators_are_all_reported():
     w = TFLiteWriter()
     x = w.input("x", [1, 4, 4, 2])
     a = w.op("RESIZE_BILINEAR", [x, w.const(np.array([8, 8], np.int32))], [1, 8, 8, 2], "ResizeBilinearOptions",
-             align_corners=False, half_pixel_centers=True)
+             align_corners=True, half_pixel_centers=True)
     y = w.op("RFFT2D", [a, a], [1, 8, 8, 2])
     w.output(y)
     with pytest.raises(msv0.UnsupportedOpError) as err:

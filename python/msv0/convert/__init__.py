@@ -13,6 +13,9 @@ graphs, see tflite_quant.py).
 from __future__ import annotations
 
 import os
+import sys
+
+from msv0.errors import UnsupportedOpError
 
 
 def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
@@ -43,6 +46,11 @@ def add_cli(subparsers) -> None:
 
 def _run_cli(args) -> int:
     dst = args.output or os.path.splitext(args.src)[0] + ".ms"
-    data = convert(args.src, dst, keep_nchw_input=args.keep_nchw, batch=args.batch)
+    try:
+        data = convert(args.src, dst, keep_nchw_input=args.keep_nchw, batch=args.batch)
+    except UnsupportedOpError as err:  # one line per node, for logs; the CLI prints errors on one line
+        for name, op, why in err.nodes:
+            print(f"{name}: {op} ({why})", file=sys.stderr)
+        raise UnsupportedOpError(str(err).splitlines()[0].rstrip(":") + " (listed above)", err.nodes) from None
     print(f"wrote {dst} ({len(data)} bytes)")
     return 0

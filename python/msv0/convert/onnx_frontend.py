@@ -3,9 +3,10 @@
 The ONNX graph is first made static: dynamic batch dims become `batch`, onnx shape inference
 gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
-chains become constants. Then Conv/ConvTranspose+BatchNormalization and
-Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit
-each remaining node.
+chains become constants; an If whose condition folds becomes its taken branch (onnx_fold);
+folding and inference repeat until nothing changes. Then unrolled LayerNorms (onnx_patterns),
+Conv/ConvTranspose+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the
+handlers (onnx_ops, onnx_nn, onnx_shape, onnx_lowered) emit each remaining node.
 """
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert import onnx_dynq, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
+from msv0.convert import onnx_dynq, onnx_lowered, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
+from msv0.convert.onnx_fold import inline_branch, taken_branch
+from msv0.convert.onnx_fp16 import widen_fp16
+from msv0.convert.onnx_patterns import fuse_layer_norm
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -148,6 +152,7 @@ def load_graph(src, batch=None) -> OGraph:
     from onnx import numpy_helper
     model = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    widen_fp16(model)
     _fix_inputs(model, batch)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
@@ -155,26 +160,35 @@ def load_graph(src, batch=None) -> OGraph:
     for name, v in consts.items():
         shapes[name] = (v.shape, v.dtype)
     inputs = [vi.name for vi in g.input if vi.name not in consts]
-    nodes = [ONode(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}",
-                   n.name or f"{n.op_type}_{i}", list(n.input), list(n.output), _attrs(n), n)
-             for i, n in enumerate(g.node)]
+    nodes = [_onode(n, i) for i, n in enumerate(g.node)]
     graph = OGraph(nodes, consts, shapes, inputs, [vi.name for vi in g.output], opset, g.name or "onnx")
-    _fold(graph)
-    missing = [o for n in graph.nodes for o in n.outputs if o and o not in graph.shapes and o not in graph.consts]
-    if missing:  # shape inference stopped at a folded value: re-infer with the constants in place
+    initial = {t.name for t in g.initializer}
+    # Folding can give shape inference what it lacked (a Reshape target, a taken If branch), and
+    # new shapes let more Shape nodes fold: repeat until nothing changes.
+    while _fold(graph):
+        if all(o in graph.shapes or o in graph.consts for n in graph.nodes for o in n.outputs if o):
+            break
         for name, v in graph.consts.items():
-            if name not in {t.name for t in g.initializer}:
+            if name not in initial:
                 g.initializer.append(numpy_helper.from_array(v, name))
+                initial.add(name)
         del g.node[:]
         g.node.extend(n.proto for n in graph.nodes)
         graph.shapes.update(_shapes(model))
     return graph
 
 
-def _fold(graph: OGraph) -> None:
-    """Evaluate every node whose value is known at conversion time; drop it from the graph."""
-    kept = []
-    for n in graph.nodes:
+def _onode(n, i: int) -> ONode:
+    return ONode(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}",
+                 n.name or f"{n.op_type}_{i}", list(n.input), list(n.output), _attrs(n), n)
+
+
+def _fold(graph: OGraph) -> bool:
+    """Evaluate every node whose value is known at conversion time and drop it from the graph;
+    inline the taken branch of an If with a known condition. Whether anything changed."""
+    kept, todo, changed = [], list(reversed(graph.nodes)), False
+    while todo:
+        n = todo.pop()
         known = all(i == "" or i in graph.consts for i in n.inputs)
         if n.op in ("Shape", "Size") and n.inputs[0] in graph.shapes:
             shape = graph.shapes[n.inputs[0]][0]
@@ -186,6 +200,13 @@ def _fold(graph: OGraph) -> None:
             else:
                 value = np.array(int(np.prod(shape)), np.int64)
             graph.consts[n.outputs[0]] = value
+            graph.shapes[n.outputs[0]] = (value.shape, value.dtype)
+            changed = True
+            continue
+        if n.op == "If" and n.inputs[0] in graph.consts:
+            branch = taken_branch(n, graph.consts[n.inputs[0]])
+            todo.extend(reversed(inline_branch(n, branch, lambda p: _onode(p, 0), graph.consts)))
+            changed = True
             continue
         if not known or n.op in _NO_FOLD or "." in n.op or not n.outputs:
             kept.append(n)
@@ -198,7 +219,9 @@ def _fold(graph: OGraph) -> None:
         for name, v in zip([o for o in n.outputs if o], res):
             graph.consts[name] = v
             graph.shapes[name] = (v.shape, v.dtype)
+        changed = True
     graph.nodes = kept
+    return changed
 
 
 def _consumers(graph: OGraph) -> dict[str, int]:
@@ -330,6 +353,7 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
 
 def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str, Val]]:
     """The v0 graph being built, and the value each ONNX tensor name became (onnx_quant reads it)."""
+    fuse_layer_norm(graph, ONode)
     _fuse(graph)
     e = Emitter(graph.name)
     vals: dict[str, Val] = {}
@@ -371,6 +395,8 @@ def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str,
                 if o in graph.shapes:
                     shape, dtype = graph.shapes[o]
                     vals[o] = Val(shape, dtype, index=-1)
+                elif o:  # its consumers fail only because of it: not reported again
+                    poisoned.add(o)
         except Error:
             raise
         except Exception as err:  # attributes or inputs of a kind the node's handler cannot read

@@ -6,7 +6,10 @@ import math
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_1d import one_d
 from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
+from msv0.convert.resize_lowering import (gather_nearest, nearest_index, r11_nearest_index, resize_bilinear,
+                                          source_coords)
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
 from msv0.fb.PadMode import PadMode
@@ -14,7 +17,6 @@ from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.fb.RoundMode import RoundMode
-
 
 
 def _spatial_pads(c: Ctx, in_hw, kernel, strides, dilations):
@@ -37,7 +39,7 @@ def _spatial_pads(c: Ctx, in_hw, kernel, strides, dilations):
 
 def _window_attrs(c: Ctx, x: Val, kernel):
     if len(x.shape) != 4 or len(kernel) != 2:
-        raise Unsupported("only 2-D spatial ops (4-D NCHW input) are supported")
+        raise Unsupported("only 1-D and 2-D spatial ops (3-D NCL or 4-D NCHW input) are supported")
     strides = list(c.attr("strides", [1, 1]))
     dil = list(c.attr("dilations", [1, 1]))
     up, left, down, right = _spatial_pads(c, x.shape[2:], kernel, strides, dil)
@@ -51,10 +53,11 @@ def _weight(c: Ctx, w: np.ndarray, tag: str) -> Val:
 
 
 @handles("Conv")
+@one_d
 def conv(c: Ctx):
     x, w = c.inp(0), c.const(1, "the weight")
     if w.ndim != 4:
-        raise Unsupported(f"only 2-D convolution (weight rank {w.ndim})")
+        raise Unsupported(f"only 1-D and 2-D convolution (weight rank {w.ndim})")
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
     kernel = list(c.attr("kernel_shape", w.shape[2:]))
@@ -73,10 +76,11 @@ def conv(c: Ctx):
 
 
 @handles("ConvTranspose")
+@one_d
 def conv_transpose(c: Ctx):
     x, w = c.inp(0), c.const(1, "the weight")
     if w.ndim != 4:
-        raise Unsupported(f"only 2-D transposed convolution (weight rank {w.ndim})")
+        raise Unsupported(f"only 1-D and 2-D transposed convolution (weight rank {w.ndim})")
     group = int(c.attr("group", 1))
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
@@ -120,6 +124,7 @@ def conv_transpose(c: Ctx):
 
 
 @handles("MaxPool", "AveragePool")
+@one_d
 def pool(c: Ctx):
     if c.used(1):
         raise Unsupported("MaxPool indices output")
@@ -145,10 +150,11 @@ def pool(c: Ctx):
 
 
 @handles("GlobalAveragePool", "GlobalMaxPool")
+@one_d
 def global_pool(c: Ctx):
     x = c.inp(0)
     if len(x.shape) != 4:
-        raise Unsupported("only 4-D global pooling")
+        raise Unsupported("only 3-D and 4-D global pooling")
     x = c.e.to_nhwc(x, c.name)
     shape, dtype = c.out()
     mode = PoolMode.MEAN_POOLING if c.node.op == "GlobalAveragePool" else PoolMode.MAX_POOLING
@@ -311,32 +317,41 @@ def log_softmax(c: Ctx):
 
 
 def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
+    """Resize written as r1.1's Resize where its meaning (src = dst·in/out, or align corners) is ONNX's,
+    else as the exact lowering (resize_lowering)."""
     x = c.inp(0)
     shape, dtype = c.out()
     if len(shape) != 4 or tuple(shape[:2]) != tuple(x.shape[:2]):
         raise Unsupported("only spatial (H, W) resizing of a 4-D tensor")
-    if scales is not None and len(scales) == 4 and any(
-            float(s) * n != o for s, n, o in zip(scales[2:], x.shape[2:], shape[2:])):
-        # ONNX maps coordinates with the given scale; r1.1 only knows the size ratio in/out
-        raise Unsupported(f"scales {list(map(float, scales))} give a fractional output size (r1.1 resizes by in/out)")
-    if tuple(shape) == tuple(x.shape):
+    if mode not in ("nearest", "linear"):
+        raise Unsupported(f"mode={mode} (v0 resizes nearest and bilinear only)")
+    pairs = list(zip(x.shape[2:], shape[2:]))
+    ratio = [np.float32(o) / np.float32(i) for i, o in pairs]
+    # ONNX maps coordinates by the given scales; r1.1's Resize knows only the size ratio
+    sc = ratio if scales is None or len(scales) != 4 else [np.float32(s) for s in scales[2:]]
+    by_ratio = sc == ratio
+    if not by_ratio and coord in ("align_corners", "pytorch_half_pixel"):
+        # these read the resized length: ONNX takes in·scale, ONNX Runtime the integer size
+        raise Unsupported(f"coordinate_transformation_mode={coord} with scales {[float(s) for s in sc]} "
+                          "that do not give a whole output size")
+    if tuple(shape) == tuple(x.shape) and by_ratio:
         c.set(0, x)
         return
-    integer_up = all(o % i == 0 for o, i in zip(shape[2:], x.shape[2:]))
-    if mode == "nearest":
-        ok = (coord == "asymmetric" and nearest_mode == "floor") or (
-            coord in ("half_pixel", "pytorch_half_pixel") and nearest_mode.startswith("round") and integer_up)
-        method, align = ResizeMethod.NEAREST, False
-    elif mode == "linear":
-        ok, method, align = coord in ("asymmetric", "align_corners"), ResizeMethod.LINEAR, coord == "align_corners"
-    else:
-        ok, method, align = False, ResizeMethod.LINEAR, False
-    if not ok:
-        raise Unsupported(f"mode={mode} coordinate_transformation_mode={coord} nearest_mode={nearest_mode}: "
-                          "r1.1 Resize is asymmetric (no half-pixel offset) or align_corners only")
     x = c.e.to_nhwc(x, c.name)
-    c.set(0, c.op("Resize", [x], shape, dtype, True, format=Format.NHWC, method=method, newHeight=shape[2], newWidth=shape[3],
-                  alignCorners=align))
+    stored = Val(x.stored_shape, dtype, index=c.e.index(x))  # what resize_lowering works on
+    if mode == "nearest":
+        idx = [nearest_index(source_coords(i, o, s, coord), i, nearest_mode) for (i, o), s in zip(pairs, sc)]
+        if not by_ratio or not all(np.array_equal(t, r11_nearest_index(i, o)) for t, (i, o) in zip(idx, pairs)):
+            c.set(0, Val(shape, dtype, index=gather_nearest(c, stored, *idx).index, nhwc=True))
+            return
+        method, align = ResizeMethod.NEAREST, False
+    else:
+        if not by_ratio or coord not in ("asymmetric", "align_corners"):
+            c.set(0, Val(shape, dtype, index=resize_bilinear(c, stored, shape[2:], sc, coord).index, nhwc=True))
+            return
+        method, align = ResizeMethod.LINEAR, coord == "align_corners"
+    c.set(0, c.op("Resize", [x], shape, dtype, True, format=Format.NHWC, method=method, newHeight=shape[2],
+                  newWidth=shape[3], alignCorners=align))
 
 
 @handles("Resize")

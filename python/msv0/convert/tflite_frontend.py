@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
+from msv0.convert.resize_lowering import gather_nearest, r11_nearest_index, resize_bilinear
 from msv0.convert.tflite_array import ARRAY_HANDLERS
 from msv0.convert.tflite_control import CONTROL_HANDLERS
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, missing_reason, transpose_conv_bias_options
@@ -315,11 +316,30 @@ def resize(o: Op):
     shape, dtype = o.out()
     bilinear = o.code == "RESIZE_BILINEAR"
     opt = o.options("ResizeBilinearOptions" if bilinear else "ResizeNearestNeighborOptions")
-    if opt is not None and opt.HalfPixelCenters():
-        raise Unsupported("half_pixel_centers=True (r1.1 Resize has no half-pixel offset)")
     align = bool(opt.AlignCorners()) if opt is not None else False
+    if opt is not None and opt.HalfPixelCenters():
+        if align:
+            raise Unsupported("both align_corners and half_pixel_centers")
+        o.set(_half_pixel_resize(o, x, shape, bilinear))
+        return
     o.set(o.op("Resize", [x], shape, dtype, format=Format.NHWC, method=ResizeMethod.LINEAR if bilinear else ResizeMethod.NEAREST, newHeight=shape[1],
                newWidth=shape[2], alignCorners=align))
+
+
+def _half_pixel_resize(o: Op, x: Val, shape, bilinear: bool) -> Val:
+    """half_pixel_centers: r1.1's Resize has no half-pixel offset, so write ops that compute it."""
+    pairs = list(zip(x.shape[1:3], shape[1:3]))
+    scales = [np.float32(n_out) / np.float32(n_in) for n_in, n_out in pairs]
+    if bilinear:
+        return resize_bilinear(o, x, shape[1:3], scales, "half_pixel")
+    # LiteRT: floor((dst + ½)·in/out), which for an integer up-factor is r1.1's floor(dst·in/out)
+    half = np.float32(0.5)
+    idx = [np.minimum(np.floor((np.arange(n_out, dtype=np.float32) + half) * (np.float32(n_in) / np.float32(n_out))),
+                      n_in - 1).astype(np.int64) for n_in, n_out in pairs]
+    if all(np.array_equal(t, r11_nearest_index(n_in, n_out)) for t, (n_in, n_out) in zip(idx, pairs)):
+        return o.op("Resize", [x], shape, x.dtype, format=Format.NHWC, method=ResizeMethod.NEAREST,
+                    newHeight=shape[1], newWidth=shape[2], alignCorners=False)
+    return gather_nearest(o, x, *idx)
 
 
 @handles("SOFTMAX")

@@ -1,0 +1,114 @@
+"""Subgraphs exporters unroll that v0 has one op for, fused back into that one ONNX node.
+
+LayerNorm (torch.onnx before opset 17): m = ReduceMean(x), d = x − m, v = ReduceMean(d² or d·d),
+y = d / Sqrt(v + eps) [· gamma] [+ beta], the means over trailing axes -> LayerNormalization.
+(GELU's Erf form has no v0 op to fuse into: its Erf is lowered where it stands.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _axes(n, consts) -> list[int] | None:
+    if "axes" in n.attrs:
+        return list(n.attrs["axes"])
+    if len(n.inputs) > 1 and n.inputs[1] in consts:
+        return [int(a) for a in consts[n.inputs[1]]]
+    return None
+
+
+def _scalar(name, consts) -> float | None:
+    v = consts.get(name)
+    return float(v.reshape(-1)[0]) if v is not None and v.size == 1 else None
+
+
+def _affine(c: np.ndarray, norm) -> np.ndarray | None:
+    """c as a gamma/beta over the normalized dims, or None when broadcasting it would reach other dims."""
+    shape = c.shape
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    if len(shape) > len(norm):
+        return None
+    try:
+        return np.ascontiguousarray(np.broadcast_to(c.reshape(shape), norm), np.float32)
+    except ValueError:
+        return None
+
+
+def fuse_layer_norm(graph, make_node) -> None:
+    """Replace every unrolled LayerNorm in graph.nodes by one LayerNormalization node (made by make_node(
+    op, name, inputs, outputs, attrs)); constants it needs go into graph.consts and graph.shapes."""
+    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    uses: dict[str, int] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            uses[i] = uses.get(i, 0) + 1
+    for o in graph.outputs:
+        uses[o] = uses.get(o, 0) + 1
+    consumers = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            consumers.setdefault(i, []).append(n)
+    consts = graph.consts
+    replace: dict[int, object] = {}  # id(last node of a pattern) -> the fused node
+    dead: set[int] = set()
+    for div in graph.nodes:
+        if div.op != "Div":
+            continue
+        sub, sqrt = producer.get(div.inputs[0]), producer.get(div.inputs[1])
+        if sub is None or sub.op != "Sub" or sqrt is None or sqrt.op != "Sqrt":
+            continue
+        mean, add = producer.get(sub.inputs[1]), producer.get(sqrt.inputs[0])
+        if mean is None or mean.op != "ReduceMean" or mean.inputs[0] != sub.inputs[0] or add is None or add.op != "Add":
+            continue
+        var = producer.get(add.inputs[0])
+        eps = _scalar(add.inputs[1], consts)
+        if var is None or var.op != "ReduceMean" or eps is None:
+            continue
+        sq = producer.get(var.inputs[0])
+        if sq is None or not (sq.op == "Pow" and sq.inputs[0] == sub.outputs[0] and _scalar(sq.inputs[1], consts) == 2.0
+                              or sq.op == "Mul" and sq.inputs == [sub.outputs[0]] * 2):
+            continue
+        x = sub.inputs[0]
+        if x not in graph.shapes or graph.shapes[x][1] != np.float32:
+            continue
+        rank = len(graph.shapes[x][0])
+        ax1, ax2 = _axes(mean, consts), _axes(var, consts)
+        if ax1 is None or ax2 is None or rank == 0:
+            continue
+        ax = sorted(a % rank for a in ax1)
+        if ax != sorted(a % rank for a in ax2) or ax != list(range(rank - len(ax), rank)) or not ax:
+            continue
+        if not all(n.attrs.get("keepdims", 1) for n in (mean, var)):
+            continue
+        inner = [mean, sub, sq, var, add, sqrt]
+        if uses.get(sub.outputs[0]) != (3 if sq.op == "Mul" else 2) or any(uses.get(n.outputs[0]) != 1 for n in (mean, sq, var, add, sqrt)):
+            continue
+        norm = tuple(graph.shapes[x][0][ax[0]:])
+        gamma, beta = np.ones(norm, np.float32), np.zeros(norm, np.float32)
+        chain = [div]
+        for op in ("Mul", "Add"):  # the optional affine part, gamma then beta
+            tail = chain[-1].outputs[0]
+            nxt = consumers.get(tail, [])
+            if uses.get(tail) != 1 or len(nxt) != 1 or nxt[0].op != op:
+                continue
+            other = [i for i in nxt[0].inputs if i != tail]
+            if len(other) != 1 or other[0] not in consts or consts[other[0]].ndim > rank:
+                continue
+            value = _affine(consts[other[0]], norm)
+            if value is None:
+                continue
+            if op == "Mul":
+                gamma = value
+            else:
+                beta = value
+            chain.append(nxt[0])
+        inner += chain[:-1]
+        last = chain[-1]
+        name = div.name + "/layer_norm"
+        consts[name + "/gamma"], consts[name + "/beta"] = gamma, beta
+        graph.shapes[name + "/gamma"] = graph.shapes[name + "/beta"] = (norm, np.dtype(np.float32))
+        replace[id(last)] = make_node("LayerNormalization", name, [x, name + "/gamma", name + "/beta"],
+                                      [last.outputs[0]], {"axis": ax[0], "epsilon": eps})
+        dead.update(id(n) for n in inner)
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in dead]
