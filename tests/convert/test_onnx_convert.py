@@ -35,6 +35,8 @@ CASES = {
     "depthwise_same_clip6": ([N("Conv", ["x", "w"], ["c"], group=4, auto_pad="SAME_UPPER", strides=[2, 2]),
                               N("Clip", ["c", "lo", "hi"], ["y"])],
                              [("x", [1, 4, 7, 7])], [("w", f32(4, 1, 3, 3)), ("lo", np.float32(0)), ("hi", np.float32(6))]),
+    "clip_computed_min": ([N("ReduceMean", ["x"], ["m"], keepdims=0), N("Clip", ["x", "m", "hi"], ["y"])],
+                          [("x", [1, 3, 5, 4])], [("hi", np.float32(0.5))]),
     "grouped_conv": ([N("Conv", ["x", "w"], ["y"], group=2, dilations=[2, 1])], [("x", [1, 4, 8, 8])],
                      [("w", f32(6, 2, 3, 3))]),
     "conv_transpose": ([N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],

@@ -97,6 +97,16 @@ def test_fully_connected_and_softmax():
     check(w, {"x": f32(2, 2, 2, 3)})
 
 
+def test_fully_connected_computed_weight():
+    # A weight the graph computes (TF-exported If branches do this): MatMul with B transposed.
+    w = TFLiteWriter()
+    x, wt = w.input("x", [2, 12]), w.input("w", [6, 12])
+    h = w.op("FULLY_CONNECTED", [x, wt, w.const(f32(6))], [2, 6], "FullyConnectedOptions",
+             fused_activation_function=RELU)
+    w.output(h)
+    check(w, {"x": f32(2, 12), "w": f32(6, 12)})
+
+
 @pytest.mark.parametrize("code,pad", [("AVERAGE_POOL_2D", SAME), ("MAX_POOL_2D", SAME), ("AVERAGE_POOL_2D", VALID)])
 def test_pool(code, pad):
     w = TFLiteWriter()

@@ -106,6 +106,15 @@ def hard_sigmoid(c: Ctx):
 @handles("Clip")
 def clip(c: Ctx):
     x = c.inp(0)
+    bounds = [c.inp(1), c.inp(2)] if c.graph.opset >= 11 else []
+    if any(b is not None and b.const is None for b in bounds):
+        # A computed bound: Maximum then Minimum, which also gives max everywhere when min > max.
+        y = x
+        for b, op in zip(bounds, ("Maximum", "Minimum")):
+            if b is not None:
+                y = emit_binary(c, op, y, b, x.shape, x.dtype)
+        c.set(0, y)
+        return
     if c.graph.opset < 11:
         lo, hi = c.attr("min", -FLT_MAX), c.attr("max", FLT_MAX)
     else:

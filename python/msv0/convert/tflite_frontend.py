@@ -216,16 +216,24 @@ def transpose_conv_bias(o: Op):
 
 @handles("FULLY_CONNECTED")
 def fully_connected(o: Op):
-    x, w = o.inp(0), o.const(1, "the weight")
+    x, wv = o.inp(0), o.inp(1)
     shape, dtype = o.out()
     opt = o.options("FullyConnectedOptions")
     act = opt.FusedActivationFunction() if opt else 0
     if opt and opt.WeightsFormat() != 0:
         raise Unsupported("shuffled FULLY_CONNECTED weights")
-    n, kk = w.shape
+    n, kk = wv.shape
     flat = (int(np.prod(x.shape)) // kk, n)
-    ins = [x, Val(w.shape, np.dtype(np.float32), const=w.astype(np.float32))] + _bias(o, 2)
-    y = o.op("FullConnection", ins, flat, dtype, hasBias=len(ins) == 3, useAxis=False, activationType=_own_act(act))
+    if wv.const is None:  # a computed weight [n, k]: MatMul with B transposed, activation after
+        if tuple(x.shape) != (flat[0], kk):
+            x = o.op("Reshape", [x], (flat[0], kk), x.dtype, shape=[flat[0], kk])
+        y = o.op("MatMul", [x, wv] + _bias(o, 2), flat, dtype, transposeA=False, transposeB=True)
+        if act in OWN_ACT:
+            y = o.op("Activation", [y], flat, dtype, type=OWN_ACT[act])
+    else:
+        ins = [x, Val(wv.shape, np.dtype(np.float32), const=wv.const.astype(np.float32))] + _bias(o, 2)
+        y = o.op("FullConnection", ins, flat, dtype, hasBias=len(ins) == 3, useAxis=False,
+                 activationType=_own_act(act))
     if tuple(shape) != flat:
         y = o.op("Reshape", [y], shape, dtype, shape=list(shape))
     o.set(_fused(o, y, act))
