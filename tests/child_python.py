@@ -7,3 +7,5 @@ import shlex
 import sys
 
 PYTHON = shlex.split(os.environ.get("MSV0_TEST_PYTHON", "")) or [sys.executable]
+# An emulated child runs some 10-50x slower than a native one; a time limit on it scales by this.
+TIME_SCALE = 30.0 if os.environ.get("MSV0_TEST_PYTHON") else 1.0
