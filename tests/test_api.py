@@ -358,6 +358,22 @@ def test_memory_limit_names_what_exceeds_it():
     assert session.run([np.zeros((1, 64, 64, 3), np.float32)])
 
 
+def test_memory_limit_bounds_a_conv_gathered_tile():
+    # A 1x1 output whose window holds 5x5x2000 values: each kernel thread would gather up to 240
+    # such windows (48 MB) though every tensor is small.
+    from msv0.builder import Builder
+    b = Builder("wide_window")
+    x = b.input("x", (1, 5, 5, 2000))
+    w = b.const("w", np.zeros((1, 5, 5, 2000), np.float32))
+    b.output(b.node("Conv2D", [x, w], kernelH=5, kernelW=5, strideH=1, strideW=1, dilateH=1, dilateW=1,
+                           group=1, channelIn=2000, channelOut=1))
+    model = b.finish()
+    with pytest.raises(msv0.ResourceError, match="gathered tile of 5x5x2000"):
+        msv0.Session(model, memory_limit=16 << 20)
+    out = msv0.Session(model, memory_limit=64 << 20).run([np.ones((1, 5, 5, 2000), np.float32)])
+    assert list(out.values())[0].shape == (1, 1, 1, 1)
+
+
 @pytest.mark.parametrize("bad", [0, -5, 2.5, None])
 def test_memory_limit_validation(bad):
     with pytest.raises(msv0.InputError, match="memory_limit"):

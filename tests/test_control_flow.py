@@ -154,3 +154,16 @@ def test_empty_switch_condition_is_input_error():
     b.output(b.node("Merge", [xt, xf]))
     with pytest.raises(msv0.InputError, match="zero-size"):
         msv0.Session(b.finish()).run([np.ones((2, 3), np.float32), np.zeros(0, np.bool_)])
+
+
+def test_empty_computed_switch_condition_is_model_error():
+    """A condition computed empty (a Slice of no elements) reaches the Switch: a ModelError
+    naming it, not an IndexError."""
+    b = Builder("empty_computed_cond")
+    x = b.input("x", (2, 3))
+    c = b.input("c", (2,), np.bool_)
+    empty = b.node("Slice", [c], begin=[0], size=[0], axes=[0])
+    xt, xf = b.node("Switch", [empty, x], outputs=2)
+    b.output(b.node("Merge", [xt, xf]))
+    with pytest.raises(msv0.ModelError, match="Switch.*condition is empty"):
+        msv0.Session(b.finish()).run([np.ones((2, 3), np.float32), np.ones(2, np.bool_)])

@@ -36,14 +36,6 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-struct Lanes {
-  VecI32 zp, mult, left, right;
-};
-
-Lanes lanes_of(const BinaryS8Input& p) {
-  return {VecI32::splat(p.zp), VecI32::splat(p.mult), VecI32::splat(p.left), VecI32::splat(p.right)};
-}
-
 // Add/Sub's rescaling of one input, RDBPOT(SRDHM((q − zp)·2^20, mult), right), in 32-bit lanes
 // (the binding checks left = 20, mult >= 0). With d = q − zp, |d| <= 255, SRDHM's
 // floor(((d·2^20)·mult + 2^30) / 2^31) is floor((d·mult + 2^10) / 2^11); splitting
@@ -67,12 +59,12 @@ struct Rescale {
 template <int Op>
 struct Combine {
   Rescale a, b;
-  Lanes out;
-  VecI32 lo, hi;
+  Requant out;
 
   explicit Combine(const BinaryS8Args& g)
-      : a(g.in[0]), b(g.in[1]), out(lanes_of({g.zp, g.mult, g.left, g.right})), lo(VecI32::splat(g.lo)),
-        hi(VecI32::splat(g.hi)) {}
+      : a(g.in[0]), b(g.in[1]),
+        out{VecI32::splat(g.mult), VecI32::splat(g.left), VecI32::splat(g.right), VecI32::splat(g.zp),
+            VecI32::splat(g.lo), VecI32::splat(g.hi)} {}
 
   // Overflow: Add/Sub rescale |q − zp|·2^20 <= 255·2^20 by a multiplier <= 1/2, so the sum
   // stays below 2^28; Mul's product is at most 256^2.
@@ -84,7 +76,7 @@ struct Combine {
       raw = a(qa) + b(qb);
     else
       raw = a(qa) - b(qb);
-    return requantize(raw, out.mult, out.left, out.right, out.zp, lo, hi);
+    return out(raw);
   }
 };
 
@@ -150,19 +142,12 @@ int64_t operand_size(int32_t kind, int64_t size, int64_t inner) {
 
 void check_requant(const std::vector<int64_t>& r, const char* what) {
   if (r.size() != 3) throw ArgError(std::string(what) + ": expected (mult, left, right)");
-  if (r[0] < INT32_MIN || r[0] > INT32_MAX) throw ArgError(std::string(what) + ": mult out of int32 range");
-  if (r[1] < 0 || r[1] > 31 || r[2] < 0 || r[2] > 31)
-    throw ArgError(std::string(what) + ": left and right shifts must be in [0, 31]");
-}
-
-int32_t zero_point(int64_t zp, const char* what) {
-  if (zp < -128 || zp > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
-  return static_cast<int32_t>(zp);
+  msv0::check_requant(r[0], r[1], r[2], what);
 }
 
 BinaryS8Input input_of(int64_t zp, const std::vector<int64_t>& r, const char* what) {
   check_requant(r, what);
-  return {zero_point(zp, what), static_cast<int32_t>(r[0]), static_cast<int32_t>(r[1]), static_cast<int32_t>(r[2])};
+  return {int8_param(zp, what), static_cast<int32_t>(r[0]), static_cast<int32_t>(r[1]), static_cast<int32_t>(r[2])};
 }
 
 // y = clamp(requantize(a op b)) on int8 arrays of the shapes fixed here.
@@ -192,7 +177,7 @@ class BinaryS8 : public NativeOp {
     g_ = BinaryS8Args{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind,
                       {input_of(a_zp, a_requant, "a"), input_of(b_zp, b_requant, "b")},
                       static_cast<int32_t>(y_requant[0]), static_cast<int32_t>(y_requant[1]),
-                      static_cast<int32_t>(y_requant[2]), zero_point(y_zp, "y_zp"), static_cast<int32_t>(lo),
+                      static_cast<int32_t>(y_requant[2]), int8_param(y_zp, "y_zp"), static_cast<int32_t>(lo),
                       static_cast<int32_t>(hi)};
     set_operands({{a_shape, 'b'}, {b_shape, 'b'}}, {{y_shape, 'b'}});
   }

@@ -31,11 +31,6 @@ constexpr int64_t kTileRows = 240;
 // Below this many pixels per thread, threads split the output channels instead.
 constexpr int64_t kMinThreadRows = 48;
 
-int32_t int8_param(int64_t x, const char* what) {
-  if (x < -128 || x > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
-  return static_cast<int32_t>(x);
-}
-
 // Where part `part` of `splits` shares of `panels` starts, on a micro-kernel tile boundary.
 int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) {
   const int64_t tiles = (panels + tile - 1) / tile;
@@ -73,13 +68,12 @@ class Conv2dS8 : public NativeOp {
     const int8_t* pw = in_ptr<int8_t>(weight, "weight");
     b_zp_ = per_group(w_zp, "w_zp");
     for (int32_t z : b_zp_) int8_param(z, "w_zp");
+    symmetric_ = std::all_of(b_zp_.begin(), b_zp_.end(), [](int32_t z) { return z == 0; });
     bias_ = bias ? per_group(*bias, "bias") : std::vector<int32_t>(static_cast<size_t>(group * cols_), 0);
     mult_ = per_group(mult, "mult");
     left_ = per_group(left, "left");
     right_ = per_group(right, "right");
-    for (size_t j = 0; j < left_.size(); ++j)
-      if (left_[j] < 0 || left_[j] > 31 || right_[j] < 0 || right_[j] > 31)
-        throw ArgError("left and right shifts must be in [0, 31]");
+    for (size_t j = 0; j < left_.size(); ++j) check_requant(mult_[j], left_[j], right_[j], "requantization");
     // Group g's weight rows form B^T (og x k) of its GEMM.
     group_bytes_ = gemm_s8_packed_size(og_, k_);
     packed_.resize(static_cast<size_t>(group_bytes_ * group));
@@ -140,7 +134,8 @@ class Conv2dS8 : public NativeOp {
         lda = k_;
       }
       const int64_t col = g * cols_;
-      const GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col, b_zp_.data() + col,
+      const GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col,
+                            symmetric_ ? nullptr : b_zp_.data() + col,
                             bias_.data() + col, mult_.data() + col, left_.data() + col, right_.data() + col,
                             x_zp_, y_zp_, lo_, hi_, nullptr, y + p0 * oc_ + g * og_, oc_, p1 - p0, og_, k_};
       kernel_.fn(args, 0, p1 - p0, q0, q1, scratch);
@@ -183,6 +178,7 @@ class Conv2dS8 : public NativeOp {
   std::vector<int8_t> packed_;  // group blocks of group_bytes_
   // Per output channel, each group's og padded with zeros to cols_ (whole panels, as the
   // GEMM loads them as vectors):
+  bool symmetric_ = false;  // every w_zp is 0: the GEMM skips the w_zp · row-sum term
   std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
 };
 

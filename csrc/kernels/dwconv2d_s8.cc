@@ -46,19 +46,10 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-// The requantization constants of channels [c, c + kLanes).
-struct Requant {
-  VecI32 mult, left, right, zp, lo, hi;
-};
-
+// The requantization of channels [c, c + kLanes).
 Requant requant_at(const DwS8Args& a, int64_t c) {
   return {VecI32::load(a.mult + c), VecI32::load(a.left + c), VecI32::load(a.right + c), VecI32::splat(a.y_zp),
           VecI32::splat(a.lo), VecI32::splat(a.hi)};
-}
-
-template <bool Tail>
-void requantize_store(const Requant& q, VecI32 acc, int8_t* out, int64_t lanes) {
-  store_s8_n<Tail>(requantize(acc, q.mult, q.left, q.right, q.zp, q.lo, q.hi), out, lanes);
 }
 
 // Any pixel: taps [ky0, ky1) x [kx0, kx1) of the window whose top-left input cell is (iy0, ix0),
@@ -74,7 +65,7 @@ void pixel(const DwS8Args& a, const int8_t* xb, int64_t iy0, int64_t ky0, int64_
     for (int64_t kx = kx0; kx < kx1; ++kx)
       acc = acc + (load_s8_n<Tail>(xr + kx * a.dw * a.c, lanes) - x_zp) * VecI32::load(wr + kx * a.cp);
   }
-  requantize_store<Tail>(requant_at(a, c), acc, out + c, lanes);
+  store_s8_n<Tail>(requant_at(a, c)(acc), out + c, lanes);
 }
 
 // K x K windows: one output row's pixels, channels [c, c + lanes), the K*K weight vectors in
@@ -103,7 +94,7 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
       for (int ky = 0; ky < K; ++ky)
         acc = acc + load_s8_n<Tail>(inside ? row[ky] + ix * ch : zp, lanes) * w[ky * K + kx];
     }
-    requantize_store<Tail>(q, acc, yrow + ox * ch + c, lanes);
+    store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
   };
   for (int64_t ox = 0; ox < ox_lo; ++ox) border(ox);
   for (int64_t ox = ox_lo; ox < ox_hi; ++ox) {
@@ -111,7 +102,7 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
     VecI32 acc = bias;
     for (int ky = 0; ky < K; ++ky)
       for (int kx = 0; kx < K; ++kx) acc = acc + load_s8_n<Tail>(row[ky] + off + kx * dw * ch, lanes) * w[ky * K + kx];
-    requantize_store<Tail>(q, acc, yrow + ox * ch + c, lanes);
+    store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
   }
   for (int64_t ox = ox_hi; ox < a.ow; ++ox) border(ox);
 }
@@ -178,11 +169,6 @@ MSV0_EXPORT(dwconv2d_s8)
 namespace msv0 {
 namespace {
 
-int32_t int8_param(int64_t v, const char* what) {
-  if (v < -128 || v > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
-  return static_cast<int32_t>(v);
-}
-
 // c int32 values of a, zero-padded to cp.
 std::vector<int32_t> per_channel(const py::array& a, int64_t c, int64_t cp, const char* what) {
   expect_shape(a, {c}, what);
@@ -241,9 +227,7 @@ class DwConv2dS8 : public NativeOp {
     mult_ = per_channel(mult, c, a_.cp, "mult");
     left_ = per_channel(left, c, a_.cp, "left");
     right_ = per_channel(right, c, a_.cp, "right");
-    for (int64_t ch = 0; ch < c; ++ch)
-      if (left_[ch] < 0 || left_[ch] > 31 || right_[ch] < 0 || right_[ch] > 31)
-        throw ArgError("left and right shifts must be in [0, 31]");
+    for (int64_t ch = 0; ch < c; ++ch) check_requant(mult_[ch], left_[ch], right_[ch], "requantization");
     a_.weight = w_.data();
     a_.bias = bias_.data();
     a_.folded_bias = folded_bias_.data();

@@ -73,9 +73,16 @@ void tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t
   constexpr int kV = P * kNv;
   constexpr int64_t kChunkGroups = kGemmS8Kc / kGemmS8Kr;
   const int64_t groups = (g.k + kGemmS8Kr - 1) / kGemmS8Kr, panel = groups * kGroupBytes;
+  const int64_t col = p * kGemmS8Nr, cols = min_i(P * kGemmS8Nr, g.n - col);
+  // dot4 sums (a + kDotAOffset) · b: a_zp and the offset both come off through Σ_k b, with the
+  // bias, in the accumulators' start value (columns past n are zero-padded).
+  const VecI32 a_shift = VecI32::splat(g.a_zp + kDotAOffset);
   VecI32 acc[R][kV];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kV; ++v) acc[r][v] = VecI32::zero();
+  for (int v = 0; v < kV; ++v) {
+    const int64_t c0 = col + v * kLanes;
+    acc[0][v] = VecI32::load(g.bias + c0) - a_shift * VecI32::load(g.b_sum + c0);
+    for (int r = 1; r < R; ++r) acc[r][v] = acc[0][v];
+  }
   const int8_t* b = g.b_packed + p * panel;
   for (int64_t q0 = 0; q0 < groups; q0 += kChunkGroups, a += kMr * kGemmS8ChunkStride) {
     const int8_t* ag = a;
@@ -89,26 +96,24 @@ void tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t
       }
     }
   }
-  const int64_t col = p * kGemmS8Nr, cols = min_i(P * kGemmS8Nr, g.n - col);
-  // dot4 summed (a + kDotAOffset) · b: a_zp and the offset both come off through Σ_k b.
-  const VecI32 a_shift = VecI32::splat(g.a_zp + kDotAOffset);
   for (int v = 0; v < kV; ++v) {
     const int64_t left = cols - v * kLanes, c0 = col + v * kLanes;
     if (left <= 0) break;
-    const VecI32 col_term = VecI32::load(g.bias + c0) - a_shift * VecI32::load(g.b_sum + c0);
-    const VecI32 b_zp = VecI32::load(g.b_zp + c0);
-    for (int r = 0; r < R; ++r) {
-      const VecI32 x = acc[r][v] + col_term - b_zp * VecI32::splat(row_term[r]);
-      if (g.c8) {
-        const VecI32 y = requantize(x, VecI32::load(g.mult + c0), VecI32::load(g.left + c0),
-                                    VecI32::load(g.right + c0), VecI32::splat(g.c_zp), VecI32::splat(g.lo),
-                                    VecI32::splat(g.hi));
-        int8_t* c = g.c8 + (i + r) * g.ldc + c0;
+    if (g.b_zp) {
+      const VecI32 b_zp = VecI32::load(g.b_zp + c0);
+      for (int r = 0; r < R; ++r) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
+    }
+    if (g.c8) {
+      const Requant rq{VecI32::load(g.mult + c0), VecI32::load(g.left + c0), VecI32::load(g.right + c0),
+                       VecI32::splat(g.c_zp), VecI32::splat(g.lo), VecI32::splat(g.hi)};
+      int8_t* c = g.c8 + i * g.ldc + c0;
+      for (int r = 0; r < R; ++r, c += g.ldc) {
+        const VecI32 y = rq(acc[r][v]);
         left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
-      } else {
-        int32_t* c = g.c32 + (i + r) * g.ldc + c0;
-        left >= kLanes ? x.store(c) : x.store_tail(c, left);
       }
+    } else {
+      int32_t* c = g.c32 + i * g.ldc + c0;
+      for (int r = 0; r < R; ++r, c += g.ldc) left >= kLanes ? acc[r][v].store(c) : acc[r][v].store_tail(c, left);
     }
   }
 }
@@ -167,6 +172,7 @@ MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kPt * kGemmS8Nr, kGemmS8Kr, &gemm_s8_
 }  // namespace msv0
 
 #else  // binding pass
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -184,11 +190,6 @@ std::vector<int32_t> per_column(const py::array& a, int64_t n, int64_t padded, c
   std::vector<int32_t> v(p, p + n);
   v.resize(static_cast<size_t>(padded), 0);
   return v;
-}
-
-int32_t int8_param(int64_t x, const char* what) {
-  if (x < -128 || x > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
-  return static_cast<int32_t>(x);
 }
 
 }  // namespace
@@ -223,15 +224,14 @@ class GemmS8 : public NativeOp {
     const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
     b_zp_ = per_column(b_zp, n_, padded, "b_zp");
     for (int64_t j = 0; j < n_; ++j) int8_param(b_zp_[j], "b_zp");
+    symmetric_ = std::all_of(b_zp_.begin(), b_zp_.end(), [](int32_t z) { return z == 0; });
     bias_ = bias ? per_column(*bias, n_, padded, "bias") : std::vector<int32_t>(padded, 0);
     if (mult || left || right) {
       if (!(mult && left && right)) throw ArgError("requantization needs mult, left and right");
       mult_ = per_column(*mult, n_, padded, "mult");
       left_ = per_column(*left, n_, padded, "left");
       right_ = per_column(*right, n_, padded, "right");
-      for (int64_t j = 0; j < n_; ++j)
-        if (left_[j] < 0 || left_[j] > 31 || right_[j] < 0 || right_[j] > 31)
-          throw ArgError("left and right shifts must be in [0, 31]");
+      for (int64_t j = 0; j < n_; ++j) check_requant(mult_[j], left_[j], right_[j], "requantization");
     }
     if (lo_ > hi_) throw ArgError("lo must be <= hi");
     packed_.resize(static_cast<size_t>(gemm_s8_packed_size(n_, k_)));
@@ -242,7 +242,7 @@ class GemmS8 : public NativeOp {
 
   void run(const void* const* in, void* const* out) const override {
     const bool requant = !mult_.empty();
-    GemmS8Args g{static_cast<const int8_t*>(in[0]), k_, packed_.data(), b_sum_.data(), b_zp_.data(), bias_.data(),
+    GemmS8Args g{static_cast<const int8_t*>(in[0]), k_, packed_.data(), b_sum_.data(), symmetric_ ? nullptr : b_zp_.data(), bias_.data(),
                  requant ? mult_.data() : nullptr, requant ? left_.data() : nullptr,
                  requant ? right_.data() : nullptr, a_zp_, c_zp_, lo_, hi_,
                  requant ? nullptr : static_cast<int32_t*>(out[0]),
@@ -267,6 +267,7 @@ class GemmS8 : public NativeOp {
   const GemmS8Kernel& kernel_;  // the slot of the tier active at construction, which packed B
   int32_t a_zp_, c_zp_, lo_, hi_;
   int64_t m_ = 0, n_ = 0, k_ = 0;
+  bool symmetric_ = false;  // every b_zp is 0: the kernel skips the b_zp · row-sum term
   std::vector<int8_t> packed_;
   std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
 };

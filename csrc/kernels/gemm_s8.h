@@ -20,7 +20,7 @@ struct GemmS8Args {
   const int8_t* b_packed;
   // Per column, padded with zeros to whole panels so kernels load them as whole vectors:
   const int32_t* b_sum;  // Σ_k B[k, n], written by the packer
-  const int32_t* b_zp;
+  const int32_t* b_zp;  // null when every column's zero point is 0 (symmetric weights)
   const int32_t* bias;
   const int32_t* mult;  // requantization (mult, left, right): null for int32 output
   const int32_t* left;

@@ -50,6 +50,21 @@ inline void check_pads(int64_t pt, int64_t pl) {
   if (pt < 0 || pl < 0) throw ArgError("pads must be >= 0");
 }
 
+// An int8 zero point or clamp bound.
+inline int32_t int8_param(int64_t x, const char* what) {
+  if (x < -128 || x > 127) throw ArgError(std::string(what) + " must be in [-128, 127]");
+  return static_cast<int32_t>(x);
+}
+
+// One requantization (mult, left, right) as the lanes' Requant takes it: shifts in [0, 31], and
+// mult above INT32_MIN (QuantizeMultiplier never gives it; excluding it spares SRDHM's
+// saturation on every tier).
+inline void check_requant(int64_t mult, int64_t left, int64_t right, const char* what) {
+  if (mult <= INT32_MIN || mult > INT32_MAX) throw ArgError(std::string(what) + ": mult must be in (-2^31, 2^31)");
+  if (left < 0 || left > 31 || right < 0 || right > 31)
+    throw ArgError(std::string(what) + ": left and right shifts must be in [0, 31]");
+}
+
 // A shape a kernel object is built for: dims >= 0 and `rank` of them.
 inline const std::vector<int64_t>& checked_shape(const std::vector<int64_t>& s, size_t rank, const char* what) {
   if (s.size() != rank) throw ArgError(std::string(what) + ": expected " + std::to_string(rank) + " dims");

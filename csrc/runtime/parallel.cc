@@ -65,8 +65,12 @@ void ThreadPool::worker_loop(int self) {
       if (stop_) return;
     }
     seen = generation_.load(std::memory_order_acquire);
-    drain(self);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // Join generation `seen`, unless the caller has already excused this worker from it.
+    uint64_t previous = seen - 1;
+    if (blocks_[self].taken.compare_exchange_strong(previous, seen, std::memory_order_acq_rel)) {
+      drain(self);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
   }
 }
 
@@ -92,8 +96,16 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   }
   wake_.notify_all();
   drain(0);
-  // Every worker takes part in every generation (one that finds no task left returns at
-  // once), so job_ can be rewritten safely once they all have checked in.
+  // Every task has been taken. A worker that has not joined this generation yet (descheduled
+  // while another process holds its core) is excused from it, so the caller does not wait a
+  // scheduler slice for it; it will never read this job_. The workers that joined are waited
+  // for, so job_ can be rewritten safely once they all have checked in.
+  const uint64_t generation = generation_.load(std::memory_order_relaxed);
+  for (int64_t i = 1; i < n; ++i) {
+    uint64_t previous = generation - 1;
+    if (blocks_[i].taken.compare_exchange_strong(previous, generation, std::memory_order_acq_rel))
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
   auto all_back = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   while (!spin_until(all_back, kPauses, 1 << 30)) {
   }

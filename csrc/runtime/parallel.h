@@ -44,6 +44,9 @@ class ThreadPool {
   struct alignas(64) Block {
     std::atomic<int64_t> next{0};
     int64_t end = 0;
+    // The last generation worker i joined or was excused from (set by whichever of the two
+    // moves it from the generation before; unused for the caller's block 0).
+    std::atomic<uint64_t> taken{0};
   };
   std::vector<Block> blocks_;
   std::atomic<int> pending_{0};  // workers that have not finished the current generation

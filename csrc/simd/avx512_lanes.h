@@ -78,31 +78,50 @@ inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm512_and_si512(a.v, b.v)
 inline VecI32 shift_right(VecI32 a, int n) { return {_mm512_srai_epi32(a.v, static_cast<unsigned>(n))}; }
 inline VecI32 shift_right(VecI32 a, VecI32 n) { return {_mm512_srav_epi32(a.v, n.v)}; }
 
-// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
-//   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].
-// SRDHM(a, b) = round(a·b / 2^31) with ties toward +inf: for every a·b, r1.1's
-// trunc((a·b + nudge) / 2^31) equals floor((a·b + 2^30) / 2^31), bits 31..62 of a·b + 2^30.
-inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
-  const __m512i x = _mm512_sllv_epi32(acc.v, left.v);  // wraps, like r1.1's int multiply
-  const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-  const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, mult.v), half);
-  const __m512i odd =
-      _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mult.v, 32)), half);
-  __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
-  // Only INT32_MIN · INT32_MIN reaches 2^31, which wrapped to INT32_MIN: SRDHM saturates it.
-  const __m512i int_min = _mm512_set1_epi32(INT32_MIN);
-  h = _mm512_mask_mov_epi32(h, _mm512_cmpeq_epi32_mask(h, int_min), _mm512_set1_epi32(INT32_MAX));
-  // RDBPOT: arithmetic shift, plus one where the remainder exceeds half (half or more when
-  // negative), i.e. rounding half away from zero.
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right.v), one);
-  const __m512i rem = _mm512_and_si512(h, mask);
-  const __m512i threshold = _mm512_add_epi32(_mm512_srli_epi32(mask, 1), _mm512_srli_epi32(h, 31));
-  __m512i q = _mm512_srav_epi32(h, right.v);
-  q = _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, threshold), q, one);
-  q = _mm512_add_epi32(q, zp.v);
-  return {_mm512_min_epi32(hi.v, _mm512_max_epi32(lo.v, q))};
-}
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp for one vector of channels
+// (format-v0.md §3.1): clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and
+// right in [0, 31], mult != INT32_MIN (SRDHM never saturates; the bindings check it). The
+// per-channel constants are made once; a caller applies it to every row of those channels.
+// Both roundings become one 64-bit shift of the product p = (acc · 2^left) · mult. SRDHM is
+// h = floor((p + 2^30) / 2^31) (r1.1's trunc((p + nudge) / 2^31) for every p), and RDBPOT's
+// half-away-from-zero rounding is floor((h + c) / 2^r) with c = 2^(r-1) - [h < 0] (c = 0 for
+// r = 0). Nested floors of integers merge: q = floor((p + 2^30 + c·2^31) / 2^(31+r)), and
+// h < 0 exactly when p < -2^30. |p| < 2^62, so the sum stays inside int64.
+struct Requant {
+  __m512i mult, mult_odd, left, bias_even, bias_odd, neg_even, neg_odd, shift_even, shift_odd, zp, lo, hi;
+  bool shifts_left;
+
+  Requant(VecI32 m, VecI32 l, VecI32 r, VecI32 z, VecI32 lo_, VecI32 hi_)
+      : mult(m.v), mult_odd(_mm512_srli_epi64(m.v, 32)), left(l.v), zp(z.v), lo(lo_.v), hi(hi_.v),
+        shifts_left(_mm512_test_epi32_mask(l.v, l.v) != 0) {
+    const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
+    const __m512i r_even = _mm512_and_si512(r.v, low), r_odd = _mm512_srli_epi64(r.v, 32);
+    // bias = 2^30 + 2^(r-1)·2^31 = 2^30 + 2^(r+30) where r > 0; neg = 2^31 taken off when h < 0.
+    const __m512i one = _mm512_set1_epi64(1), b30 = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i b31 = _mm512_set1_epi64(int64_t{1} << 31), zero = _mm512_setzero_si512();
+    const auto bias = [&](__m512i rr) {
+      const __mmask8 pos = _mm512_cmpgt_epi64_mask(rr, zero);
+      return _mm512_mask_add_epi64(b30, pos, b30, _mm512_sllv_epi64(one, _mm512_add_epi64(rr, _mm512_set1_epi64(30))));
+    };
+    bias_even = bias(r_even), bias_odd = bias(r_odd);
+    neg_even = _mm512_maskz_mov_epi64(_mm512_cmpgt_epi64_mask(r_even, zero), b31);
+    neg_odd = _mm512_maskz_mov_epi64(_mm512_cmpgt_epi64_mask(r_odd, zero), b31);
+    shift_even = _mm512_add_epi64(r_even, _mm512_set1_epi64(31));
+    shift_odd = _mm512_add_epi64(r_odd, _mm512_set1_epi64(31));
+  }
+
+  VecI32 operator()(VecI32 acc) const {
+    const __m512i x = shifts_left ? _mm512_sllv_epi32(acc.v, left) : acc.v;  // wraps, like r1.1's int multiply
+    const __m512i below = _mm512_set1_epi64(-(int64_t{1} << 30));
+    const __m512i pe = _mm512_mul_epi32(x, mult), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd);
+    __m512i te = _mm512_add_epi64(pe, bias_even), to = _mm512_add_epi64(po, bias_odd);
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, below), te, neg_even);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, below), to, neg_odd);
+    const __m512i q = _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(te, shift_even),
+                                              _mm512_slli_epi64(_mm512_srav_epi64(to, shift_odd), 32));
+    return {_mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(q, zp)))};
+  }
+};
 
 // int32 -> float per lane, rounding to nearest even (exact below 2^24).
 inline VecF to_f32(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }

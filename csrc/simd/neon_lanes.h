@@ -98,23 +98,32 @@ inline VecI32 operator&(VecI32 a, VecI32 b) { return {vandq_s32(a.v, b.v)}; }
 inline VecI32 shift_right(VecI32 a, int n) { return {vshlq_s32(a.v, vdupq_n_s32(-n))}; }
 inline VecI32 shift_right(VecI32 a, VecI32 n) { return {vshlq_s32(a.v, vnegq_s32(n.v))}; }
 
-// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
-//   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].
-// sqrdmulh is SRDHM exactly, saturation included. RDBPOT is spelled out: srshl would round
-// ties up instead of away from zero.
-inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
-  const int32x4_t x = vshlq_s32(acc.v, left.v);  // wraps, like r1.1's int multiply
-  const int32x4_t h = vqrdmulhq_s32(x, mult.v);
-  const int32x4_t one = vdupq_n_s32(1);
-  const int32x4_t mask = vsubq_s32(vshlq_s32(one, right.v), one);
-  const int32x4_t rem = vandq_s32(h, mask);
-  const int32x4_t threshold =
-      vaddq_s32(vshrq_n_s32(mask, 1), vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(h), 31)));
-  // vshlq by a negative count is an arithmetic (truncating) right shift; a true compare is -1.
-  int32x4_t q = vsubq_s32(vshlq_s32(h, vnegq_s32(right.v)), vreinterpretq_s32_u32(vcgtq_s32(rem, threshold)));
-  q = vaddq_s32(q, zp.v);
-  return {vminq_s32(hi.v, vmaxq_s32(lo.v, q))};
-}
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp for one vector of channels
+// (format-v0.md §3.1): clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and
+// right in [0, 31], mult != INT32_MIN (the bindings check it; sqrdmulh would saturate anyway).
+// The per-channel constants are made once; a caller applies it to every row of those channels.
+// sqrdmulh is SRDHM exactly. RDBPOT is spelled out: srshl would round ties up instead of away
+// from zero.
+struct Requant {
+  int32x4_t mult, left, neg_right, mask, half_mask, zp, lo, hi;
+
+  Requant(VecI32 m, VecI32 l, VecI32 r, VecI32 z, VecI32 lo_, VecI32 hi_)
+      : mult(m.v), left(l.v), neg_right(vnegq_s32(r.v)),
+        mask(vsubq_s32(vshlq_s32(vdupq_n_s32(1), r.v), vdupq_n_s32(1))), half_mask(vshrq_n_s32(mask, 1)),
+        zp(z.v), lo(lo_.v), hi(hi_.v) {}
+
+  VecI32 operator()(VecI32 acc) const {
+    const int32x4_t x = vshlq_s32(acc.v, left);  // wraps, like r1.1's int multiply
+    const int32x4_t h = vqrdmulhq_s32(x, mult);
+    const int32x4_t rem = vandq_s32(h, mask);
+    const int32x4_t threshold =
+        vaddq_s32(half_mask, vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(h), 31)));
+    // vshlq by a negative count is an arithmetic (truncating) right shift; a true compare is -1.
+    int32x4_t q = vsubq_s32(vshlq_s32(h, neg_right), vreinterpretq_s32_u32(vcgtq_s32(rem, threshold)));
+    q = vaddq_s32(q, zp);
+    return {vminq_s32(hi, vmaxq_s32(lo, q))};
+  }
+};
 
 // int32 -> float per lane, rounding to nearest even (exact below 2^24).
 inline VecF to_f32(VecI32 a) { return {vcvtq_f32_s32(a.v)}; }

@@ -114,31 +114,36 @@ inline VecI32 dot4(VecI32 acc, VecI8 a, VecI8 b) {
   return {_mm256_add_epi32(acc.v, sum)};
 }
 
-// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp on every lane (format-v0.md §3.1):
-//   clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right in [0, 31].
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp for one vector of channels
+// (format-v0.md §3.1): clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and
+// right in [0, 31], mult != INT32_MIN (SRDHM never saturates; the bindings check it). The
+// per-channel constants are made once; a caller applies it to every row of those channels.
 // SRDHM(a, b) = round(a·b / 2^31) with ties toward +inf: for every a·b, r1.1's
 // trunc((a·b + nudge) / 2^31) equals floor((a·b + 2^30) / 2^31), bits 31..62 of a·b + 2^30
 // (a logical 64-bit shift leaves them in the low half: AVX2 has no arithmetic one).
-inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
-  const __m256i x = _mm256_sllv_epi32(acc.v, left.v);  // wraps, like r1.1's int multiply
-  const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
-  const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult.v), half);
-  const __m256i odd =
-      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mult.v, 32)), half);
-  __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
-  // Only INT32_MIN · INT32_MIN reaches 2^31, which wrapped to INT32_MIN: SRDHM saturates it
-  // (INT32_MIN xor all-ones is INT32_MAX).
-  h = _mm256_xor_si256(h, _mm256_cmpeq_epi32(h, _mm256_set1_epi32(INT32_MIN)));
-  // RDBPOT: arithmetic shift, plus one where the remainder exceeds half (half or more when
-  // negative), i.e. rounding half away from zero.
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right.v), one);
-  const __m256i rem = _mm256_and_si256(h, mask);
-  const __m256i threshold = _mm256_add_epi32(_mm256_srli_epi32(mask, 1), _mm256_srli_epi32(h, 31));
-  __m256i q = _mm256_sub_epi32(_mm256_srav_epi32(h, right.v), _mm256_cmpgt_epi32(rem, threshold));
-  q = _mm256_add_epi32(q, zp.v);
-  return {_mm256_min_epi32(hi.v, _mm256_max_epi32(lo.v, q))};
-}
+// RDBPOT: arithmetic shift, plus one where the remainder exceeds half (half or more when
+// negative), i.e. rounding half away from zero.
+struct Requant {
+  __m256i mult, mult_odd, left, right, mask, half_mask, zp, lo, hi;
+
+  Requant(VecI32 m, VecI32 l, VecI32 r, VecI32 z, VecI32 lo_, VecI32 hi_)
+      : mult(m.v), mult_odd(_mm256_srli_epi64(m.v, 32)), left(l.v), right(r.v),
+        mask(_mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), r.v), _mm256_set1_epi32(1))),
+        half_mask(_mm256_srli_epi32(mask, 1)), zp(z.v), lo(lo_.v), hi(hi_.v) {}
+
+  VecI32 operator()(VecI32 acc) const {
+    const __m256i x = _mm256_sllv_epi32(acc.v, left);  // wraps, like r1.1's int multiply
+    const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), half);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), mult_odd), half);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    const __m256i rem = _mm256_and_si256(h, mask);
+    const __m256i threshold = _mm256_add_epi32(half_mask, _mm256_srli_epi32(h, 31));
+    __m256i q = _mm256_sub_epi32(_mm256_srav_epi32(h, right), _mm256_cmpgt_epi32(rem, threshold));
+    q = _mm256_add_epi32(q, zp);
+    return {_mm256_min_epi32(hi, _mm256_max_epi32(lo, q))};
+  }
+};
 
 // int32 -> float per lane, rounding to nearest even (exact below 2^24).
 inline VecF to_f32(VecI32 a) { return {_mm256_cvtepi32_ps(a.v)}; }

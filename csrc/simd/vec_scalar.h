@@ -78,24 +78,24 @@ inline VecI32 dot4(VecI32 acc, VecI8 a, VecI8 b) {
   return acc + VecI32{s};
 }
 
-// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp (format-v0.md §3.1), written as
-// §3.1 states it: clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp, lo, hi), left and right
-// in [0, 31].
-inline VecI32 requantize(VecI32 acc, VecI32 mult, VecI32 left, VecI32 right, VecI32 zp, VecI32 lo, VecI32 hi) {
-  const int32_t x = wrap(uint32_t(acc.v) << left.v);
-  int32_t h;
-  if (x == INT32_MIN && mult.v == INT32_MIN) {
-    h = INT32_MAX;
-  } else {
+// r1.1's MultiplyByQuantizedMultiplier + zero point + clamp (format-v0.md §3.1) for one vector
+// of channels, written as §3.1 states it: clamp(RDBPOT(SRDHM(acc · 2^left, mult), right) + zp,
+// lo, hi), left and right in [0, 31], mult != INT32_MIN (so SRDHM never saturates; the
+// bindings check it). Built once per channel vector, applied to every row.
+struct Requant {
+  VecI32 mult, left, right, zp, lo, hi;
+
+  VecI32 operator()(VecI32 acc) const {
+    const int32_t x = wrap(uint32_t(acc.v) << left.v);
     const int64_t p = int64_t{x} * mult.v;
     const int64_t nudge = p >= 0 ? (int64_t{1} << 30) : 1 - (int64_t{1} << 30);
-    h = static_cast<int32_t>((p + nudge) / (int64_t{1} << 31));
+    const int32_t h = static_cast<int32_t>((p + nudge) / (int64_t{1} << 31));
+    const int32_t mask = wrap((uint32_t{1} << right.v) - 1u);
+    const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+    const int32_t q = wrap(uint32_t(h >> right.v) + (rem > threshold ? 1u : 0u) + uint32_t(zp.v));
+    return {q < lo.v ? lo.v : q > hi.v ? hi.v : q};
   }
-  const int32_t mask = wrap((uint32_t{1} << right.v) - 1u);
-  const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
-  const int32_t q = wrap(uint32_t(h >> right.v) + (rem > threshold ? 1u : 0u) + uint32_t(zp.v));
-  return {q < lo.v ? lo.v : q > hi.v ? hi.v : q};
-}
+};
 
 // int32 -> float per lane, rounding to nearest even (exact below 2^24).
 inline VecF to_f32(VecI32 a) { return {static_cast<float>(a.v)}; }

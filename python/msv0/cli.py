@@ -19,6 +19,8 @@ import numpy as np
 import msv0
 from msv0.fb.Format import Format
 from msv0.fb.QuantType import QuantType
+from msv0.progress import bar, progress
+from msv0.session import PlanInfo
 
 EXIT_ERROR = 2
 README_BEGIN, README_END = "<!-- ops:begin -->", "<!-- ops:end -->"
@@ -48,24 +50,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], out=None) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
         if k == 0:
             print(line, file=out)
-
-
-class Progress:
-    """A one-line progress bar on stderr (drawn only when stderr is a terminal)."""
-
-    def __init__(self, total: int, label: str, width: int = 30):
-        self.total, self.label, self.width = max(total, 1), label, width
-        self.enabled = sys.stderr.isatty()
-
-    def update(self, done: int) -> None:
-        if self.enabled:
-            filled = self.width * done // self.total
-            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total}")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
 
 
 def _shape(s) -> str:
@@ -135,6 +119,30 @@ def cmd_info(args) -> None:
         ("tensors with quant params", f"{len(quantized)} ({per_channel} per-channel)"),
         ("constant dtypes", ", ".join(f"{k} x{v}" for k, v in dtypes.most_common()) or "-"),
     ])
+    info_graph(args, m)
+
+
+def info_graph(args, model: msv0.Model) -> None:
+    """info --graph: the picture of the graph (SVG, or HTML with pan and zoom), coloured by
+    per-node time from a `bench --trace` file when --times gives one."""
+    if not args.graph:
+        if args.times:
+            raise CliError("--times needs --graph")
+        return
+    from msv0 import graph_picture, profile
+
+    suffix = Path(args.graph).suffix.lower()
+    if suffix not in (".svg", ".html"):
+        raise CliError(f"--graph writes .svg or .html, not {args.graph!r}")
+    seconds = profile.node_seconds(args.times, model) if args.times else None
+    try:
+        info = msv0.Session(model).plan_info
+    except msv0.Error as e:  # a model msv0 cannot plan is still drawn, as the file has it
+        print(f"msv0: the graph is drawn without a plan: {' '.join(str(e).split())}", file=sys.stderr)
+        info = PlanInfo([], {})
+    draw = graph_picture.svg if suffix == ".svg" else graph_picture.html
+    Path(args.graph).write_text(draw(model, info, seconds))
+    print(f"\ngraph picture written to {args.graph}")
 
 
 def cmd_run(args) -> None:
@@ -188,15 +196,12 @@ def cmd_demo(args) -> None:
 
 
 def _timings(fn, warmup: int, runs: int, label: str) -> np.ndarray:
-    bar = Progress(warmup + runs, label)
     times = []
-    for i in range(warmup + runs):
+    for i in progress(range(warmup + runs), warmup + runs, label):
         s = time.perf_counter()
         fn()
         if i >= warmup:
             times.append(time.perf_counter() - s)
-        bar.update(i + 1)
-    bar.close()
     return np.array(times)
 
 
@@ -243,6 +248,22 @@ def cmd_bench(args) -> None:
     if len(results) == 2:
         ratio = np.median(results[0][1]) / np.median(results[1][1])
         print(f"\nmsv0 / onnxruntime (p50): {ratio:.3f}x")
+    bench_profile(args, m, session, feeds)
+
+
+def bench_profile(args, model: msv0.Model, session: msv0.Session, feeds: dict[str, np.ndarray]) -> None:
+    """bench --profile / --trace: --runs more runs, each step timed (Session.profile)."""
+    if not (args.profile or args.trace):
+        return
+    from msv0 import profile
+
+    runs = [session.profile(feeds)[1] for _ in progress(range(args.runs), args.runs, "profiling")]
+    if args.profile:
+        print(f"\ntime per op type (mean of {args.runs} profiled runs):")
+        table(["op", "steps", "ms", "%"], [(op, n, f"{ms:.3f}", f"{pct:.1f}") for op, n, ms, pct in profile.op_table(runs)])
+    if args.trace:
+        profile.write_trace(args.trace, model, runs)
+        print(f"\nChrome trace written to {args.trace} (open in chrome://tracing or ui.perfetto.dev)")
 
 
 def _op_note(name: str) -> str:
@@ -300,9 +321,8 @@ def cmd_quantize(args) -> None:
         rng = np.random.default_rng(args.seed)
         calib = {t.name: np.stack([random_feed(t.shape, t.dtype, rng) for _ in range(args.random)]) for t in m.inputs}
     total = len(next(iter(calib.values()))) if calib else 0
-    bar = Progress(total, "calibrating")
-    out = quantize(m, calib, num_threads=args.threads, on_sample=bar.update)
-    bar.close()
+    with bar(total, "calibrating") as b:
+        out = quantize(m, calib, num_threads=args.threads, on_sample=lambda k: b.update(k - b.n))
     Path(args.output).write_bytes(out)
     size = Path(args.model).stat().st_size
     print(f"{args.output}: {len(out):,} bytes ({len(out) / size:.2f}x of {size:,})")
@@ -333,6 +353,16 @@ def _threads(p: argparse.ArgumentParser, default: int | None = 1) -> None:
                    help="number of threads")
 
 
+def _graph_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--graph", metavar="OUT.svg|OUT.html", help="draw the graph (HTML: with pan and zoom)")
+    p.add_argument("--times", metavar="TRACE.json", help="colour the nodes by time from `msv0 bench --trace`")
+
+
+def _profile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", action="store_true", help="print the time per op type")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of the profiled runs")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msv0", description="Run MindSpore Lite v0 (.ms) models on the CPU.")
     parser.add_argument("--version", action="version", version=f"msv0 {msv0.__version__}")
@@ -340,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="inputs, outputs, op histogram, parameters, quantization")
     p.add_argument("model")
+    _graph_args(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a model on feeds from .npy/.npz files or random data")
@@ -362,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--compare-onnx", metavar="MODEL.onnx", help="also time this ONNX model with onnxruntime")
+    _profile_args(p)
     _feed_args(p)
     p.set_defaults(func=cmd_bench)
 

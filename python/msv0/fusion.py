@@ -22,7 +22,7 @@ MAX_BAND = 0
 
 
 def fuse_blocks(planned: list, uses: dict[int, int], num_threads: int) -> list:
-    """planned: the Session's (label, Plan, inputs, outputs) steps; uses: how many steps read
+    """planned: the Session's (nodes, Plan, inputs, outputs) steps; uses: how many steps read
     each tensor, graph outputs counting as a use. Returns the steps with each expand ->
     depthwise [-> project] chain replaced by one fused step."""
     out = []
@@ -53,20 +53,20 @@ def _is(plan: Plan, algorithm: str) -> bool:
 
 
 def _chain(planned, i, uses, num_threads):
-    label, expand, ins, _ = planned[i]
+    nodes, expand, ins, _ = planned[i]
     if not _is(expand, "gemm1x1") or not _feeds(planned, i, uses):
         return None
-    dw_label, dw_plan, _, dw_outs = planned[i + 1]
+    dw_nodes, dw_plan, _, dw_outs = planned[i + 1]
     if not _is(dw_plan, "depthwise"):
         return None
     (_, oh, _, _), _ = dw_plan.outputs[0]
     if oh < MIN_ROWS_PER_THREAD * num_threads:
         return None
-    length, project, outs, labels = 2, None, dw_outs, [label, dw_label]
+    length, project, outs, nodes = 2, None, dw_outs, nodes + dw_nodes
     if _feeds(planned, i + 1, uses) and _is(planned[i + 2][1], "gemm1x1"):
-        project_label, project, _, outs = planned[i + 2]
+        project_nodes, project, _, outs = planned[i + 2]
         length = 3
-        labels.append(project_label)
+        nodes += project_nodes
     block = _core.FusedBlock(expand.kernel, dw_plan.kernel, project.kernel if project else None, MAX_BAND)
     out_plan = (project or dw_plan).outputs
-    return ("fused " + " + ".join(labels), Plan(out_plan, kernel=block), [ins[0]], outs), length
+    return (nodes, Plan(out_plan, kernel=block), [ins[0]], outs), length

@@ -180,6 +180,10 @@ class Model:
         t = self.tensors[index]
         return TensorInfo(t.name, t.shape, t.dtype, t.format)
 
+    def __reduce__(self):
+        # The file's bytes travel; the receiver verifies and reads them again.
+        return load, (self._core_model.buffer.tobytes(),)
+
 
 def _text(s: bytes | None) -> str:
     # Names are labels: bytes that are not UTF-8 must not stop a model from loading.

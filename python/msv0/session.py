@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -34,6 +35,21 @@ class Step:
     run: RunFn
     inputs: list[np.ndarray]
     outputs: list[np.ndarray]
+    # The nodes each timed unit stands for: one entry, or one per native step of a Program.
+    nodes: list[tuple[int, ...]]
+    program: object = None  # the _core.Program a "native program" step runs
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step of a profiled run: the nodes it ran (several for a fused block), its time span
+    in seconds from the run's start, and the native Program it ran in (None: run from Python)."""
+
+    nodes: tuple[int, ...]
+    op: str
+    start: float
+    seconds: float
+    program: int | None
 
 
 @dataclass
@@ -44,13 +60,24 @@ class CompiledPlan:
     arena_bytes: int
 
 
+@dataclass(frozen=True)
+class PlanInfo:
+    """What the plan for the model's declared input shapes runs: each step's nodes with the
+    index of the native Program step it runs in (None: from Python; as in StepTime.program),
+    and every tensor's planned shape and dtype. Nodes in no step were folded at plan time.
+    Empty for a model that runs as data flow."""
+
+    steps: list[tuple[tuple[int, ...], int | None]]
+    shapes: dict[int, tuple[Shape, np.dtype]]
+
+
 @dataclass
 class Prepared:
     """A shape signature's plan before any buffer exists: shared by every concurrent caller
     (kernel objects and their packed weights are built once)."""
 
     values: dict[int, Value]
-    steps: list[tuple[str, Plan, list[int], list[int]]]
+    steps: list[tuple[tuple[int, ...], Plan, list[int], list[int]]]  # (nodes, plan, inputs, outputs)
     views: dict[int, int]  # tensor -> the computed tensor whose bytes it is (Reshape and kin)
 
 
@@ -67,6 +94,16 @@ class Context:
 
 def _run_program(program) -> RunFn:
     return lambda inputs, outputs: program.run()
+
+
+def step_label(model: Model, nodes: tuple[int, ...]) -> str:
+    labels = [model.nodes[i].label for i in nodes]
+    return labels[0] if len(labels) == 1 else "fused " + " + ".join(labels)
+
+
+def step_op(model: Model, nodes: tuple[int, ...]) -> str:
+    """The op type a step counts as in a profile: a fused block is its ops joined by '+'."""
+    return "+".join(model.nodes[i].op for i in nodes)
 
 
 def check_supported(model: Model) -> None:
@@ -109,9 +146,18 @@ class Session:
         self._prepared: dict[Signature, Prepared] = {}
         self._lock = threading.Lock()  # guards _prepared and _idle
         self._idle: list[Context] = [self._new_context()]
+        self.plan_info = PlanInfo([], {})
         if not self._dataflow:
             default = tuple(t.shape for t in self._input_tensors)
-            self._idle[0].plans[default] = self._bind(self._prepare(default))
+            prepared = self._prepare(default)
+            plan = self._idle[0].plans[default] = self._bind(prepared)
+            self.plan_info = PlanInfo(
+                [(nodes, k if step.program is not None else None) for k, step in enumerate(plan.steps) for nodes in step.nodes],
+                {k: (v.shape, v.dtype) for k, v in prepared.values.items()})
+
+    def __reduce__(self):
+        # Plans, arenas and thread pools stay behind: the receiver plans and packs once, anew.
+        return Session, (self.model, self.num_threads, self.memory_limit)
 
     @property
     def inputs(self):
@@ -123,6 +169,16 @@ class Session:
 
     def run(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
         """Run once. Feeds by input name, or positionally; returns {output name: array}."""
+        return self._run(feeds, None)
+
+    def profile(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]
+                ) -> tuple[dict[str, np.ndarray], list[StepTime]]:
+        """run() that also times each step (each native step of a Program too, by a clock read
+        in C++ around it). A model that runs as data flow gives one step spanning its nodes."""
+        times: list[StepTime] = []
+        return self._run(feeds, times), times
+
+    def _run(self, feeds, times: list[StepTime] | None) -> dict[str, np.ndarray]:
         arrays = self._check_feeds(feeds)
         with self._lock:
             ctx = self._idle.pop() if self._idle else None
@@ -131,7 +187,14 @@ class Session:
         ctx.pool.bind()
         limit = MEMORY_LIMIT.set(self.memory_limit)  # a re-plan (or data flow) builds ops now
         try:
-            return self._run_dataflow(ctx, arrays) if self._dataflow else self._run_plan(ctx, arrays)
+            if not self._dataflow:
+                return self._run_plan(ctx, arrays, times)
+            start = time.perf_counter()
+            result = self._run_dataflow(ctx, arrays)
+            if times is not None:
+                nodes = tuple(self.model.main_nodes)
+                times.append(StepTime(nodes, "data flow", 0.0, time.perf_counter() - start, None))
+            return result
         finally:
             MEMORY_LIMIT.reset(limit)
             _core.ThreadPool.unbind()
@@ -141,7 +204,7 @@ class Session:
     def _new_context(self) -> Context:
         return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model) if self._dataflow else None)
 
-    def _run_plan(self, ctx: Context, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         sig = tuple(a.shape for a in arrays)
         plan = ctx.plans.get(sig)
         if plan is None:
@@ -155,15 +218,30 @@ class Session:
             plan = ctx.plans[sig] = self._bind(prepared)
         for buf, a in zip(plan.inputs, arrays):
             np.copyto(buf, a)
-        for step in plan.steps:
+        t0 = time.perf_counter()
+        for k, step in enumerate(plan.steps):
             try:
-                step.run(step.inputs, step.outputs)
+                if times is None:
+                    step.run(step.inputs, step.outputs)
+                else:
+                    self._timed(step, k, t0, times)
             except Error:
                 raise
             except Exception as e:
                 raise node_error(step.label, e) from e
         names = [self.model.tensors[i].name for i in self.model.graph_outputs]
         return {name: out.copy() for name, out in zip(names, plan.outputs)}
+
+    def _timed(self, step: Step, k: int, t0: float, times: list[StepTime]) -> None:
+        start = time.perf_counter()
+        if step.program is None:
+            step.run(step.inputs, step.outputs)
+            spans = [(0.0, time.perf_counter() - start)]
+        else:
+            spans = step.program.run_timed()
+        program = None if step.program is None else k
+        for nodes, (a, b) in zip(step.nodes, spans):
+            times.append(StepTime(nodes, step_op(self.model, nodes), start - t0 + a, b - a, program))
 
     def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
         model = self.model
@@ -237,22 +315,23 @@ class Session:
 
         steps: list[Step] = []
         program = None
-        for label, plan, ins, outs in planned:
+        for nodes, plan, ins, outs in planned:
             if plan.views and all(k in views for k in outs):  # its outputs already are its inputs' bytes
                 continue
             in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
             if plan.kernel is None:
-                steps.append(Step(label, plan.run, in_arrays, out_arrays))
+                steps.append(Step(step_label(model, nodes), plan.run, in_arrays, out_arrays, [nodes]))
                 program = None
                 continue
             if program is None:  # start a run of native steps
                 program = _core.Program()
-                steps.append(Step("native program", _run_program(program), [], []))
+                steps.append(Step("native program", _run_program(program), [], [], [], program))
+            steps[-1].nodes.append(nodes)
             program.add(plan.kernel, [np.require(a, requirements="C") for a in in_arrays[:plan.kernel_inputs]], out_arrays)
         return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
                             [array(k) for k in model.graph_outputs], total)
 
-    def _infer(self, sig: Signature) -> tuple[dict[int, Value], list[tuple[str, Plan, list[int], list[int]]]]:
+    def _infer(self, sig: Signature) -> tuple[dict[int, Value], list[tuple[tuple[int, ...], Plan, list[int], list[int]]]]:
         """Shape inference and kernel preparation over the main graph: what is known of every
         tensor, and the steps left to run (nodes on constants were run here, folded)."""
         model = self.model
@@ -265,7 +344,7 @@ class Session:
             check_size(f"graph input {t.label}", shape, t.dtype)
             values[t.index] = Value(tuple(shape), t.dtype, t)
 
-        planned: list[tuple[str, Plan, list[int], list[int]]] = []
+        planned: list[tuple[tuple[int, ...], Plan, list[int], list[int]]] = []
         for i in model.main_nodes:
             node = model.nodes[i]
             ins = []
@@ -303,7 +382,7 @@ class Session:
                 if k in values:
                     raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
                 values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
-            planned.append((node.label, plan, list(node.inputs), list(node.outputs)))
+            planned.append(((i,), plan, list(node.inputs), list(node.outputs)))
 
         for k in model.graph_outputs:
             if k not in values:

@@ -6,16 +6,21 @@
              "Conv2DOptions", padding=0, stride_h=1, stride_w=1, fused_activation_function=1)
     w.output(y)
     data = w.finish()
-Options are given by their schema field names (snake_case); list values become int vectors.
+Options are given by their schema field names (snake_case); list values become int vectors,
+str values strings. `subgraph()` starts another subgraph (CALL_ONCE, WHILE, IF bodies); `use(k)`
+goes back to subgraph k.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 
 import flatbuffers
 import numpy as np
 
-TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4}
+RESOURCE = 13  # TensorType.RESOURCE, as a dtype argument
+TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 4,
+         np.dtype(np.bool_): 6}
 
 
 def _camel(name: str) -> str:
@@ -28,18 +33,29 @@ def _mod(name):
 
 class TFLiteWriter:
     def __init__(self):
-        self.tensors = []  # (name, shape, type, buffer index)
         self.buffers = [b""]  # buffer 0: the empty sentinel
-        self.ops = []  # (opcode index, inputs, outputs, options name, options dict)
-        self.codes: list[int] = []
-        self.inputs, self.outputs = [], []
+        self.codes: list[tuple[int, str | None]] = []  # (builtin code, custom code)
+        self.graphs = []
+        self.subgraph()
 
-    def _tensor(self, name, shape, dtype, data=b"") -> int:
+    def subgraph(self) -> int:
+        """Start a new subgraph and write into it; returns its index."""
+        # tensors: (name, shape, type, buffer index, sparsity or None);
+        # ops: (opcode index, inputs, outputs, options name, options dict or custom bytes)
+        self.graphs.append(([], [], [], []))
+        return self.use(len(self.graphs) - 1)
+
+    def use(self, k: int) -> int:
+        self.tensors, self.ops, self.inputs, self.outputs = self.graphs[k]
+        return k
+
+    def _tensor(self, name, shape, dtype, data=b"", sparsity=None) -> int:
         buf = 0
         if data:
             self.buffers.append(data)
             buf = len(self.buffers) - 1
-        self.tensors.append((name, list(shape), TYPES[np.dtype(dtype)], buf))
+        typ = RESOURCE if dtype is RESOURCE else TYPES[np.dtype(dtype)]
+        self.tensors.append((name, list(shape), typ, buf, sparsity))
         return len(self.tensors) - 1
 
     def input(self, name, shape, dtype=np.float32) -> int:
@@ -51,19 +67,72 @@ class TFLiteWriter:
         a = np.ascontiguousarray(value)
         return self._tensor(name or f"const_{len(self.tensors)}", a.shape, a.dtype, a.tobytes())
 
+    def sparse_const(self, values, shape, order, block_map, dims) -> int:
+        """A constant stored sparse: values in traversal order, dims one (dense_size,) or
+        (segments, indices) per level of `order` (SparsityParameters in TFLite's schema)."""
+        a = np.ascontiguousarray(values)
+        return self._tensor(f"sparse_{len(self.tensors)}", shape, a.dtype, a.tobytes(), (order, block_map, dims))
+
     def op(self, code: str, inputs, out_shape, options: str | None = None, out_dtype=np.float32, **opts) -> int:
+        return self.multi_op(code, inputs, [out_shape], options, out_dtype, **opts)[0]
+
+    def multi_op(self, code: str, inputs, out_shapes, options: str | None = None, out_dtype=np.float32,
+                 **opts) -> list[int]:
         from tflite.BuiltinOperator import BuiltinOperator
-        c = getattr(BuiltinOperator, code)
-        if c not in self.codes:
-            self.codes.append(c)
-        out = self._tensor(f"{code.lower()}_{len(self.tensors)}", out_shape, out_dtype)
-        self.ops.append((self.codes.index(c), list(inputs), [out], options, opts))
-        return out
+        dtypes = out_dtype if isinstance(out_dtype, list) else [out_dtype] * len(out_shapes)
+        outs = [self._tensor(f"{code.lower()}_{len(self.tensors)}", shape, dt) for shape, dt in zip(out_shapes, dtypes)]
+        self.ops.append((self._code(getattr(BuiltinOperator, code)), list(inputs), outs, options, opts))
+        return outs
+
+    def custom(self, name: str, inputs, out_shapes, custom_options: bytes = b"") -> list[int]:
+        """A CUSTOM operator `name` with raw custom_options bytes."""
+        outs = [self._tensor(f"{name}_{len(self.tensors)}", shape, np.float32) for shape in out_shapes]
+        self.ops.append((self._code(32, name), list(inputs), outs, None, bytes(custom_options)))
+        return outs
+
+    def _code(self, builtin: int, custom: str | None = None) -> int:
+        if (builtin, custom) not in self.codes:
+            self.codes.append((builtin, custom))
+        return self.codes.index((builtin, custom))
 
     def output(self, i: int) -> None:
         self.outputs.append(i)
 
     # ---- serialisation ---------------------------------------------------------------------
+    def _sparsity(self, b, order, block_map, dims):
+        SP, DM, IV = _mod("SparsityParameters"), _mod("DimensionMetadata"), _mod("Int32Vector")
+
+        def int32_vector(values):
+            v = self._ivec(b, IV.Int32VectorStartValuesVector, values)
+            IV.Int32VectorStart(b)
+            IV.Int32VectorAddValues(b, v)
+            return IV.Int32VectorEnd(b)
+
+        metas = []
+        for d in dims:
+            vecs = [int32_vector(v) for v in d] if len(d) == 2 else []
+            DM.DimensionMetadataStart(b)
+            if vecs:
+                DM.DimensionMetadataAddFormat(b, 1)
+                DM.DimensionMetadataAddArraySegmentsType(b, 1)  # SparseIndexVector.Int32Vector
+                DM.DimensionMetadataAddArraySegments(b, vecs[0])
+                DM.DimensionMetadataAddArrayIndicesType(b, 1)
+                DM.DimensionMetadataAddArrayIndices(b, vecs[1])
+            else:
+                DM.DimensionMetadataAddDenseSize(b, d[0])
+            metas.append(DM.DimensionMetadataEnd(b))
+        ov = self._ivec(b, SP.SparsityParametersStartTraversalOrderVector, order)
+        bv = self._ivec(b, SP.SparsityParametersStartBlockMapVector, block_map)
+        SP.SparsityParametersStartDimMetadataVector(b, len(metas))
+        for m in reversed(metas):
+            b.PrependUOffsetTRelative(m)
+        mv = b.EndVector()
+        SP.SparsityParametersStart(b)
+        SP.SparsityParametersAddTraversalOrder(b, ov)
+        SP.SparsityParametersAddBlockMap(b, bv)
+        SP.SparsityParametersAddDimMetadata(b, mv)
+        return SP.SparsityParametersEnd(b)
+
     def _ivec(self, b, start, values):
         start(b, len(values))
         for v in reversed(values):
@@ -74,35 +143,32 @@ class TFLiteWriter:
         m = _mod(name)
         vecs = {k: self._ivec(b, getattr(m, f"{name}Start{_camel(k)}Vector"), v) for k, v in opts.items()
                 if isinstance(v, (list, tuple))}
+        vecs.update({k: b.CreateString(v) for k, v in opts.items() if isinstance(v, str)})
         getattr(m, f"{name}Start")(b)
         for k, v in opts.items():
             getattr(m, f"{name}Add{_camel(k)}")(b, vecs.get(k, v))
         return getattr(m, f"{name}End")(b)
 
-    def finish(self) -> bytes:
+    def _graph(self, b, tensors, ops, inputs, outputs):
         from tflite.BuiltinOptions import BuiltinOptions
-        T, O, OC, SG, BF, M = (_mod(n) for n in ("Tensor", "Operator", "OperatorCode", "SubGraph", "Buffer", "Model"))
-        b = flatbuffers.Builder(1024)
-        bufs = []
-        for data in self.buffers:
-            vec = b.CreateByteVector(data) if data else None
-            BF.BufferStart(b)
-            if vec is not None:
-                BF.BufferAddData(b, vec)
-            bufs.append(BF.BufferEnd(b))
+        T, O, SG = _mod("Tensor"), _mod("Operator"), _mod("SubGraph")
         tens = []
-        for name, shape, typ, buf in self.tensors:
+        for name, shape, typ, buf, sparsity in tensors:
             nm = b.CreateString(name)
             sh = self._ivec(b, T.TensorStartShapeVector, shape)
+            sp = self._sparsity(b, *sparsity) if sparsity else None
             T.TensorStart(b)
+            if sp is not None:
+                T.TensorAddSparsity(b, sp)
             T.TensorAddShape(b, sh)
             T.TensorAddType(b, typ)
             T.TensorAddBuffer(b, buf)
             T.TensorAddName(b, nm)
             tens.append(T.TensorEnd(b))
-        ops = []
-        for idx, ins, outs, oname, opts in self.ops:
+        written = []
+        for idx, ins, outs, oname, opts in ops:
             opt = self._options(b, oname, opts) if oname else None
+            custom = b.CreateByteVector(opts) if isinstance(opts, bytes) else None
             iv = self._ivec(b, O.OperatorStartInputsVector, ins)
             ov = self._ivec(b, O.OperatorStartOutputsVector, outs)
             O.OperatorStart(b)
@@ -112,32 +178,51 @@ class TFLiteWriter:
             if opt is not None:
                 O.OperatorAddBuiltinOptionsType(b, getattr(BuiltinOptions, oname))
                 O.OperatorAddBuiltinOptions(b, opt)
-            ops.append(O.OperatorEnd(b))
-        codes = []
-        for c in self.codes:
-            OC.OperatorCodeStart(b)
-            OC.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
-            OC.OperatorCodeAddBuiltinCode(b, c)
-            OC.OperatorCodeAddVersion(b, 1)
-            codes.append(OC.OperatorCodeEnd(b))
-
-        def table_vec(start, items):
-            start(b, len(items))
-            for it in reversed(items):
-                b.PrependUOffsetTRelative(it)
-            return b.EndVector()
-
-        tv = table_vec(SG.SubGraphStartTensorsVector, tens)
-        opv = table_vec(SG.SubGraphStartOperatorsVector, ops)
-        inv = self._ivec(b, SG.SubGraphStartInputsVector, self.inputs)
-        outv = self._ivec(b, SG.SubGraphStartOutputsVector, self.outputs)
+            if custom is not None:
+                O.OperatorAddCustomOptions(b, custom)
+            written.append(O.OperatorEnd(b))
+        tv = self._table_vec(b, SG.SubGraphStartTensorsVector, tens)
+        opv = self._table_vec(b, SG.SubGraphStartOperatorsVector, written)
+        inv = self._ivec(b, SG.SubGraphStartInputsVector, inputs)
+        outv = self._ivec(b, SG.SubGraphStartOutputsVector, outputs)
         SG.SubGraphStart(b)
         SG.SubGraphAddTensors(b, tv)
         SG.SubGraphAddInputs(b, inv)
         SG.SubGraphAddOutputs(b, outv)
         SG.SubGraphAddOperators(b, opv)
-        sg = SG.SubGraphEnd(b)
-        sgv = table_vec(M.ModelStartSubgraphsVector, [sg])
+        return SG.SubGraphEnd(b)
+
+    @staticmethod
+    def _table_vec(b, start, items):
+        start(b, len(items))
+        for it in reversed(items):
+            b.PrependUOffsetTRelative(it)
+        return b.EndVector()
+
+    def finish(self) -> bytes:
+        OC, BF, M = (_mod(n) for n in ("OperatorCode", "Buffer", "Model"))
+        b = flatbuffers.Builder(1024)
+        bufs = []
+        for data in self.buffers:
+            vec = b.CreateByteVector(data) if data else None
+            BF.BufferStart(b)
+            if vec is not None:
+                BF.BufferAddData(b, vec)
+            bufs.append(BF.BufferEnd(b))
+        graphs = [self._graph(b, *g) for g in self.graphs]
+        codes = []
+        for c, name in self.codes:
+            cname = b.CreateString(name) if name else None
+            OC.OperatorCodeStart(b)
+            if cname is not None:
+                OC.OperatorCodeAddCustomCode(b, cname)
+            OC.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
+            OC.OperatorCodeAddBuiltinCode(b, c)
+            OC.OperatorCodeAddVersion(b, 1)
+            codes.append(OC.OperatorCodeEnd(b))
+
+        table_vec = functools.partial(self._table_vec, b)
+        sgv = table_vec(M.ModelStartSubgraphsVector, graphs)
         cv = table_vec(M.ModelStartOperatorCodesVector, codes)
         bv = table_vec(M.ModelStartBuffersVector, bufs)
         desc = b.CreateString("msv0 test")

@@ -72,7 +72,8 @@ def test_conv2d_s8_shapes(isa, rng, case):
 
 
 @pytest.mark.parametrize("per_channel", [False, True])
-@pytest.mark.parametrize("zp", [(-128, -128, -128), (127, 127, 127), (-128, 127, 0), (127, -128, -128)], ids=str)
+@pytest.mark.parametrize("zp", [(-128, -128, -128), (127, 127, 127), (-128, 127, 0), (127, -128, -128),
+                                (-7, 0, 5)], ids=str)
 def test_conv2d_s8_zero_point_limits(isa, rng, per_channel, zp):
     check(rng, (1, 5, 4, 33), 18, (3, 3), per_channel=per_channel, zp=zp, pads=(1, 1, 1, 1))
 

@@ -71,6 +71,14 @@ def test_gemm_s8_sizes(isa, rng, m, n, k, transposed):
           c_zp=int(rng.integers(-128, 128)))
 
 
+@pytest.mark.parametrize("m,n,k", SIZES, ids=str)
+def test_gemm_s8_symmetric_weights(isa, rng, m, n, k):
+    # Every b_zp 0: the kernel drops the b_zp · row-sum term.
+    bias = rng.integers(-(2**20), 2**20, n, dtype=np.int32)
+    check(rng, m, n, k, True, int(rng.integers(-128, 128)), np.zeros(n), bias, random_requant(rng, n),
+          c_zp=int(rng.integers(-128, 128)))
+
+
 @pytest.mark.parametrize("a_zp,b_zp", [(-128, -128), (127, 127), (-128, 127), (127, -128), (0, 0)])
 def test_gemm_s8_zero_point_limits(isa, rng, a_zp, b_zp):
     m, n, k = 13, 35, 70
@@ -110,13 +118,13 @@ def test_gemm_s8_multiplier_extremes(isa, rng, ratio):
 
 
 def test_gemm_s8_requantize_full_range(isa, rng):
-    # k = 1 with x = a_zp makes acc = bias: every int32 accumulator, any int32 multiplier (the
-    # SRDHM saturation case INT32_MIN · INT32_MIN included) and every shift.
+    # k = 1 with x = a_zp makes acc = bias: every int32 accumulator, any int32 multiplier but
+    # INT32_MIN (QuantizeMultiplier never gives it; refused below) and every shift.
     m, n = 3, 4096
     bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
-    mult = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
+    mult = rng.integers(I32_MIN + 1, I32_MAX, n, dtype=np.int32, endpoint=True)
     edges = np.array([I32_MIN, I32_MAX, 0, 1, -1, 2**30, -(2**30)], np.int32)
-    bias[:49], mult[:49] = np.repeat(edges, 7), np.tile(edges, 7)
+    bias[:49], mult[:49] = np.repeat(edges, 7), np.tile(np.maximum(edges, I32_MIN + 1), 7)
     left, right = rng.integers(0, 32, n, dtype=np.int32), rng.integers(0, 32, n, dtype=np.int32)
     left[:49] = right[:49] = 0
     left[49:80], right[80:111] = np.arange(31), np.arange(31)
@@ -159,6 +167,8 @@ def test_gemm_s8_rejects_bad_arguments(rng):
         _core.GemmS8(b, False, 0, np.array([0, 0, -129], np.int32), x_shape=(2, 4))
     with pytest.raises(ValueError, match="shifts"):
         _core.GemmS8(b, False, 0, zp, mult=zp, left=zp, right=np.array([0, 32, 0], np.int32), x_shape=(2, 4))
+    with pytest.raises(ValueError, match="mult must be in"):
+        _core.GemmS8(b, False, 0, zp, mult=zp + I32_MIN, left=zp, right=zp, x_shape=(2, 4))
     with pytest.raises(ValueError, match="mult, left and right"):
         _core.GemmS8(b, False, 0, zp, mult=zp, x_shape=(2, 4))
     with pytest.raises(ValueError, match="x_shape"):

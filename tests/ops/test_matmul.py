@@ -28,6 +28,18 @@ def test_matmul(isa, rng, ta, tb, batch, m, k, n, const_b):
     np.testing.assert_allclose(y, ref_mm(a, b, ta, tb, bias), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("batch", [(1,), (3,), (2, 2)], ids=str)
+@pytest.mark.parametrize("const_b", [False, True])
+def test_matmul_threads(isa, rng, batch, const_b):
+    # Two threads: one batch runs over the pool; >= 2 batches go one per thread. Sizes past the
+    # tiles (13 rows, 47 columns) with a transposed A and B packed per run or once.
+    m, k, n = 13, 33, 47
+    a = rng.standard_normal(batch + (k, m)).astype(np.float32)
+    b = rng.standard_normal(batch + (n, k)).astype(np.float32)
+    (y,) = run_op("MatMul", [a, Const(b) if const_b else b], num_threads=2, transposeA=True, transposeB=True)
+    np.testing.assert_allclose(y, ref_mm(a, b, True, True), rtol=1e-5, atol=1e-4)
+
+
 def test_matmul_1d_and_4d_squeeze(isa, rng):
     a, b = rng.standard_normal(6).astype(np.float32), rng.standard_normal((6, 3)).astype(np.float32)
     (y,) = run_op("MatMul", [a, Const(b)])

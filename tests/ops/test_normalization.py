@@ -192,15 +192,19 @@ def layer_norm_ref(x, k, eps, gamma=None, beta=None):
     return y if gamma is None else y * gamma + beta
 
 
-@pytest.mark.parametrize("shape,norm", [((2, 3, 5), [5]), ((2, 3, 4, 7), [4, 7]), ((3, 9), [])])
-def test_layer_norm(rng, shape, norm):
+# Blocks of 1, under and past each tier's lanes (4, 8, 16) with tails, a transformer row (256).
+@pytest.mark.parametrize("shape,norm", [((2, 3, 5), [5]), ((2, 3, 4, 7), [4, 7]), ((3, 9), []), ((4, 1), [1]),
+                                        ((5, 33), [33]), ((2, 3, 256), [256])], ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_layer_norm(isa, rng, shape, norm, threads):
     x = rng.standard_normal(shape).astype(np.float32) + 2
     k = len(norm) or len(shape) - 1
-    (y,) = run_op("LayerNorm", [x], normalizedShape=norm, epsilon=1e-5)
+    (y,) = run_op("LayerNorm", [x], normalizedShape=norm, epsilon=1e-5, num_threads=threads)
     np.testing.assert_allclose(y, layer_norm_ref(x, k, 1e-5), rtol=1e-4, atol=1e-4)
     g = rng.standard_normal(shape[len(shape) - k:]).astype(np.float32)
     b = rng.standard_normal(shape[len(shape) - k:]).astype(np.float32)
-    (y,) = run_op("LayerNorm", [x, Const(g), Const(b)], normalizedShape=norm, epsilon=1e-5, elementwiseAffine=True)
+    (y,) = run_op("LayerNorm", [x, Const(g), Const(b)], normalizedShape=norm, epsilon=1e-5, elementwiseAffine=True,
+                  num_threads=threads)
     np.testing.assert_allclose(y, layer_norm_ref(x, k, 1e-5, g, b), rtol=1e-4, atol=1e-4)
 
 

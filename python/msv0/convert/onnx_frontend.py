@@ -9,19 +9,19 @@ fused, and the handlers (onnx_ops, onnx_nn, onnx_shape) emit each remaining node
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert import onnx_nn, onnx_ops, onnx_shape  # noqa: F401 (importing them registers their handlers)
+from msv0.convert import onnx_dynq, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
 from msv0.fb.NodeType import NodeType
+from msv0.progress import progress
 
 # Ops that are never folded at conversion time (random or with side effects).
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
@@ -273,16 +273,6 @@ def _activation_of(n: ONode, graph: OGraph) -> int:
     return ActivationType.NO_ACTIVATION
 
 
-def _progress(i: int, total: int) -> None:
-    if total < 200:
-        return
-    done = (i * 30) // total
-    sys.stderr.write(f"\rconverting [{'#' * done}{' ' * (30 - done)}] {i}/{total}")
-    if i == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
 def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
     try:
         return _convert(src, keep_nchw_input, batch)
@@ -316,8 +306,7 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
             v.index = e.b.input(name, shape, dtype, format=Format.NCHW if len(shape) == 4 else Format.NHWC)
         vals[name] = v
     poisoned = {name for name, _, _ in bad}  # already reported: do not report their consumers again
-    for i, n in enumerate(graph.nodes):
-        _progress(i + 1, len(graph.nodes))
+    for n in progress(graph.nodes, len(graph.nodes), "converting"):
         if any(name in poisoned for name in n.inputs if name):
             poisoned.update(o for o in n.outputs if o)
             continue

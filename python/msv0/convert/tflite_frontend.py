@@ -4,7 +4,10 @@ TFLite tensors are NHWC already, so activations keep their shapes and conv weigh
 most one permutation: CONV_2D [Cout,kH,kW,Cin] is KHWC as stored, DEPTHWISE_CONV_2D
 [1,kH,kW,C·m] becomes [C·m,kH,kW,1] (multiplier > 1 as Conv2D with group = C, as r1.1 did),
 TRANSPOSE_CONV [Cout,kH,kW,Cin] becomes DeConv2D's [Cin,kH,kW,Cout]. SAME padding is written
-as explicit pads (TF splits floor/ceil like r1.1). fp16 weights behind DEQUANTIZE are folded.
+as explicit pads (TF splits floor/ceil like r1.1). fp16 weights behind DEQUANTIZE are folded,
+sparse constants made dense (tflite_sparse.py). Array and elementwise builtins are in
+tflite_array.py, well-known custom ops in tflite_custom.py, resource variables in
+tflite_state.py, WHILE/IF over subgraphs in tflite_control.py.
 Reading needs the optional `tflite` package (generated FlatBuffers accessors).
 """
 from __future__ import annotations
@@ -12,6 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
+from msv0.convert.tflite_array import ARRAY_HANDLERS
+from msv0.convert.tflite_control import CONTROL_HANDLERS
+from msv0.convert.tflite_custom import CUSTOM_HANDLERS, missing_reason, transpose_conv_bias_options
+from msv0.convert.tflite_sparse import densify
+from msv0.convert.tflite_state import STATE_HANDLERS, Variables
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -21,6 +29,7 @@ from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.fb.RoundMode import RoundMode
+from msv0.progress import progress
 
 # TFLite's own schema numbers (ActivationFunctionType, Padding), read from its options tables;
 # the tflite package is optional, so they are named here.
@@ -31,6 +40,11 @@ OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
 HANDLERS, handles = handler_table()
+HANDLERS.update(ARRAY_HANDLERS)
+HANDLERS.update(CUSTOM_HANDLERS)
+HANDLERS.update(STATE_HANDLERS)
+HANDLERS.update(CONTROL_HANDLERS)
+TFL_CUSTOM = 32  # BuiltinOperator.CUSTOM: the operator is named by its custom_code
 
 
 def _tflite():
@@ -61,6 +75,9 @@ class Op:
         o.Init(table.Bytes, table.Pos)
         return o
 
+    def custom_options(self) -> bytes:
+        return self._raw.CustomOptionsAsNumpy().tobytes() if self._raw.CustomOptionsLength() else b""
+
     def inp(self, k) -> Val | None:
         if k >= len(self.inputs) or self.inputs[k] < 0:
             return None
@@ -84,6 +101,15 @@ class Op:
     def op(self, op, ins, shape, dtype, /, **attrs) -> Val:
         self._n += 1
         return self.e.op(op, ins, shape, dtype, f"{self.name}/{op}_{self._n}", **attrs)
+
+    def emit_all(self, op, ins: list[Val], /, **attrs) -> list[Val]:
+        """One v0 node writing all of this operator's outputs, shaped as TFLite declares them."""
+        outs = [self.out(k) for k in range(len(self.outputs))]
+        idx = self.e.node(op, [self.e.index(v) for v in ins], outs, f"{self.name}/{op}", **attrs)
+        vals = [Val(shape, dtype, index=i) for i, (shape, dtype) in zip(idx, outs)]
+        for k, v in enumerate(vals):
+            self.set(v, k)
+        return vals
 
     def scalar(self, value, dtype=np.float32) -> Val:
         a = np.array([value], dtype)
@@ -154,25 +180,37 @@ def conv(o: Op):
     o.set(_fused(o, y, opt.FusedActivationFunction()))
 
 
-@handles("TRANSPOSE_CONV")
-def transpose_conv(o: Op):
-    w, x = o.const(1, "the weight"), o.inp(2)
+def _deconv(o: Op, x: Val, w: np.ndarray, bias_k: int, same: bool, s, act: int):
+    """DeConv2D for a TFLite transposed conv (weight [Cout,kH,kW,Cin]) whose full result is
+    cropped to the output tensor's size, SAME putting the smaller half of the crop first."""
     shape, dtype = o.out()
-    opt = o.options("TransposeConvOptions")
-    s, k = (opt.StrideH(), opt.StrideW()), w.shape[1:3]
+    k = w.shape[1:3]
     pads = []
     for i in range(2):
-        total = (x.shape[1 + i] - 1) * s[i] + k[i] - shape[1 + i]  # the full result is cropped to the output
+        total = (x.shape[1 + i] - 1) * s[i] + k[i] - shape[1 + i]
         if total < 0:
-            raise Unsupported("TRANSPOSE_CONV output larger than the full transposed convolution")
-        lo = total // 2 if opt.Padding() == TFL_SAME else 0
+            raise Unsupported(f"{o.code} output larger than the full transposed convolution")
+        lo = total // 2 if same else 0
         pads.append((lo, total - lo))
-    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
-    y = o.op("DeConv2D", [x, _weight(o, w.transpose(3, 1, 2, 0))] + _bias(o, 3), shape, dtype, group=1,
+    y = o.op("DeConv2D", [x, _weight(o, w.transpose(3, 1, 2, 0))] + _bias(o, bias_k), shape, dtype, group=1,
              channelIn=x.shape[3], channelOut=w.shape[0], padMode=PadMode.NOTSET, padUp=pads[0][0], padDown=pads[0][1],
              padLeft=pads[1][0], padRight=pads[1][1], strideH=s[0], strideW=s[1], kernelH=k[0], kernelW=k[1],
              dilateH=1, dilateW=1, activationType=_own_act(act))
     o.set(_fused(o, y, act))
+
+
+@handles("TRANSPOSE_CONV")
+def transpose_conv(o: Op):
+    opt = o.options("TransposeConvOptions")
+    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
+    _deconv(o, o.inp(2), o.const(1, "the weight"), 3, opt.Padding() == TFL_SAME, (opt.StrideH(), opt.StrideW()), act)
+
+
+@handles("Convolution2DTransposeBias")
+def transpose_conv_bias(o: Op):
+    """MediaPipe's transposed conv (x, weight, bias); its SAME crop is TRANSPOSE_CONV's."""
+    same, stride_h, stride_w = transpose_conv_bias_options(o.custom_options())
+    _deconv(o, o.inp(0), o.const(1, "the weight"), 2, same, (stride_h, stride_w), TFL_NONE)
 
 
 @handles("FULLY_CONNECTED")
@@ -294,13 +332,20 @@ def softmax(o: Op):
     o.set(o.op("SoftMax", [x], shape, dtype, axis=-1))
 
 
-@handles("MEAN")
-def mean(o: Op):
+REDUCE = {"MEAN": ReduceMode.ReduceMean, "SUM": ReduceMode.ReduceSum, "REDUCE_MAX": ReduceMode.ReduceMax,
+          "REDUCE_MIN": ReduceMode.ReduceMin, "REDUCE_PROD": ReduceMode.ReduceProd}
+
+
+@handles(*REDUCE)
+def reduce(o: Op):
     x = o.inp(0)
     shape, dtype = o.out()
     axes = sorted({int(a) + len(x.shape) if a < 0 else int(a) for a in o.const(1, "axes").reshape(-1)})
+    if not axes:  # TFLite reduces nothing then; v0 would reduce every axis
+        o.set(o.op("Reshape", [x], shape, dtype, shape=list(shape)))
+        return
     keep = bool(o.options("ReducerOptions").KeepDims())
-    o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=ReduceMode.ReduceMean))
+    o.set(o.op("Reduce", [x], shape, dtype, axes=axes, keepDims=int(keep), mode=REDUCE[o.code]))
 
 
 @handles("STRIDED_SLICE")
@@ -331,6 +376,11 @@ def strided_slice(o: Op):
     o.set(y)
 
 
+@handles("DENSIFY")
+def densify_op(o: Op):
+    o.set(o.inp(0))  # its sparse constant input was made dense when the model was read
+
+
 @handles("DEQUANTIZE")
 def dequantize(o: Op):
     w = o.const(0, "DEQUANTIZE input (only fp16 weights are folded)")
@@ -341,16 +391,23 @@ def dequantize(o: Op):
 
 
 class _Converter:
-    def __init__(self, model, tfl):
+    """Converts TFLite subgraph `index`; the main one (0) writes the model, others (WHILE/IF
+    bodies) become v0 subgraphs of their parent's model."""
+
+    def __init__(self, model, tfl, index=0, parent: _Converter | None = None):
         self.tfl = tfl
         self.model = model
-        g = model.Subgraphs(0)
-        self.g = g
+        g = model.Subgraphs(index)
+        self.g, self.index = g, index
         names = {v: k for k, v in vars(tfl.BuiltinOperator).items() if not k.startswith("_")}
         self.codes = []
         for i in range(model.OperatorCodesLength()):
             c = model.OperatorCodes(i)
-            self.codes.append(names.get(max(c.BuiltinCode(), c.DeprecatedBuiltinCode()), f"code {c.BuiltinCode()}"))
+            code = max(c.BuiltinCode(), c.DeprecatedBuiltinCode())
+            if code == TFL_CUSTOM and c.CustomCode():
+                self.codes.append(c.CustomCode().decode())
+            else:
+                self.codes.append(names.get(code, f"code {code}"))
         self.tensors = []
         self.consts: dict[int, np.ndarray] = {}
         self.bad_dtypes: dict[int, str] = {}
@@ -366,10 +423,28 @@ class _Converter:
             self.tensors.append((shape, dtype))
             buf = model.Buffers(t.Buffer())
             if buf is not None and buf.DataLength() > 0:
-                data = buf.DataAsNumpy().tobytes()
-                self.consts[i] = np.frombuffer(data, dtype).reshape(shape).copy()
-        self.e = Emitter(model.Description().decode() if model.Description() else "tflite")
+                data = np.frombuffer(buf.DataAsNumpy().tobytes(), dtype)
+                sparse = t.Sparsity()
+                self.consts[i] = data.reshape(shape).copy() if sparse is None else densify(data, shape, sparse)
+        self.variables = Variables(self, g, main=parent is None)
+        for i in self.variables.names:  # VAR_HANDLE resources are handled by name, not as data
+            self.bad_dtypes.pop(i, None)
+        self.e = parent.e if parent else Emitter(model.Description().decode() if model.Description() else "tflite")
+        # v0 subgraph of each TFLite subgraph converted so far, those being converted, their nodes
+        self.subgraphs: dict[int, int] = parent.subgraphs if parent else {}
+        self.open: set[int] = parent.open if parent else {index}
+        self.claimed: set[int] = parent.claimed if parent else set()
         self.vals: dict[int, Val] = {}
+        self.bad: list[tuple[str, str, str]] = []  # (operator, op code, reason)
+
+    def constant_in(self, g, i) -> np.ndarray | None:
+        """Tensor i of another subgraph g as a constant, if it is a plain one."""
+        t = g.Tensors(i)
+        buf = self.model.Buffers(t.Buffer())
+        if t.Type() not in DTYPES or buf is None or not buf.DataLength() or t.Sparsity() is not None:
+            return None
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        return np.frombuffer(buf.DataAsNumpy().tobytes(), DTYPES[t.Type()]).reshape(shape).copy()
 
     def value(self, i) -> Val:
         if i in self.vals:
@@ -382,48 +457,85 @@ class _Converter:
     def tensor_name(self, i) -> str:
         return self.g.Tensors(i).Name().decode()
 
-    def run(self) -> bytes:
+    def convert_ops(self, prefix: str) -> None:
         g = self.g
-        bad = []
-        for i in (int(k) for k in g.InputsAsNumpy()):
-            name = self.tensor_name(i)
-            if i in self.bad_dtypes:
-                bad.append((name, "graph input", self.bad_dtypes[i]))
-                continue
-            shape, dtype = self.tensors[i]
-            self.vals[i] = Val(shape, dtype, index=self.e.b.input(name, shape, dtype))
-        for k in range(g.OperatorsLength()):
+        for k in progress(range(g.OperatorsLength()), g.OperatorsLength(), "converting"):
             raw = g.Operators(k)
             code = self.codes[raw.OpcodeIndex()]
-            o = Op(self, raw, f"{code}_{k}", code)
+            o = Op(self, raw, f"{prefix}{code}_{k}", code)
             try:
                 handler = HANDLERS.get(code)
                 if handler is None:
-                    raise Unsupported("no v0 equivalent")
+                    raise Unsupported(missing_reason(code))
                 odd = [self.bad_dtypes[t] for t in o.inputs + o.outputs if t in self.bad_dtypes]
                 if odd:
                     raise Unsupported(f"{odd[0]} tensors")
                 handler(o)
             except Unsupported as err:
-                bad.append((o.name, code, str(err)))
+                self.bad.append((o.name, code, str(err)))
                 for t in o.outputs:
                     self.vals[t] = Val(self.tensors[t][0], self.tensors[t][1], index=-1)
             except Error:
                 raise
             except Exception as err:  # options or tensors of a kind the operator's handler cannot read
                 raise ModelError(f"TFLite operator '{o.name}' ({code}): {type(err).__name__}: {err}") from err
-        if bad:
-            lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
-            raise UnsupportedOpError(f"{len(bad)} TFLite operator(s) cannot be converted:\n{lines}", bad)
+
+    def _inputs(self, make) -> list[int]:
+        idx = []
+        for i in (int(k) for k in self.g.InputsAsNumpy()):
+            name = self.tensor_name(i)
+            if i in self.bad_dtypes:
+                self.bad.append((name, "graph input", self.bad_dtypes[i]))
+                continue
+            shape, dtype = self.tensors[i]
+            self.vals[i] = Val(shape, dtype, index=make(name, shape, dtype))
+            idx.append(self.vals[i].index)
+        return idx
+
+    def subgraph(self, k: int) -> int:
+        """The v0 subgraph of TFLite subgraph k (converted once; its problems join this graph's)."""
+        if not 0 <= k < self.model.SubgraphsLength():
+            raise Unsupported(f"subgraph {k} does not exist")
+        if k in self.open:
+            raise Unsupported(f"subgraph {k} calls itself")
+        if k not in self.subgraphs:
+            self.open.add(k)
+            sub = _Converter(self.model, self.tfl, k, self)
+            self.subgraphs[k] = sub.as_subgraph()
+            self.open.discard(k)
+            self.bad.extend(sub.bad)
+        return self.subgraphs[k]
+
+    def as_subgraph(self) -> int:
+        b = self.e.b
+        name = self.g.Name().decode() if self.g.Name() else f"subgraph{self.index}"
+        inputs = self._inputs(lambda n, shape, dtype: b.tensor(f"{name}/{n}", dtype, shape))
+        first = len(b.graph.nodes)
+        self.convert_ops(f"{name}/")
+        outputs = [self.e.index(self.value(i), f"{name}/{self.tensor_name(i)}")
+                   for i in map(int, self.g.OutputsAsNumpy())]
+        nodes = [n for n in range(first, len(b.graph.nodes)) if n not in self.claimed]
+        self.claimed.update(nodes)
+        return b.subgraph(name, inputs, outputs, nodes)
+
+    def run(self) -> bytes:
+        g = self.g
+        self._inputs(self.e.b.input)
+        self.convert_ops("")
+        if self.bad:
+            lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in self.bad)
+            raise UnsupportedOpError(f"{len(self.bad)} TFLite operator(s) cannot be converted:\n{lines}", self.bad)
         used = set(self.e.b.inputs)
-        for i in (int(k) for k in g.OutputsAsNumpy()):
-            v = self.value(i)
-            idx = self.e.index(v, self.tensor_name(i))
+        outputs = [(self.tensor_name(i), self.value(i)) for i in (int(k) for k in g.OutputsAsNumpy())]
+        for name, v in outputs + self.variables.outputs():
+            idx = self.e.index(v, name)
             if idx in used:
-                idx = self.e.op("Reshape", [v], v.shape, v.dtype, self.tensor_name(i) + "/copy", shape=list(v.shape)).index
-            self.e.b.graph.allTensors[idx].name = self.tensor_name(i)
+                idx = self.e.op("Reshape", [v], v.shape, v.dtype, name + "/copy", shape=list(v.shape)).index
+            self.e.b.graph.allTensors[idx].name = name
             used.add(idx)
             self.e.b.output(idx)
+        if self.claimed:
+            self.e.b.main_nodes = [n for n in range(len(self.e.b.graph.nodes)) if n not in self.claimed]
         return self.e.b.finish()
 
 
@@ -438,8 +550,8 @@ def convert_tflite(src) -> bytes:
         raise ModelError("not a TFLite flatbuffer (no 'TFL3' identifier)")
     try:
         model = tfl.Model.GetRootAsModel(data, 0)
-        if model.SubgraphsLength() != 1:
-            raise UnsupportedOpError(f"{model.SubgraphsLength()} subgraphs (only single-graph models convert)", [])
+        if model.SubgraphsLength() < 1:
+            raise ModelError("TFLite model without subgraphs")
         return _Converter(model, tfl).run()
     except Error:
         raise

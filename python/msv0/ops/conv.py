@@ -10,7 +10,7 @@ import numpy as np
 from msv0 import _core
 from msv0.fb.PadMode import PadMode
 from msv0.geometry import conv_size, deconv_size
-from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
+from msv0.registry import Plan, activation_range, as_float32, check_size, const_input, expect_inputs, fail, op
 from msv0.weights import float_weight
 
 
@@ -88,6 +88,11 @@ class ConvWindow(NamedTuple):
     pl: int
 
 
+# The most output pixels a conv kernel gathers per thread (run_gemm's tiles in conv2d_f32.cc,
+# kTileRows in conv2d_s8.cc).
+IM2COL_ROWS = 240
+
+
 def conv_window(node, x_shape, w_shape) -> ConvWindow:
     """The attributes checked against NHWC x_shape and a [Cout, kH, kW, Cin/group] w_shape, and the
     output size and leading pads they give (shared by the float and int8 Conv2D)."""
@@ -104,6 +109,8 @@ def conv_window(node, x_shape, w_shape) -> ConvWindow:
         raise fail(node, f"negative pads {a.padUp, a.padDown, a.padLeft, a.padRight}")
     oh, pt = conv_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl = conv_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
+    # Each kernel thread gathers up to IM2COL_ROWS output pixels' windows into its scratch.
+    check_size(f"{node.label}: a gathered tile of {kh}x{kw}x{cg} windows", (IM2COL_ROWS, kh * kw * cg), np.float32)
     return ConvWindow(group, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl)
 
 

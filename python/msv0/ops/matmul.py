@@ -79,28 +79,12 @@ def matmul(node, ins):
     out_shape = tuple(batch) + ((m,) if not drop_m else ()) + ((n,) if not drop_n else ())
     bias = _bias(node, ins[2], n) if len(ins) == 3 else None
     nb = int(np.prod(batch, dtype=np.int64))
-    a3 = (nb,) + tuple(a_shape[-2:])
 
     if w.const is None:
         as_float32(node, w, "B")
-        b3 = (nb,) + tuple(b_shape[-2:])
-
-        def run(inputs, outputs):
-            av, bv = inputs[0].reshape(a3), inputs[1].reshape(b3)
-            out = outputs[0].reshape(nb, m, n)
-            np.matmul(av.swapaxes(1, 2) if a.transposeA else av, bv.swapaxes(1, 2) if a.transposeB else bv, out=out)
-            if bias is not None:
-                out += bias
-
-        return Plan([(out_shape, np.dtype(np.float32))], run)
-
-    weight = float_weight(node, w, "inited", "B").reshape((nb,) + tuple(b_shape[-2:]))
-    gemms = [_core.Gemm(np.ascontiguousarray(weight[i]), bool(a.transposeB), bias, (m, ka), (m, n))
-             for i in range(nb)]
-    def run(inputs, outputs):  # no buffers shared between calls: runs may be concurrent
-        av = inputs[0].reshape(a3)
-        out = outputs[0].reshape(nb, m, n)
-        for i, g in enumerate(gemms):
-            g([np.ascontiguousarray(av[i].T if a.transposeA else av[i])], [out[i]])
-
-    return Plan([(out_shape, np.dtype(np.float32))], run)
+        b = None
+    else:
+        b = np.ascontiguousarray(float_weight(node, w, "inited", "B"))
+    kernel = _core.MatMul(nb, m, n, ka, bool(a.transposeA), bool(a.transposeB), b, bias, x.shape, w.shape,
+                          out_shape)
+    return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0 import _core
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
 from msv0.ops.elementwise import fused_activation
@@ -228,26 +229,14 @@ def layer_norm(node, ins):
     block = int(np.prod(x.shape[len(x.shape) - k:]))
     if block == 0:
         raise fail(node, "normalised block is empty")
-    affine = None
+    gamma = beta = None
     if a.elementwiseAffine:
         gamma = np.asarray(const_input(node, ins[1], "gamma"), np.float32).reshape(-1)
         beta = np.asarray(const_input(node, ins[2], "beta"), np.float32).reshape(-1)
         if gamma.size != block or beta.size != block:
             raise fail(node, f"gamma/beta hold {gamma.size}/{beta.size} values, the block has {block}")
-        affine = gamma, beta
-    eps = np.float32(a.epsilon)
-    n = np.float32(block)
-
-    def run(inputs, outputs):
-        rows = inputs[0].reshape(-1, block)
-        mean = np.sum(rows, axis=1, keepdims=True, dtype=np.float32) / n
-        var = np.sum(rows * rows, axis=1, keepdims=True, dtype=np.float32) / n - mean * mean
-        y = (rows - mean) / np.sqrt(var + eps)
-        if affine is not None:
-            y = y * affine[0] + affine[1]
-        np.copyto(outputs[0].reshape(-1, block), y)
-
-    return Plan([(x.shape, np.dtype(np.float32))], run)
+    kernel = _core.LayerNorm(block, float(np.float32(a.epsilon)), gamma, beta, x.shape)
+    return Plan([(x.shape, np.dtype(np.float32))], kernel=kernel)
 
 
 @op("InstanceNorm")

@@ -1,0 +1,155 @@
+"""Dynamically quantized ONNX (onnxruntime's quantize_dynamic) -> fp32 v0 ops that give ONNX
+Runtime's numbers.
+
+DynamicQuantizeLinear becomes Reduce min/max, Div and a clamp in fp32, rounding half to even with
+the 1.5·2^23 add-subtract (v0's Round rounds half away from zero). Its uint8 result stays an fp32
+tensor of integers where only ConvInteger/MatMulInteger read it (else a QuantDTypeCast makes it
+uint8: v0's Cast has no float -> uint8). Those two run as fp32 Conv/MatMul on the
+zero-point-shifted integers, exact while every sum stays below 2^24 (a Winograd 3x3 convolution
+rounds its transforms, ~1e-7 relative). Their int32 result stays fp32 when only float Casts read it.
+DequantizeLinear on constant weights becomes an fp32 constant (onnx's reference evaluator, which
+load_graph folds with, has no DequantizeLinear before opset 19).
+com.microsoft.DynamicQuantizeLSTM runs as the v0 Lstm with dequantized weights, so its inputs and
+hidden states are not requantized as ONNX Runtime does (README, converter: the error that gives).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from msv0 import dtypes
+from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_ctx import HANDLERS, Ctx, axis_index, emit_binary, handles
+from msv0.fb.ActivationType import ActivationType
+from msv0.fb.ReduceMode import ReduceMode
+
+F32 = np.dtype(np.float32)
+INTEGER_OPS = {"ConvInteger": "Conv", "MatMulInteger": "MatMul"}
+ROUND_MAGIC = 12582912.0  # 1.5·2^23: fp32 x + M - M is x rounded half to even for |x| < 2^22
+
+
+def _readers(c: Ctx, k: int) -> list[str]:
+    """What reads output k: the ops of its consumer nodes, 'graph output' if it is one."""
+    name = c.node.outputs[k] if k < len(c.node.outputs) else ""
+    if not name:
+        return []
+    ops = [n.op for n in c.graph.nodes if name in n.inputs]
+    return ops + (["graph output"] if name in c.graph.outputs else [])
+
+
+def _scalar(value: float) -> Val:
+    return Val((1,), F32, const=np.array([value], F32))
+
+
+def _round_half_even(c: Ctx, v: Val) -> Val:
+    v = emit_binary(c, "Add", v, _scalar(ROUND_MAGIC), v.shape, F32)
+    return emit_binary(c, "Sub", v, _scalar(ROUND_MAGIC), v.shape, F32)
+
+
+def _clamp(c: Ctx, v: Val, lo: float, hi: float) -> Val:
+    return c.op("Activation", [v], v.shape, F32, v.nhwc, type=ActivationType.HARD_TANH, minVal=lo, maxVal=hi)
+
+
+@handles("DynamicQuantizeLinear")
+def dynamic_quantize_linear(c: Ctx):
+    x = c.inp(0)
+    if x.dtype != F32:
+        raise Unsupported("DynamicQuantizeLinear on non-float32 input")
+    zero = _scalar(0.0)
+
+    def whole(mode, bound):  # min or max over the whole tensor, with 0 included as ONNX asks
+        r = c.op("Reduce", [x], (), F32, axes=list(range(len(x.shape))), keepDims=False, mode=mode)
+        return emit_binary(c, bound, r, zero, (1,), F32)
+
+    lo, hi = whole(ReduceMode.ReduceMin, "Minimum"), whole(ReduceMode.ReduceMax, "Maximum")
+    scale = emit_binary(c, "Div", emit_binary(c, "Sub", hi, lo, (1,), F32), _scalar(255.0), (1,), F32)
+    # An all-zero tensor has range 0: ONNX Runtime then uses scale 1 (every value quantizes to 0).
+    empty = c.op("Cast", [emit_binary(c, "Equal", scale, zero, (1,), np.bool_)], (1,), F32,
+                 srcT=dtypes.type_id(np.bool_), dstT=dtypes.type_id(F32))
+    scale = emit_binary(c, "Add", scale, empty, (1,), F32)
+    zp = emit_binary(c, "Sub", zero, emit_binary(c, "Div", lo, scale, (1,), F32), (1,), F32)
+    zp = _round_half_even(c, _clamp(c, zp, 0.0, 255.0))
+    y = _round_half_even(c, emit_binary(c, "Div", x, scale, x.shape, F32))
+    y = _clamp(c, emit_binary(c, "Add", y, zp, x.shape, F32), 0.0, 255.0)
+    c.set(0, _uint8_if_read(c, 0, y))
+    c.set(1, c.op("Reshape", [scale], (), F32, shape=[]))  # ONNX's scale is rank 0
+    c.set(2, _uint8_if_read(c, 2, c.op("Reshape", [zp], (), F32, shape=[])))
+
+
+def _uint8_if_read(c: Ctx, k: int, v: Val) -> Val:
+    """v (fp32 integers in [0, 255]) as uint8 when something other than ConvInteger/MatMulInteger
+    reads output k: QuantDTypeCast with scale 1 and zero point 0 is exact on such values."""
+    if all(r in INTEGER_OPS for r in _readers(c, k)):
+        return v
+    out = Val(v.shape, np.dtype(np.uint8), nhwc=v.nhwc)
+    out.index = c.e.b.tensor(c.sub("uint8_"), np.uint8, v.stored_shape,
+                             quant=[dict(scale=1.0, zeroPoint=0, inited=True)])
+    c.e.b.node("QuantDTypeCast", [c.e.index(v)], outputs=[out.index], name=c.sub("QuantDTypeCast_"),
+               srcT=dtypes.type_id(F32), dstT=dtypes.type_id(np.uint8))
+    return out
+
+
+def _as_float(c: Ctx, v: Val) -> Val:
+    if v.dtype == np.uint8:
+        return c.op("Cast", [v], v.shape, F32, v.nhwc, srcT=dtypes.type_id(v.dtype), dstT=dtypes.type_id(F32))
+    if v.dtype != F32:  # int8 computed at run time: r1.1's Cast cannot widen it
+        raise Unsupported(f"a run-time {v.dtype} operand (v0 Cast has no {v.dtype} -> float)")
+    return v
+
+
+def _shifted(c: Ctx, k: int, zp_k: int) -> Val:
+    """Input k minus its zero point (input zp_k), in fp32."""
+    v, zp = c.inp(k), c.inp(zp_k)
+    if v.const is not None and (zp is None or zp.const is not None):
+        q = v.const.astype(np.float32)
+        if zp is not None:
+            # per channel: Conv's output channels (axis 0), MatMul's rows of A or columns of B
+            shape = (-1,) + (1,) * (q.ndim - 1) if c.node.op == "ConvInteger" else (-1, 1) if k == 0 else (-1,)
+            q = q - zp.const.astype(np.float32).reshape(shape if zp.const.size > 1 else ())
+        return Val(q.shape, F32, const=q)
+    v = _as_float(c, v)
+    if zp is None:
+        return v
+    if zp.const is not None:
+        if zp.const.size > 1:
+            raise Unsupported("a per-channel zero point on the run-time operand")
+        zp = _scalar(float(zp.const.reshape(-1)[0]))
+    return emit_binary(c, "Sub", v, _as_float(c, zp), v.shape, F32)
+
+
+@handles(*INTEGER_OPS)
+def integer_op(c: Ctx):
+    """The float op on shifted operands, run through that op's own handler."""
+    a, b = _shifted(c, 0, 2), _shifted(c, 1, 3)
+    out = c.node.outputs[0]
+    names = [f"{c.name}/a_shifted", f"{c.name}/b_shifted", f"{out}/as_float"]
+    c.vals[names[0]], c.vals[names[1]] = a, b
+    shape, _ = c.out()
+    c.graph.shapes[names[2]] = (shape, F32)
+    float_node = dataclasses.replace(c.node, op=INTEGER_OPS[c.node.op], inputs=names[:2], outputs=names[2:])
+    HANDLERS[float_node.op](Ctx(c.e, c.graph, c.vals, float_node))
+    y = c.vals[names[2]]
+    readers = [n for n in c.graph.nodes if out in n.inputs]
+    read_as_float = out not in c.graph.outputs and readers and all(
+        n.op == "Cast" and n.attrs.get("to") == 1 for n in readers)  # 1: TensorProto.FLOAT
+    if not read_as_float:
+        y = c.op("Cast", [y], shape, np.int32, y.nhwc, srcT=dtypes.type_id(F32), dstT=dtypes.type_id(np.int32))
+    c.set(0, y)
+
+
+@handles("DequantizeLinear")
+def dequantize_constant(c: Ctx):
+    q = c.const(0, "the quantized tensor (only constant weights are dequantized)")
+    scale, zp = c.const(1, "the scale"), c.const(2, "the zero point")
+    if c.attr("block_size", 0):
+        raise Unsupported("blocked dequantization (block_size)")
+    shape = (1,) * q.ndim
+    if scale.size > 1:  # per-axis
+        axis = axis_index(c.attr("axis", 1), q.ndim)
+        shape = tuple(-1 if k == axis else 1 for k in range(q.ndim))
+    w = q.astype(np.float32)
+    if zp is not None:
+        w = w - zp.astype(np.float32).reshape(shape)
+    w = (w * scale.astype(np.float32).reshape(shape)).astype(c.out()[1])
+    c.set(0, Val(w.shape, w.dtype, const=w))

@@ -1,0 +1,199 @@
+"""ONNX LSTM -> the v0 Lstm primitive; ONNX GRU unrolled over time into v0 ops (format-v0.md §5).
+
+ONNX LSTM and r1.1's Lstm share the gate order (i, o, f, c), the weight layout (W [dirs, 4H, in],
+R [dirs, 4H, H], B [dirs, 8H] = input then recurrent bias) and the output layout (Y [seq, dirs,
+batch, H]), so weights pass through unchanged. What r1.1's kernel has no field for (peepholes,
+clip, input_forget, other activations, per-batch sequence lengths) is refused. GRU has no v0
+primitive: it is unrolled step by step (FullConnection, Sigmoid, Tanh, Mul, Add), so its
+sequence length must be static and at most MAX_GRU_STEPS.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
+from msv0.fb.ActivationType import ActivationType
+
+MAX_GRU_STEPS = 128  # an unrolled GRU emits 11 nodes per step and direction
+F32 = np.dtype(np.float32)
+
+
+def _refusals(c: Ctx, default_acts: list[str], dirs: int, seq: int, batch: int) -> list[str]:
+    """What this recurrent node asks for that the v0 form cannot do."""
+    why = []
+    acts = c.attr("activations")
+    if acts is not None and [a.decode() if isinstance(a, bytes) else a for a in acts] != default_acts * dirs:
+        why.append(f"activations {list(acts)} (only {default_acts})")
+    if c.attr("clip") is not None:
+        why.append("clip")
+    if c.attr("input_forget", 0):
+        why.append("input_forget=1")
+    lens = c.inp(4)
+    if lens is not None and (lens.const is None or np.any(lens.const != seq) or lens.const.size != batch):
+        why.append("sequence_lens shorter than the sequence")
+    return why
+
+
+def _time_major(c: Ctx, k: int, perm: list[int]) -> Val | None:
+    """Input k in ONNX layout 0; layout 1 is transposed by perm."""
+    v = c.inp(k)
+    if v is None or not c.attr("layout", 0):
+        return v
+    shape = tuple(v.shape[p] for p in perm)
+    if v.const is not None:
+        return Val(shape, v.dtype, const=np.ascontiguousarray(v.const.transpose(perm)))
+    return c.op("Transpose", [v], shape, v.dtype, perm=perm)
+
+
+def _set_output(c: Ctx, k: int, v: Val, layout1_perm: list[int]) -> None:
+    if not c.used(k):
+        return
+    if c.attr("layout", 0):
+        v = c.op("Transpose", [v], tuple(v.shape[p] for p in layout1_perm), v.dtype, perm=layout1_perm)
+    c.set(k, v)
+
+
+def _reverse_time(c: Ctx, v: Val) -> Val:
+    return c.op("Reverse", [v], v.shape, v.dtype, axis=[0])
+
+
+def _dirs(c: Ctx) -> tuple[int, str]:
+    direction = c.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise Unsupported(f"direction '{direction}'")
+    return (2 if direction == "bidirectional" else 1), direction
+
+
+@handles("LSTM")
+def lstm(c: Ctx):
+    _emit_lstm(c, c.inp(1), c.inp(2))
+
+
+@handles("com.microsoft.DynamicQuantizeLSTM")
+def dynamic_quantize_lstm(c: Ctx):
+    """onnxruntime's int8-weight LSTM: W [dirs, in, 4H] and R [dirs, H, 4H] with per-direction or
+    per-column scales and zero points (inputs 8-11), dequantized here to the fp32 v0 layout."""
+    def dequantized(k, k_scale, what):
+        q = c.const(k, what).astype(np.float32)
+        scale, zp = c.const(k_scale, what + " scale"), c.const(k_scale + 1, what + " zero point")
+        shape = (q.shape[0], 1, -1)  # [dirs] or [dirs, 4H]
+        if zp is not None:
+            q = q - zp.astype(np.float32).reshape(shape)
+        w = np.ascontiguousarray((q * scale.astype(np.float32).reshape(shape)).transpose(0, 2, 1))
+        return Val(w.shape, F32, const=w)
+
+    _emit_lstm(c, dequantized(1, 8, "W"), dequantized(2, 10, "R"))
+
+
+def _emit_lstm(c: Ctx, w: Val, r: Val) -> None:
+    dirs, direction = _dirs(c)
+    x = _time_major(c, 0, [1, 0, 2])  # rank 3, so never stored NHWC: no layout to undo
+    if x.dtype != F32:
+        raise Unsupported("Lstm is float32 only")
+    seq, batch, _ = x.shape
+    hid = w.shape[1] // 4
+    why = _refusals(c, ["Sigmoid", "Tanh", "Tanh"], dirs, seq, batch)
+    p = c.inp(7)
+    if p is not None and (p.const is None or np.any(p.const)):
+        why.append("peepholes (P)")
+    if why:
+        raise Unsupported("v0 Lstm has no " + ", ".join(why))
+    zeros = Val((dirs, batch, hid), F32, const=np.zeros((dirs, batch, hid), F32))
+    b = c.inp(3) or Val((dirs, 8 * hid), F32, const=np.zeros((dirs, 8 * hid), F32))
+    h0 = _time_major(c, 5, [1, 0, 2]) or zeros
+    c0 = _time_major(c, 6, [1, 0, 2]) or zeros
+    if direction == "reverse":
+        x = _reverse_time(c, x)
+    ins = [x, w, r, b, h0, c0]
+    y = Val((seq, dirs, batch, hid), F32)
+    hn, cn = Val((dirs, batch, hid), F32), Val((dirs, batch, hid), F32)
+    y.index, hn.index, cn.index = c.e.node("Lstm", [c.e.index(v) for v in ins],
+                                           [(y.shape, F32), (hn.shape, F32), (cn.shape, F32)], c.sub("Lstm_"),
+                                           bidirection=dirs == 2)
+    if direction == "reverse":
+        y = _reverse_time(c, y)
+    _set_output(c, 0, y, [2, 0, 1, 3])
+    _set_output(c, 1, hn, [1, 0, 2])
+    _set_output(c, 2, cn, [1, 0, 2])
+
+
+def _split(c: Ctx, v: Val, axis: int, sizes: list[int]) -> list[Val]:
+    if len(sizes) == 1:
+        return [v]
+    shapes = [tuple(s if k == axis else d for k, d in enumerate(v.shape)) for s in sizes]
+    idx = c.e.node("Split", [c.e.index(v)], [(s, v.dtype) for s in shapes], c.sub("Split_"),
+                   numberSplit=len(sizes), sizeSplits=sizes, splitDim=axis)
+    return [Val(s, v.dtype, index=i) for s, i in zip(shapes, idx)]
+
+
+def _concat(c: Ctx, parts: list[Val], axis: int) -> Val:
+    if len(parts) == 1:
+        return parts[0]
+    shape = list(parts[0].shape)
+    shape[axis] = sum(p.shape[axis] for p in parts)
+    return c.op("Concat", parts, shape, F32, axis=axis)
+
+
+def _dense(c: Ctx, x: Val, w: np.ndarray, bias: np.ndarray | None) -> Val:
+    """x [..., K] · wᵀ (+ bias) with w [N, K]."""
+    ins = [x, Val(w.shape, F32, const=np.ascontiguousarray(w, F32))]
+    if bias is not None:
+        ins.append(Val(bias.shape, F32, const=np.ascontiguousarray(bias, F32)))
+    return c.op("FullConnection", ins, (*x.shape[:-1], w.shape[0]), F32, hasBias=bias is not None, useAxis=True,
+                axis=len(x.shape) - 1, activationType=ActivationType.NO_ACTIVATION)
+
+
+def _act(c: Ctx, v: Val, kind: int) -> Val:
+    return c.op("Activation", [v], v.shape, F32, type=kind)
+
+
+def _gru_step(c: Ctx, gx: Val, h: Val, r_w: np.ndarray, rb_h: np.ndarray, before_reset: bool) -> Val:
+    """One GRU step on [1, batch, ...] values; gx holds x·Wᵀ and every bias but the reset-gated Rbh."""
+    hid = h.shape[-1]
+    gzr, gh = _split(c, gx, 2, [2 * hid, hid])
+    z, r = _split(c, _act(c, emit_binary(c, "Add", gzr, _dense(c, h, r_w[:2 * hid], None), gzr.shape, F32),
+                         ActivationType.SIGMOID), 2, [hid, hid])
+    if before_reset:  # linear_before_reset=1: r ⊙ (h·Rhᵀ + Rbh)
+        hh = emit_binary(c, "Mul", r, _dense(c, h, r_w[2 * hid:], rb_h), h.shape, F32)
+    else:  # r ⊙ h, then ·Rhᵀ (Rbh is folded into gx)
+        hh = _dense(c, emit_binary(c, "Mul", r, h, h.shape, F32), r_w[2 * hid:], None)
+    cand = _act(c, emit_binary(c, "Add", gh, hh, h.shape, F32), ActivationType.TANH)
+    # (1 - z) ⊙ cand + z ⊙ h
+    keep = emit_binary(c, "Mul", z, emit_binary(c, "Sub", h, cand, h.shape, F32), h.shape, F32)
+    return emit_binary(c, "Add", cand, keep, h.shape, F32)
+
+
+@handles("GRU")
+def gru(c: Ctx):
+    dirs, direction = _dirs(c)
+    x = _time_major(c, 0, [1, 0, 2])
+    if x.dtype != F32:
+        raise Unsupported("GRU is float32 only")
+    seq, batch, _ = x.shape
+    why = _refusals(c, ["Sigmoid", "Tanh"], dirs, seq, batch)
+    if seq > MAX_GRU_STEPS:
+        why.append(f"{seq} time steps (it is unrolled up to {MAX_GRU_STEPS})")
+    w, r = c.const(1, "W (v0 has no GRU op; the unrolled form needs constant weights)"), c.const(2, "R")
+    if why:
+        raise Unsupported("the unrolled v0 GRU cannot take " + ", ".join(why))
+    hid = w.shape[1] // 3
+    b = c.const(3, "B")
+    b = np.zeros((dirs, 6 * hid), F32) if b is None else b.astype(F32)
+    before_reset = bool(c.attr("linear_before_reset", 0))
+    h0 = _time_major(c, 5, [1, 0, 2])
+    h0 = [None] * dirs if h0 is None else _split(c, h0, 0, [1] * dirs)
+    ys, hs = [], []
+    for d in range(dirs):
+        bias = b[d, :3 * hid] + np.concatenate([b[d, 3 * hid:5 * hid], np.zeros(hid, F32) if before_reset
+                                                else b[d, 5 * hid:]])
+        gx = _split(c, _dense(c, x, w[d], bias), 0, [1] * seq)
+        h = h0[d] or Val((1, batch, hid), F32, const=np.zeros((1, batch, hid), F32))
+        steps = range(seq - 1, -1, -1) if direction == "reverse" or d == 1 else range(seq)
+        out = [None] * seq
+        for t in steps:
+            h = out[t] = _gru_step(c, gx[t], h, r[d], b[d, 5 * hid:], before_reset)
+        ys.append(c.op("Reshape", [_concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
+        hs.append(h)
+    _set_output(c, 0, _concat(c, ys, 1), [2, 0, 1, 3])
+    _set_output(c, 1, _concat(c, hs, 0), [1, 0, 2])

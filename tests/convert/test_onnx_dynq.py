@@ -1,0 +1,123 @@
+"""Dynamically quantized ONNX (DynamicQuantizeLinear, ConvInteger, MatMulInteger, DequantizeLinear on
+constants) converted to fp32 v0 ops, compared with ONNX Runtime on the same model: exact lowerings,
+so the tolerance is 1e-6 of the output's largest magnitude (Winograd convolution rounds)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
+
+import msv0  # noqa: E402
+from msv0.convert import convert  # noqa: E402
+from onnxcheck import run_msv0, run_ort  # noqa: E402
+
+R = np.random.default_rng(5)
+N = h.make_node
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                     [h.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
+                     [nh.from_array(np.asarray(v), k) for k, v in inits])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+
+def check_close(m, feeds, tol=1e-6):
+    data = m.SerializeToString() if hasattr(m, "SerializeToString") else m
+    want, got = run_ort(data, feeds), run_msv0(data, feeds)
+    assert set(got) == set(want)
+    for k, w in want.items():
+        assert got[k].shape == w.shape, k
+        err = np.abs(got[k].astype(np.float64) - w).max()
+        assert err <= tol * max(np.abs(w).max(), 1e-30), (k, err)
+
+
+def dql_probe(n):
+    """y - y_zero_point of DynamicQuantizeLinear through an identity MatMulInteger, y_scale and y_zero_point."""
+    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]), N("MatMulInteger", ["q", "eye", "zp"], ["i"]),
+             N("Cast", ["i"], ["y"], to=T.FLOAT), N("Cast", ["zp"], ["z"], to=T.FLOAT)]
+    return model(nodes, [("x", [2, n])], ["y", "s", "z"], [("eye", np.eye(n, dtype=np.uint8))])
+
+
+@pytest.mark.parametrize("x", [
+    # scale 1, zero point 100: ties at .5 round to even
+    np.array([[-100, -0.5, 0.5, 1.5, 2.5], [3.5, 100.5, 101.5, 154.5, 155]], np.float32),
+    # zero point 100.5 rounds to 100
+    np.array([[-100.5, 0, 1, 2, 3], [4, 5, 6, 7, 154.5]], np.float32),
+    np.zeros((2, 5), np.float32),  # range 0: ONNX Runtime's scale is 1
+    np.abs(R.standard_normal((2, 5))).astype(np.float32) + 1,  # all positive: zero point 0
+    -np.abs(R.standard_normal((2, 5))).astype(np.float32),  # all negative: zero point 255
+], ids=["ties", "zp_tie", "zeros", "positive", "negative"])
+def test_dynamic_quantize_linear_exact(x, isa):
+    check_close(dql_probe(5), {"x": x}, tol=0)
+
+
+def float_models():
+    w_mm, w_conv = R.standard_normal((37, 9)).astype(np.float32), R.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    return {
+        "matmul": (model([N("MatMul", ["x", "w"], ["m"]), N("Add", ["m", "b"], ["y"])], [("x", [4, 37])], ["y"],
+                         [("w", w_mm), ("b", R.standard_normal(9).astype(np.float32))]), [4, 37]),
+        "matmul_3d": (model([N("MatMul", ["x", "w"], ["y"])], [("x", [2, 3, 37])], ["y"], [("w", w_mm)]), [2, 3, 37]),
+        "conv": (model([N("Conv", ["x", "w", "b"], ["c"], pads=[1, 0, 1, 2], strides=[2, 1]), N("Relu", ["c"], ["y"])],
+                       [("x", [1, 3, 9, 7])], ["y"], [("w", w_conv), ("b", R.standard_normal(5).astype(np.float32))]),
+                 [1, 3, 9, 7]),
+        "conv3x3_winograd": (model([N("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], [("x", [1, 3, 12, 12])], ["y"],
+                                   [("w", w_conv)]), [1, 3, 12, 12]),
+    }
+
+
+@pytest.mark.parametrize("name,weight_type", [("matmul", "QInt8"), ("matmul_3d", "QUInt8"), ("conv", "QUInt8"),
+                                              ("conv3x3_winograd", "QInt8")])
+def test_quantize_dynamic_models(tmp_path, name, weight_type, isa):
+    quant = pytest.importorskip("onnxruntime.quantization")
+    src, shape = float_models()[name]
+    onnx.save(src, tmp_path / "f.onnx")
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=getattr(quant.QuantType, weight_type),
+                           per_channel=name == "conv")
+    ops = {n.op_type for n in onnx.load(tmp_path / "q.onnx").graph.node}
+    assert "DynamicQuantizeLinear" in ops and ops & {"MatMulInteger", "ConvInteger"}
+    check_close((tmp_path / "q.onnx").read_bytes(), {"x": R.standard_normal(shape).astype(np.float32)})
+
+
+def test_integer_output_read_as_int32():
+    """A MatMulInteger result read by something other than a float Cast stays int32."""
+    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]), N("MatMulInteger", ["q", "w"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+                     [h.make_tensor_value_info("y", T.INT32, None)],
+                     [nh.from_array(R.integers(-128, 127, (4, 6)).astype(np.int8), "w")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    x = R.standard_normal((3, 4)).astype(np.float32)
+    want, got = run_ort(m.SerializeToString(), {"x": x}), run_msv0(m.SerializeToString(), {"x": x})
+    assert got["y"].dtype == np.int32
+    np.testing.assert_array_equal(got["y"], want["y"])
+
+
+def test_dequantize_linear_constant_weights():
+    """ONNX Runtime runs unoptimised here: its optimiser turns DequantizeLinear+MatMul into a dynamically
+    quantized MatMul, which is not what the graph says."""
+    ort = pytest.importorskip("onnxruntime")
+    wq = R.integers(-128, 127, (6, 4)).astype(np.int8)
+    nodes = [N("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=1), N("MatMul", ["x", "w"], ["y"])]
+    m = model(nodes, [("x", [3, 6])], ["y"], [("wq", wq), ("ws", np.float32([0.5, 0.25, 0.1, 2])),
+                                               ("wz", np.int8([0, 3, -4, 1]))])
+    x = R.standard_normal((3, 6)).astype(np.float32)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(run_msv0(m.SerializeToString(), {"x": x})["y"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_quantize_linear_uint8_outputs():
+    """y and y_zero_point read by something other than ConvInteger/MatMulInteger are real uint8 tensors."""
+    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]), N("Cast", ["q"], ["qf"], to=T.FLOAT)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+                     [h.make_tensor_value_info("q", T.UINT8, None), h.make_tensor_value_info("zp", T.UINT8, None),
+                      h.make_tensor_value_info("qf", T.FLOAT, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+    x = R.standard_normal((3, 4)).astype(np.float32)
+    want, got = run_ort(m, {"x": x}), run_msv0(m, {"x": x})
+    for k in want:
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
