@@ -59,8 +59,10 @@ ZIG=$("$TOOLS/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dir
 # CMake takes a compiler as one executable: a wrapper per target. Rewritten only when it changes,
 # so that ccache (which hashes the compiler's mtime) keeps its hits across runs.
 mkdir -p "$ROOT/bin"
+# zig reads -march as a CPU name: the wrapper spells isa_tiers.def's ARMv8.2 tier as zig's -mcpu.
 for arch in $ARCHS; do
   wrapper="#!/bin/sh
+for a; do shift; case \$a in -march=armv8.2-a+dotprod) a=-mcpu=generic+v8_2a+dotprod ;; esac; set -- \"\$@\" \"\$a\"; done
 exec \"$ZIG\" c++ -target $arch-linux-gnu.$GLIBC \"\$@\""
   [ "$(cat "$ROOT/bin/zig-c++-$arch" 2>/dev/null)" = "$wrapper" ] || printf '%s\n' "$wrapper" >"$ROOT/bin/zig-c++-$arch"
   chmod +x "$ROOT/bin/zig-c++-$arch"
