@@ -179,10 +179,12 @@ for ver in "${VERSIONS[@]}"; do
         continue
       fi
       qemu=(qemu-aarch64-static -L "$sysroot")
-      # The venv is made and filled by the arm64 Python itself (pip, numpy's aarch64 wheel and
-      # all); --copies, because qemu would follow a link to /usr/bin on the host, not the sysroot.
-      "${qemu[@]}" "$sysroot/usr/bin/python$ver" -m venv --copies "$smoke"
-      "${qemu[@]}" "$smoke/bin/python" -m pip install -q --disable-pip-version-check "$whl"
+      # A venv of the arm64 Python (--copies: qemu would follow a link to the host's /usr/bin),
+      # filled by the host's pip for that platform: without binfmt_misc the venv's own pip could
+      # not start the child Pythons it runs.
+      "${qemu[@]}" "$sysroot/usr/bin/python$ver" -m venv --copies --without-pip "$smoke"
+      "$TOOLS/bin/pip" install -q --disable-pip-version-check --target "$smoke/lib/python$ver/site-packages" \
+        --platform "${PLAT}_$arch" --python-version "$ver" --implementation cp --only-binary=:all: "$whl"
       (cd "$ROOT" && "${qemu[@]}" "$smoke/bin/python" -c 'import msv0; print("msv0", msv0.__version__, msv0.isa())' &&
         "${qemu[@]}" "$smoke/bin/python" -m msv0 demo --out "$smoke/demo")
       built+=("$(basename "$whl") (smoke-tested under qemu)")
