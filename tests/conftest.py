@@ -51,3 +51,14 @@ if os.environ.get("MSV0_SEED_DIR"):
         _onnx_frontend.load_graph = _saver("onnx", _onnx_frontend.load_graph)
     except ImportError:
         pass
+
+
+def pytest_collection_modifyitems(config, items):
+    """MSV0_TEST_SHARD=I/N keeps every N-th collected test from the I-th (0-based), so that
+    scripts/build_aarch64.sh can run N emulated pytest processes on disjoint parts of one suite."""
+    shard = os.environ.get("MSV0_TEST_SHARD")
+    if not shard:
+        return
+    index, count = (int(n) for n in shard.split("/"))
+    config.hook.pytest_deselected(items=[t for k, t in enumerate(items) if k % count != index])
+    items[:] = items[index::count]

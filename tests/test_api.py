@@ -3,7 +3,6 @@ errors, supported_ops, the CLI, and the README's supported-ops table."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 
 import msv0
 import raw_writer as rw
+from child_python import PYTHON
 from msv0 import cli
 from msv0.builder import Builder
 
@@ -327,9 +327,9 @@ def test_cli_unsupported_model_exits_2(tmp_path, capsys):
 
 
 def test_python_dash_m_msv0(model_path):
-    proc = subprocess.run([sys.executable, "-m", "msv0", "info", str(model_path)], capture_output=True, text=True)
+    proc = subprocess.run([*PYTHON, "-m", "msv0", "info", str(model_path)], capture_output=True, text=True)
     assert proc.returncode == 0 and "FullConnection" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "msv0", "info", str(model_path) + ".missing"], capture_output=True,
+    proc = subprocess.run([*PYTHON, "-m", "msv0", "info", str(model_path) + ".missing"], capture_output=True,
                           text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 

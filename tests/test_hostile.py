@@ -64,6 +64,7 @@ if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "child":
 
 # ---- the parent -----------------------------------------------------------------------------
 import raw_writer as rw  # noqa: E402  (the child does not need it)
+from child_python import PYTHON, TIME_SCALE  # noqa: E402
 
 
 def probe(tmp_path: Path, cases: list[dict], max_seconds: float | None = None) -> dict[str, str]:
@@ -72,7 +73,7 @@ def probe(tmp_path: Path, cases: list[dict], max_seconds: float | None = None) -
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(cases))
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    proc = subprocess.run([sys.executable, __file__, "child", str(spec)], capture_output=True, text=True,
+    proc = subprocess.run([*PYTHON, __file__, "child", str(spec)], capture_output=True, text=True,
                           timeout=600, env=env, cwd=Path(__file__).parent)
     results, started = {}, None
     for line in proc.stdout.splitlines():
@@ -83,7 +84,7 @@ def probe(tmp_path: Path, cases: list[dict], max_seconds: float | None = None) -
         elif kind == "result":
             results[name] = outcome
         elif kind == "seconds" and max_seconds is not None:
-            assert float(outcome) <= max_seconds, f"case {name} took {outcome} s"
+            assert float(outcome) <= max_seconds * TIME_SCALE, f"case {name} took {outcome} s"
     if proc.returncode != 0:
         pytest.fail(f"child exited with {proc.returncode} during case {started!r}\n{proc.stderr[-3000:]}")
     missing = [c["name"] for c in cases if c["name"] not in results]

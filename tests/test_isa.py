@@ -1,17 +1,12 @@
 """ISA tier selection: detection at import, the MSV0_ISA cap, set_isa / isa_cap."""
 import os
-import shlex
 import subprocess
-import sys
 
 import pytest
 
 import msv0
 from msv0.isa import known_isas
-
-# How to start another Python like this one. Under qemu-user without binfmt_misc a child
-# cannot exec the target binary directly, so scripts/build_aarch64.sh names the qemu command.
-PYTHON = shlex.split(os.environ.get("MSV0_TEST_PYTHON", "")) or [sys.executable]
+from child_python import PYTHON
 
 
 def isa_in_child(env_isa):

@@ -1,6 +1,5 @@
 """Malformed ONNX models: every failure is an msv0.Error, naming the node where there is one."""
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ from onnx import TensorProto, helper  # noqa: E402
 import msv0  # noqa: E402
 from msv0 import zoo  # noqa: E402
 from msv0.convert import convert  # noqa: E402
+from child_python import PYTHON  # noqa: E402
 
 
 def _outcome(data: bytes) -> str:
@@ -65,5 +65,5 @@ def test_fuzz_findings_convert_or_raise(path):
     child process so that a crash fails the test instead of killing the runner."""
     code = ("import sys, msv0\nfrom msv0.convert import convert\n"
             "try:\n    convert(open(sys.argv[1], 'rb').read())\nexcept msv0.Error:\n    pass\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*PYTHON, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

