@@ -76,6 +76,17 @@ def test_onnx_resize_written_as(mode, coord, nearest, target, ops):
     assert _ops(convert(m.SerializeToString())) == ops
 
 
+@pytest.mark.parametrize("mode,nearest,sizes", [("linear", None, (3, 2**32)), ("nearest", "floor", (2**22, 4)),
+                                                 ("linear", None, (30000, 4))])
+def test_absurd_resize_sizes_are_reported(mode, nearest, sizes):
+    """A half-pixel resize to sizes no image has (the converter fuzzer's memory blow-up) is reported
+    with the node, its tables never built."""
+    from msv0.convert import convert
+    m = _onnx_resize(mode, "half_pixel", nearest, (1, 2, 3000, 4), ("sizes", sizes))
+    with pytest.raises(msv0.UnsupportedOpError, match="Resize.*(resizing an axis|interpolation matrix)"):
+        convert(m.SerializeToString())
+
+
 @pytest.mark.parametrize("bilinear", [True, False])
 @pytest.mark.parametrize("in_hw,out_hw", [((5, 7), (10, 14)), ((4, 6), (7, 3)), ((3, 4), (9, 8))])
 def test_tflite_half_pixel_centers(bilinear, in_hw, out_hw):

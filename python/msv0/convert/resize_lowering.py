@@ -21,12 +21,22 @@ from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.PadMode import PadMode
 
 _TAPS_X2 = np.array([0.25, 0.75, 0.75, 0.25], np.float32)
+# Bounds on the constant tables a lowering writes (per-axis index lists, interpolation matrices):
+# far beyond real images, and what keeps a file's absurd output size from exhausting memory.
+MAX_AXIS = 1 << 20
+MAX_MATRIX = 1 << 26
+
+
+def _positions(n_in: int, n_out: int) -> np.ndarray:
+    if not 0 < n_out <= MAX_AXIS or not 0 < n_in <= MAX_AXIS:
+        raise Unsupported(f"resizing an axis of {n_in} to {n_out} (each must be in 1..{MAX_AXIS})")
+    return np.arange(n_out, dtype=np.float32)
 
 
 def source_coords(n_in: int, n_out: int, scale: float, mode: str) -> np.ndarray:
     """Where each output position samples the input (float32, as ONNX Runtime and LiteRT compute it);
     scale is out/in."""
-    j = np.arange(n_out, dtype=np.float32)
+    j = _positions(n_in, n_out)
     s = np.float32(scale)
     if mode == "align_corners":
         return j * np.float32((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(1, np.float32)
@@ -56,7 +66,7 @@ def nearest_index(src: np.ndarray, n_in: int, rounding: str) -> np.ndarray:
 
 def r11_nearest_index(n_in: int, n_out: int) -> np.ndarray:
     """r1.1's nearest Resize (alignCorners false): floor(dst·in/out)."""
-    s = np.arange(n_out, dtype=np.float32) * (np.float32(n_in) / np.float32(n_out))
+    s = _positions(n_in, n_out) * (np.float32(n_in) / np.float32(n_out))
     return np.minimum(np.floor(s).astype(np.int64), n_in - 1)
 
 
@@ -66,6 +76,8 @@ def linear_matrix(src: np.ndarray, n_in: int) -> np.ndarray:
     i0 = np.floor(s).astype(np.int64)
     i1 = np.minimum(i0 + 1, n_in - 1)
     w = s - i0
+    if len(src) * n_in > MAX_MATRIX:
+        raise Unsupported(f"a {len(src)}x{n_in} interpolation matrix (over {MAX_MATRIX} values)")
     m = np.zeros((len(src), n_in), np.float32)
     rows = np.arange(len(src))
     np.add.at(m, (rows, i0), np.float32(1) - w)
