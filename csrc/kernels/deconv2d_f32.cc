@@ -6,6 +6,7 @@
 #include "kernels/gemm_f32.h"
 
 #include "kernels/kernel.h"
+#include "kernels/transposed_window.h"
 
 namespace msv0 {
 
@@ -30,14 +31,6 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-// The input index i and tap t with i*s + t*d == pos (pos in full-output coordinates).
-bool source(int64_t pos, int64_t t, int64_t s, int64_t d, int64_t n, int64_t* i) {
-  const int64_t q = pos - t * d;
-  if (q < 0 || q % s) return false;
-  *i = q / s;
-  return *i < n;
-}
-
 }  // namespace
 
 void deconv2d_f32_col2im(const DeconvArgs& a, int64_t r0, int64_t r1) {
@@ -52,10 +45,10 @@ void deconv2d_f32_col2im(const DeconvArgs& a, int64_t r0, int64_t r1) {
         VecF acc = a.bias ? VecF::load_tail(a.bias + c, lanes) : VecF::zero();
         for (int64_t ky = 0; ky < a.kh; ++ky) {
           int64_t iy;
-          if (!source(oy + a.pt, ky, a.sh, a.dh, a.h, &iy)) continue;
+          if (!transposed_source(oy + a.pt, ky, a.sh, a.dh, a.h, &iy)) continue;
           for (int64_t kx = 0; kx < a.kw; ++kx) {
             int64_t ix;
-            if (!source(ox + a.pl, kx, a.sw, a.dw, a.w, &ix)) continue;
+            if (!transposed_source(ox + a.pl, kx, a.sw, a.dw, a.w, &ix)) continue;
             const float* src = a.col + ((b * a.h + iy) * a.w + ix) * taps + (ky * a.kw + kx) * a.oc + c;
             acc = acc + VecF::load_tail(src, lanes);
           }

@@ -3,6 +3,7 @@
 // iy*sh + ky*dh, cropped by (pt, pl). Channels are the vector lanes; gathering instead of
 // scattering lets output rows run in parallel with no write conflicts.
 #include "kernels/kernel.h"
+#include "kernels/transposed_window.h"
 
 namespace msv0 {
 
@@ -28,24 +29,16 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-// The input index i and tap t with i*s + t*d == pos (pos in full-output coordinates).
-bool source(int64_t pos, int64_t t, int64_t s, int64_t d, int64_t n, int64_t* i) {
-  const int64_t q = pos - t * d;
-  if (q < 0 || q % s) return false;
-  *i = q / s;
-  return *i < n;
-}
-
 // Channels [c, c + lanes) of one output pixel: taps summed in (ky, kx) order from 0, then the bias.
 template <bool Tail>
 void pixel(const DedwArgs& a, int64_t b, int64_t oy, int64_t ox, int64_t c, int64_t lanes, float* out) {
   VecF acc = VecF::zero();
   for (int64_t ky = 0; ky < a.kh; ++ky) {
     int64_t iy;
-    if (!source(oy + a.pt, ky, a.sh, a.dh, a.h, &iy)) continue;
+    if (!transposed_source(oy + a.pt, ky, a.sh, a.dh, a.h, &iy)) continue;
     for (int64_t kx = 0; kx < a.kw; ++kx) {
       int64_t ix;
-      if (!source(ox + a.pl, kx, a.sw, a.dw, a.w_in, &ix)) continue;
+      if (!transposed_source(ox + a.pl, kx, a.sw, a.dw, a.w_in, &ix)) continue;
       const float* src = a.x + ((b * a.h + iy) * a.w_in + ix) * a.c + c;
       acc = fmadd(load_n<Tail>(src, lanes), load_n<Tail>(a.w + (ky * a.kw + kx) * a.c + c, lanes), acc);
     }

@@ -55,6 +55,16 @@ class OGraph:
     opset: int
     name: str
 
+    def uses(self) -> dict[str, int]:
+        """How many node inputs and graph outputs read each tensor name."""
+        count: dict[str, int] = {}
+        for n in self.nodes:
+            for i in n.inputs:
+                count[i] = count.get(i, 0) + 1
+        for o in self.outputs:
+            count[o] = count.get(o, 0) + 1
+        return count
+
 
 def _onnx():
     try:
@@ -224,20 +234,10 @@ def _fold(graph: OGraph) -> bool:
     return changed
 
 
-def _consumers(graph: OGraph) -> dict[str, int]:
-    count: dict[str, int] = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            count[i] = count.get(i, 0) + 1
-    for o in graph.outputs:
-        count[o] = count.get(o, 0) + 1
-    return count
-
-
 def _fold_bias_adds(graph: OGraph) -> None:
     """Conv/ConvTranspose followed by an Add of a per-channel constant (Paddle's exporter writes
     the bias that way) -> the convolution with that bias, so a BatchNormalization after it folds."""
-    uses = _consumers(graph)
+    uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
     for n in graph.nodes:
@@ -270,7 +270,7 @@ def _fuse(graph: OGraph) -> None:
     """Conv/ConvTranspose+bias Add folding, Conv/ConvTranspose+BatchNormalization weight folding,
     then Relu/Clip(0,6) into Conv/Gemm/Add."""
     _fold_bias_adds(graph)
-    uses = _consumers(graph)
+    uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
     for n in graph.nodes:
@@ -299,7 +299,7 @@ def _fuse(graph: OGraph) -> None:
         p.outputs = [n.outputs[0]]
         drop.add(id(n))
     graph.nodes = [n for n in graph.nodes if id(n) not in drop]
-    uses = _consumers(graph)
+    uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     for n in graph.nodes:
         act = _activation_of(n, graph)

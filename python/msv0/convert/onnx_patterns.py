@@ -39,12 +39,7 @@ def fuse_layer_norm(graph, make_node) -> None:
     """Replace every unrolled LayerNorm in graph.nodes by one LayerNormalization node (made by make_node(
     op, name, inputs, outputs, attrs)); constants it needs go into graph.consts and graph.shapes."""
     producer = {o: n for n in graph.nodes for o in n.outputs if o}
-    uses: dict[str, int] = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            uses[i] = uses.get(i, 0) + 1
-    for o in graph.outputs:
-        uses[o] = uses.get(o, 0) + 1
+    uses = graph.uses()
     consumers = {}
     for n in graph.nodes:
         for i in n.inputs:
