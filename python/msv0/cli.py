@@ -339,7 +339,7 @@ def cmd_ops(args) -> None:
             print(name)
 
 
-def calibration_data(args, m: msv0.Model) -> dict[str, np.ndarray] | None:
+def calibration_data(args, m: msv0.Model) -> dict[str, np.ndarray]:
     """quantize's samples: from --calib (an .npz, or a directory of images for a model with one
     input), --random, or, for --weights-only, --check random ones for the SNR report alone."""
     if args.calib and Path(args.calib).is_dir():
@@ -490,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compress the weights alone (r1.1 WeightQuant); activations stay float")
     p.add_argument("--bits", type=int, default=8, metavar="N", help="--weights-only: bits per weight, 2 to 16")
     p.add_argument("--kmeans", action="store_true", help="--weights-only: 2^N clustered values per tensor (N <= 8)")
-    p.add_argument("--seed", type=int, default=0, help="seed for --random")
+    p.add_argument("--seed", type=int, default=0, help="seed for random samples")
     p.add_argument("--check", type=int, default=4, metavar="K", help="samples for the SNR report")
     p.add_argument("--calib-method", choices=["minmax", "kl", "percentile"], default="minmax",
                    help="activation ranges: observed min/max, or clipped by KL divergence or a percentile of |x|")

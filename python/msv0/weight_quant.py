@@ -99,7 +99,7 @@ def quantize_weights(model: Model | str | bytes, bits: int, use_kmeans: bool = F
     type_id, word_bits = (TypeId.kNumberTypeInt8, 8) if bits <= 8 else (TypeId.kNumberTypeInt16, 16)
     for k, nodes in readers.items():
         t = model.tensors[k]
-        if -1 in nodes or not t.is_const or t.type_id != TypeId.kNumberTypeFloat32 or t.data.size == 0:
+        if -1 in nodes or not t.is_const or t.type_id != TypeId.kNumberTypeFloat32:
             continue
         w = t.data
         if use_kmeans:
