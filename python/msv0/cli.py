@@ -339,32 +339,54 @@ def cmd_ops(args) -> None:
             print(name)
 
 
+def calibration_data(args, m: msv0.Model) -> dict[str, np.ndarray]:
+    """quantize's samples: from --calib (an .npz, or a directory of images for a model with one
+    input), --random, or, for --weights-only, --check random ones for the SNR report alone."""
+    if args.calib and Path(args.calib).is_dir():
+        from msv0.calib_images import image_samples
+
+        if len(m.inputs) != 1:
+            raise CliError(f"a directory of images calibrates a model with one input, this one has {len(m.inputs)}")
+        t = m.inputs[0]
+        layout = args.layout or ("nchw" if FORMATS.get(t.format) == "NCHW" else "nhwc")
+        return {t.name: image_samples(args.calib, t.shape, layout, args.mean, args.std)}
+    if args.calib:
+        with np.load(args.calib) as data:
+            return {k: data[k] for k in data.files}
+    count = args.random or (args.check if args.weights_only else 0)
+    if not count:
+        raise CliError("post-training quantization needs --calib or --random")
+    rng = np.random.default_rng(args.seed)
+    return {t.name: np.stack([random_feed(t.shape, t.dtype, rng) for _ in range(count)]) for t in m.inputs}
+
+
 def cmd_quantize(args) -> None:
     from msv0.quantize import layer_snr, quantize, samples, snr_db
 
     m = msv0.load(args.model)
-    if args.calib:
-        with np.load(args.calib) as data:
-            calib = {k: data[k] for k in data.files}
+    calib = calibration_data(args, m)
+    if args.weights_only:
+        out = quantize(m, weights_only=True, bits=args.bits, kmeans=args.kmeans)
     else:
-        rng = np.random.default_rng(args.seed)
-        calib = {t.name: np.stack([random_feed(t.shape, t.dtype, rng) for _ in range(args.random)]) for t in m.inputs}
-    total = len(next(iter(calib.values()))) if calib else 0
-    with bar(total * (1 if args.calib_method == "minmax" else 2), "calibrating") as b:
-        out = quantize(m, calib, num_threads=args.threads, on_sample=lambda k: b.update(k - b.n),
-                       method=args.calib_method, percentile=args.percentile)
+        total = len(next(iter(calib.values()))) if calib else 0
+        with bar(total * (1 if args.calib_method == "minmax" else 2), "calibrating") as b:
+            out = quantize(m, calib, num_threads=args.threads, on_sample=lambda k: b.update(k - b.n),
+                           method=args.calib_method, percentile=args.percentile, bits=args.bits, kmeans=args.kmeans)
     Path(args.output).write_bytes(out)
     size = Path(args.model).stat().st_size
-    print(f"{args.output}: {len(out):,} bytes ({len(out) / size:.2f}x of {size:,})")
-    fp32, int8 = msv0.Session(m, num_threads=args.threads), msv0.Session(out, num_threads=args.threads)
+    print(f"{args.output}: {len(out):,} bytes, {size / len(out):.2f}x smaller than {args.model} ({size:,} bytes)")
+    fp32, quantized = msv0.Session(m, num_threads=args.threads), msv0.Session(out, num_threads=args.threads)
     rows = []
     feeds = list(samples(m, calib))[:args.check]
-    ref, got = [fp32.run(f) for f in feeds], [int8.run(f) for f in feeds]
+    ref, got = [fp32.run(f) for f in feeds], [quantized.run(f) for f in feeds]
     for t in m.outputs:
         snr = snr_db(np.concatenate([r[t.name].ravel() for r in ref]), np.concatenate([g[t.name].ravel() for g in got]))
         rows.append((t.name, f"{snr:.1f}"))
-    print(f"\nint8 against fp32 on {len(feeds)} calibration sample(s):")
+    what = f"{args.bits}-bit{' k-means' if args.kmeans else ''} weights" if args.weights_only else "int8"
+    print(f"\n{what} against fp32 on {len(feeds)} {'calibration' if args.calib else 'random'} sample(s):")
     table(["output", "SNR dB"], rows)
+    if args.weights_only:
+        return
     layers = layer_snr(m, out, feeds, args.threads)
     if layers:
         print(f"\nper layer, the {min(args.layers, len(layers))} of {len(layers)} int8 layers that hurt most:")
@@ -395,6 +417,13 @@ def _graph_args(p: argparse.ArgumentParser) -> None:
 def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="print the time per op type")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of the profiled runs")
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -445,13 +474,23 @@ def build_parser() -> argparse.ArgumentParser:
         add_cli(sub)
     else:
         sub.add_parser("convert", help="(not available)").set_defaults(func=cmd_reserved)
-    p = sub.add_parser("quantize", help="post-training int8 quantization (min/max, KL or percentile calibration)")
+    p = sub.add_parser("quantize", help="post-training int8 quantization (min/max, KL or percentile calibration), "
+                                        "or weight-only compression")
     p.add_argument("model")
     p.add_argument("-o", "--output", required=True, metavar="OUT.ms")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--calib", metavar="DATA.npz", help="calibration samples: one [K, *shape] array per input name")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--calib", metavar="DATA.npz|DIR", help="calibration samples: one [K, *shape] array per input "
+                                                            "name, or a directory of PNG/JPEG images")
     src.add_argument("--random", type=int, metavar="K", help="calibrate on K random samples")
-    p.add_argument("--seed", type=int, default=0, help="seed for --random")
+    p.add_argument("--layout", choices=["nhwc", "nchw"], help="images: the input's layout (default: its format)")
+    p.add_argument("--mean", type=_floats, default=[0.0], metavar="M[,M,...]",
+                   help="images: subtracted from pixels in [0, 255], one value or one per channel")
+    p.add_argument("--std", type=_floats, default=[1.0], metavar="S[,S,...]", help="images: then divided by")
+    p.add_argument("--weights-only", action="store_true",
+                   help="compress the weights alone (r1.1 WeightQuant); activations stay float")
+    p.add_argument("--bits", type=int, default=8, metavar="N", help="--weights-only: bits per weight, 2 to 16")
+    p.add_argument("--kmeans", action="store_true", help="--weights-only: 2^N clustered values per tensor (N <= 8)")
+    p.add_argument("--seed", type=int, default=0, help="seed for random samples")
     p.add_argument("--check", type=int, default=4, metavar="K", help="samples for the SNR report")
     p.add_argument("--calib-method", choices=["minmax", "kl", "percentile"], default="minmax",
                    help="activation ranges: observed min/max, or clipped by KL divergence or a percentile of |x|")

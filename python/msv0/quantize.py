@@ -27,6 +27,7 @@ from msv0.fb.TypeId import TypeId
 from msv0.model import Model, load
 from msv0.registry import INT8
 from msv0.session import Session
+from msv0.weight_quant import quantize_weights
 
 F32, I8, I32 = TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32
 
@@ -419,14 +420,23 @@ def _weight(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, list[QuantPara
     return q, [_param(s, 0) for s in scale]
 
 
-def quantize(model: Model | str | bytes, calibration, num_threads: int = 1,
+def quantize(model: Model | str | bytes, calibration=None, num_threads: int = 1,
              on_sample: Callable[[int], None] | None = None, method: str = "minmax",
-             percentile: float = 99.99) -> bytes:
+             percentile: float = 99.99, weights_only: bool = False, bits: int = 8, kmeans: bool = False) -> bytes:
     """A PostTraining int8 version of a float model, as .ms bytes. calibration: {input name:
     [K, *input shape]} or an iterable of feeds (as Session.run takes them); method and
     percentile: see calibrate(). A node whose int8 kernel refuses it (as r1.1's would have) is
-    written in float, with casts around it."""
+    written in float, with casts around it.
+
+    weights_only: a WeightQuant file instead, without calibration: the weights in `bits` (2 to
+    16) bits, linear per channel or, with kmeans, 2^bits clusters (msv0.weight_quant)."""
     model = model if isinstance(model, Model) else load(model)
+    if weights_only:
+        return quantize_weights(model, bits, kmeans)
+    if bits != 8 or kmeans:
+        raise InputError("post-training quantization is int8: other bit widths and k-means need weights_only")
+    if calibration is None:
+        raise InputError("post-training quantization needs calibration data")
     if len(model.subgraphs) > 1:
         raise ModelError("quantize: models with control flow (several subgraphs) are not supported")
     ranges = calibrate(model, calibration, num_threads, on_sample, method, percentile)

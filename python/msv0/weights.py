@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.bitpack import is_packed, packed_words, unpack_bits
 from msv0.model import Node
 from msv0.registry import Value, const_input, fail
 from msv0.fb.TypeId import TypeId
-
-
-def unpack_bits(raw: np.ndarray, word_bits: int, bits: int, count: int) -> np.ndarray:
-    """Values of `bits` bits each, read LSB first from little-endian words, offset by 2^(bits-1)."""
-    words = raw.view(np.uint8 if word_bits == 8 else "<u2").astype(np.uint64)
-    stream = ((words[:, None] >> np.arange(word_bits, dtype=np.uint64)) & 1).reshape(-1)
-    n = min(count, -(-len(stream) // bits))  # leftover bits of the last word form one last value
-    stream = np.concatenate([stream, np.zeros(max(n * bits - len(stream), 0), np.uint64)])
-    vals = (stream[: n * bits].reshape(n, bits) << np.arange(bits, dtype=np.uint64)).sum(axis=1)
-    return vals.astype(np.int64) - (1 << (bits - 1))
 
 
 def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight") -> np.ndarray:
@@ -46,10 +37,16 @@ def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight
     count = int(np.prod(shape, dtype=np.int64))
     word_bits = 8 if t.type_id == TypeId.kNumberTypeInt8 else 16
     bits = quant[0].numBits
-    if t.raw.size * 8 < count * word_bits:  # bit-packed
-        q = unpack_bits(t.raw, word_bits, bits, count)
-        if q.size != count:
-            raise fail(node, f"{what} {t.label}: packed data holds {q.size} values, dims need {count}")
+    if word_bits == 8 and 8 < bits < 16:
+        raise fail(node, f"{what} {t.label} is int8 with numBits {bits} (9 to 15 bits are packed into int16)")
+    if is_packed(bits, word_bits):  # r1.1 unpacks by numBits alone
+        need = packed_words(count, bits, word_bits) * word_bits // 8
+        if t.raw.size != need:
+            raise fail(node, f"{what} {t.label}: {bits}-bit packed data is {t.raw.size} bytes, "
+                             f"its dims {list(shape)} need {need}")
+        q = unpack_bits(t.raw, bits, count)
+    elif data.size != count:
+        raise fail(node, f"{what} {t.label}: data holds {data.size} values, its dims {list(shape)} need {count}")
     else:
         q = np.asarray(data, np.int64).reshape(-1)
     q = q.reshape(shape)
