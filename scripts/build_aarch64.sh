@@ -11,11 +11,12 @@
 #
 # Idempotent: every cached step is skipped when its stamp matches; a second run only rebuilds
 # what changed and reruns the tests. Needs root for apt-get (or the packages already present).
-# The arm64 .debs are fetched with a private apt state directory, so the host's dpkg
-# architectures and package lists are never touched.
+# The arm64 .debs are fetched with a private apt state (arm64_sysroot.sh).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/arm64_sysroot.sh
+. "$SRC/scripts/arm64_sysroot.sh"
 ROOT=$(realpath -m "${MSV0_ARM_ROOT:-$SRC/build/arm64root}")
 SYSROOT=$ROOT/sysroot
 SITE=$SYSROOT/usr/lib/python3/dist-packages   # on the sys.path of Debian's python3.11
@@ -49,24 +50,10 @@ fi
 SYSROOT_KEY="$DEBS | $TARGET_REQS"
 if ! stamp_ok "$SYSROOT/.stamp" "$SYSROOT_KEY"; then
   log "arm64 sysroot -> $SYSROOT"
-  rm -rf "$SYSROOT" "$ROOT/apt"
-  APT=$ROOT/apt
-  mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/debs"
-  touch "$APT/status"
-  cat >"$APT/apt.conf" <<EOF
-APT::Architecture "arm64";
-APT::Architectures { "arm64"; };
-APT::Sandbox::User "root";
-Dir::State::Lists "$APT/lists";
-Dir::State::status "$APT/status";
-Dir::Cache "$APT/cache";
-EOF
-  APT_CONFIG=$APT/apt.conf apt-get update -q >/dev/null
+  rm -rf "$SYSROOT"
+  arm64_apt "$ROOT/apt"
   # shellcheck disable=SC2086
-  (cd "$APT/debs" && APT_CONFIG=$APT/apt.conf apt-get download -q $DEBS >/dev/null)
-  mkdir -p "$SYSROOT"
-  for deb in "$APT"/debs/*.deb; do dpkg -x "$deb" "$SYSROOT"; done
-  rm -rf "$APT"
+  arm64_unpack "$ROOT/apt" "$SYSROOT" $DEBS
   mkdir -p "$SITE"
   # shellcheck disable=SC2086
   "$PYTHON" -m pip install -q --disable-pip-version-check --target "$SITE" \

@@ -25,6 +25,8 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/arm64_sysroot.sh
+. "$SRC/scripts/arm64_sysroot.sh"
 ROOT=$(realpath -m "${MSV0_WHEEL_ROOT:-$SRC/build/wheels}")
 PYENV_ROOT=${PYENV_ROOT:-/root/.pyenv}
 ARCHS=${MSV0_WHEEL_ARCHS:-x86_64 aarch64}
@@ -71,8 +73,7 @@ LAUNCHER=()
 if command -v ccache >/dev/null; then LAUNCHER=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 
 # 2. The arm64 CPythons for the smoke test under qemu: Debian packages unpacked into a sysroot per
-#    suite, fetched with a private apt state (the host's dpkg architectures stay untouched).
-#    Only the runtime closure of python3.X (venv and ensurepip included).
+#    suite (arm64_sysroot.sh). Only the runtime closure of python3.X (venv and ensurepip included).
 arm_sysroot() {  # $1 = python version -> prints the sysroot, or nothing if Debian has no arm64 build
   local suite debs
   case $1 in
@@ -84,23 +85,9 @@ arm_sysroot() {  # $1 = python version -> prints the sysroot, or nothing if Debi
   debs="python$1 python$1-venv"
   if ! stamp_ok "$sysroot/.stamp" "$debs"; then
     log "arm64 Debian $suite python$1 -> $sysroot" >&2
-    rm -rf "$sysroot" "$ROOT/apt-$suite"
+    rm -rf "$sysroot"
     local apt=$ROOT/apt-$suite
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$apt/etc"
-    touch "$apt/status"
-    cat >"$apt/apt.conf" <<EOF
-APT::Architecture "arm64";
-APT::Architectures { "arm64"; };
-APT::Sandbox::User "root";
-Dir::State::Lists "$apt/lists";
-Dir::State::status "$apt/status";
-Dir::Cache "$apt/cache";
-Dir::Etc::SourceList "$apt/etc/sources.list";
-Dir::Etc::SourceParts "$apt/etc/none";
-EOF
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
-      >"$apt/etc/sources.list"
-    APT_CONFIG=$apt/apt.conf apt-get update -q >/dev/null
+    arm64_apt "$apt" "$suite"
     # The dependency closure, minus what a sysroot never runs (debconf, perl, ...).
     local closure
     # shellcheck disable=SC2086
@@ -108,10 +95,7 @@ EOF
       --no-conflicts --no-breaks --no-replaces --no-enhances $debs | grep -E '^[a-z0-9]' | grep -vE \
       '^(debconf|perl|dpkg|install-info|tzdata|media-types|mime-support|readline-common|sensible-utils|base-files)' | sort -u)
     # shellcheck disable=SC2086
-    (cd "$apt/debs" && APT_CONFIG=$apt/apt.conf apt-get download -q $closure >/dev/null)
-    mkdir -p "$sysroot"
-    for deb in "$apt"/debs/*.deb; do dpkg -x "$deb" "$sysroot"; done
-    rm -rf "$apt"
+    arm64_unpack "$apt" "$sysroot" $closure
     printf '%s' "$debs" >"$sysroot/.stamp"
   fi
   echo "$sysroot"

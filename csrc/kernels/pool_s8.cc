@@ -4,7 +4,7 @@
 // cnt), i.e. the mean rounded half up, plus 128, in [0, 255]. Both results then go through
 // `table` (256 bytes, indexed by value + 128): r1.1's requantization to the output's params,
 // which depends on the int8 value alone, precomputed by the caller; an identity table is skipped.
-#include "kernels/kernel.h"
+#include "kernels/pool_window.h"
 
 namespace msv0 {
 
@@ -12,12 +12,10 @@ struct PoolS8Args {
   const int8_t* x;  // n x h x w x c
   int8_t* y;        // n x oh x ow x c
   const int8_t* table;  // null: identity
-  int64_t n, h, w, c, oh, ow;
-  int64_t kh, kw, sh, sw, pt, pl;
-  int64_t cblock;  // channels per work item (a multiple of 16, or c)
+  PoolWindow win;
 };
 
-// Work items [i0, i1): item i is output row i / items_per_row, channel block i % items_per_row.
+// Work items [i0, i1) (for_each_window in pool_window.h).
 using PoolS8Fn = void (*)(const PoolS8Args&, int64_t i0, int64_t i1);
 MSV0_DECLARE(maxpool2d_s8, PoolS8Fn)
 MSV0_DECLARE(avgpool2d_s8, PoolS8Fn)
@@ -33,16 +31,16 @@ namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
-// Channels [c, c + lanes) of one output pixel over the clipped window [y0,y1) x [x0,x1).
+// Channels [c, c + lanes) of one output pixel over its clipped window.
 template <bool Max, bool Tail>
-void window(const PoolS8Args& a, const int8_t* xb, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int8_t* out,
-            int64_t c, int64_t lanes) {
+void window(const PoolS8Args& a, const PoolSpan& span, int64_t c, int64_t lanes) {
   VecI32 acc = Max ? VecI32::splat(-128) : VecI32::zero();
-  for (int64_t iy = y0; iy < y1; ++iy)
-    for (int64_t ix = x0; ix < x1; ++ix) {
-      const VecI32 v = load_s8_n<Tail>(xb + (iy * a.w + ix) * a.c + c, lanes);
+  for (int64_t iy = span.y0; iy < span.y1; ++iy)
+    for (int64_t ix = span.x0; ix < span.x1; ++ix) {
+      const VecI32 v = load_s8_n<Tail>(a.x + span.x_at + (iy * a.win.w + ix) * a.win.c + c, lanes);
       acc = Max ? max(acc, v) : acc + v;
     }
+  int8_t* out = a.y + span.y_at;
   if (Max) {
     Tail ? acc.store_s8_tail(out + c, lanes) : acc.store_s8(out + c);
     if (a.table)
@@ -51,7 +49,7 @@ void window(const PoolS8Args& a, const int8_t* xb, int64_t y0, int64_t y1, int64
   }
   // Division by cnt as a multiply by ceil(2^32 / cnt): exact while numerator · cnt < 2^32,
   // which kPoolS8MaxCount guarantees.
-  const int64_t cnt = (y1 - y0) * (x1 - x0);
+  const int64_t cnt = (span.y1 - span.y0) * (span.x1 - span.x0);
   const uint64_t inv = ((uint64_t{1} << 32) + static_cast<uint64_t>(cnt) - 1) / static_cast<uint64_t>(cnt);
   const VecI32 sum = acc + VecI32::splat(static_cast<int32_t>(128 * cnt + cnt / 2));
   int32_t s[VecI32::kLanes];
@@ -64,21 +62,11 @@ void window(const PoolS8Args& a, const int8_t* xb, int64_t y0, int64_t y1, int64
 
 template <bool Max>
 void pool_items(const PoolS8Args& a, int64_t i0, int64_t i1) {
-  const int64_t per_row = (a.c + a.cblock - 1) / a.cblock;
-  for (int64_t i = i0; i < i1; ++i) {
-    const int64_t r = i / per_row, c0 = i % per_row * a.cblock, c1 = min_i(c0 + a.cblock, a.c);
-    const int64_t b = r / a.oh, oy = r % a.oh;
-    const int64_t y0 = max_i(oy * a.sh - a.pt, 0), y1 = min_i(oy * a.sh - a.pt + a.kh, a.h);
-    const int8_t* xb = a.x + b * a.h * a.w * a.c;
-    for (int64_t ox = 0; ox < a.ow; ++ox) {
-      const int64_t x0 = max_i(ox * a.sw - a.pl, 0), x1 = min_i(ox * a.sw - a.pl + a.kw, a.w);
-      int8_t* out = a.y + (r * a.ow + ox) * a.c;
-      int64_t c = c0;
-      for (; c + VecI32::kLanes <= c1; c += VecI32::kLanes)
-        window<Max, false>(a, xb, y0, y1, x0, x1, out, c, VecI32::kLanes);
-      if (c < c1) window<Max, true>(a, xb, y0, y1, x0, x1, out, c, c1 - c);
-    }
-  }
+  for_each_window(a.win, i0, i1, [&a](const PoolSpan& span) {
+    int64_t c = span.c0;
+    for (; c + VecI32::kLanes <= span.c1; c += VecI32::kLanes) window<Max, false>(a, span, c, VecI32::kLanes);
+    if (c < span.c1) window<Max, true>(a, span, c, span.c1 - c);
+  });
 }
 
 }  // namespace
@@ -118,19 +106,14 @@ class Pool2dS8 : public NativeOp {
   Pool2dS8(bool max, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl, const py::array& table,
            const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape)
       : fn_(max ? MSV0_DISPATCH(maxpool2d_s8) : MSV0_DISPATCH(avgpool2d_s8)) {
-    if (kh < 1 || kw < 1) throw ArgError("window must be >= 1");
-    check_strides(sh, sw, 1, 1);
-    check_pads(pt, pl);
+    const PoolWindow win = pool_window(kh, kw, sh, sw, pt, pl, x_shape, y_shape);
     expect_shape(table, {256}, "table");
     const int8_t* t = in_ptr<int8_t>(table, "table");
-    const auto& x = checked_shape(x_shape, 4, "x_shape");
-    const auto& y = checked_shape(y_shape, 4, "y_shape");
-    if (y[0] != x[0] || y[3] != x[3]) throw ArgError("y_shape: batch and channels must be x's");
     if (!max) {
       int64_t rows, cols;
       bool empty_rows, empty_cols;
-      window_cells(x[1], kh, sh, pt, y[1], &rows, &empty_rows);
-      window_cells(x[2], kw, sw, pl, y[2], &cols, &empty_cols);
+      window_cells(win.h, kh, sh, pt, win.oh, &rows, &empty_rows);
+      window_cells(win.w, kw, sw, pl, win.ow, &cols, &empty_cols);
       if (empty_rows || empty_cols) throw ArgError("a mean window holds no cell of the input");
       if (rows * cols > kPoolS8MaxCount)
         throw ArgError("a mean window holds " + std::to_string(rows * cols) + " cells, more than " +
@@ -139,18 +122,15 @@ class Pool2dS8 : public NativeOp {
     bool identity = true;
     for (int v = 0; v < 256; ++v) identity = identity && t[v] == v - 128;
     table_.assign(t, t + 256);
-    a_ = PoolS8Args{nullptr, nullptr, identity ? nullptr : table_.data(), x[0], x[1], x[2], x[3], y[1], y[2],
-                    kh, kw, sh, sw, pt, pl, x[3]};
-    if (a_.n * a_.oh < 8 && a_.c > 64) a_.cblock = 64;  // few rows (a global pool): split channels too
-    set_operands({{x, 'b'}}, {{y, 'b'}});
+    a_ = PoolS8Args{nullptr, nullptr, identity ? nullptr : table_.data(), win};
+    set_operands({{x_shape, 'b'}}, {{y_shape, 'b'}});
   }
 
   void run(const void* const* in, void* const* out) const override {
     PoolS8Args a = a_;
     a.x = static_cast<const int8_t*>(in[0]);
     a.y = static_cast<int8_t*>(out[0]);
-    const int64_t items = a.n * a.oh * ((a.c + a.cblock - 1) / a.cblock);
-    parallel_for(items, 1, [&](int64_t i0, int64_t i1) { fn_(a, i0, i1); });
+    parallel_for(pool_item_count(a.win), 1, [&](int64_t i0, int64_t i1) { fn_(a, i0, i1); });
   }
   const char* name() const override { return "pool2d_s8"; }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 namespace msv0 {
+namespace MSV0_ISA {  // compiled per tier, like kernel.h's helpers (style.md's linkage rule)
 
 // The input index i (< n) whose tap t lands on full-output position pos, if there is one.
 inline bool transposed_source(int64_t pos, int64_t t, int64_t s, int64_t d, int64_t n, int64_t* i) {
@@ -14,4 +15,5 @@ inline bool transposed_source(int64_t pos, int64_t t, int64_t s, int64_t d, int6
   return *i < n;
 }
 
+}  // namespace MSV0_ISA
 }  // namespace msv0

@@ -226,6 +226,19 @@ def test_unsupported_schemes_all_reported(kw, why):
     assert why in msg and "LOG_SOFTMAX_1" in msg and "CONV_2D_0" in msg, msg
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_shuffled_fully_connected_refused(dtype):
+    """The float and the int8 FULLY_CONNECTED share their option checks."""
+    q = ([0.05], [0], 0) if dtype == np.int8 else None
+    w = TFLiteWriter()
+    x = w.input("x", [2, 8], dtype, quant=q)
+    y = w.op("FULLY_CONNECTED", [x, w.const(np.ones((3, 8), dtype), quant=q)], [2, 3], "FullyConnectedOptions",
+             out_dtype=dtype, quant=q, fused_activation_function=NONE, weights_format=1)
+    w.output(y)
+    with pytest.raises(UnsupportedOpError, match="shuffled FULLY_CONNECTED weights"):
+        convert(w.finish())
+
+
 def convert_report() -> str:
     if not RATES:
         return ""

@@ -216,22 +216,30 @@ def transpose_conv_bias(o: Op):
 
 @handles("FULLY_CONNECTED")
 def fully_connected(o: Op):
-    x, wv = o.inp(0), o.inp(1)
+    x, w = o.inp(0), o.inp(1)
+    if w.const is not None:
+        w = Val(w.shape, np.dtype(np.float32), const=w.const.astype(np.float32))
+    emit_fully_connected(o, x, w, _bias)
+
+
+def emit_fully_connected(o: Op, x: Val, w: Val, bias) -> None:
+    """FULLY_CONNECTED of x, flattened to rows of k, by weight w [n, k] (float here, int8 from
+    tflite_quant.py, whose bias reader `bias` also differs)."""
     shape, dtype = o.out()
     opt = o.options("FullyConnectedOptions")
     act = opt.FusedActivationFunction() if opt else 0
     if opt and opt.WeightsFormat() != 0:
         raise Unsupported("shuffled FULLY_CONNECTED weights")
-    n, kk = wv.shape
+    n, kk = w.shape
     flat = (int(np.prod(x.shape)) // kk, n)
-    if wv.const is None:  # a computed weight [n, k]: MatMul with B transposed, activation after
+    if w.const is None:  # a computed weight [n, k]: MatMul with B transposed, activation after
         if tuple(x.shape) != (flat[0], kk):
             x = o.op("Reshape", [x], (flat[0], kk), x.dtype, shape=[flat[0], kk])
-        y = o.op("MatMul", [x, wv] + _bias(o, 2), flat, dtype, transposeA=False, transposeB=True)
+        y = o.op("MatMul", [x, w] + bias(o, 2), flat, dtype, transposeA=False, transposeB=True)
         if act in OWN_ACT:
             y = o.op("Activation", [y], flat, dtype, type=OWN_ACT[act])
     else:
-        ins = [x, Val(wv.shape, np.dtype(np.float32), const=wv.const.astype(np.float32))] + _bias(o, 2)
+        ins = [x, w] + bias(o, 2)
         y = o.op("FullConnection", ins, flat, dtype, hasBias=len(ins) == 3, useAxis=False,
                  activationType=_own_act(act))
     if tuple(shape) != flat:

@@ -18,6 +18,7 @@ import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.tflite_frontend import HANDLERS, Op, _Converter, _fused, _own_act, _pads, convert_tflite as _convert
+from msv0.convert.tflite_frontend import emit_fully_connected
 from msv0.convert.tflite_frontend import dequantize as _fold_fp16
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -242,19 +243,7 @@ def conv(o: Op):
 
 def fully_connected(o: Op):
     x = _check_int8_input(o)
-    w = _weight(o, 1, 0, "the weight")
-    shape, dtype = o.out()
-    opt = o.options("FullyConnectedOptions")
-    act = opt.FusedActivationFunction() if opt else 0
-    if opt and opt.WeightsFormat() != 0:
-        raise Unsupported("shuffled FULLY_CONNECTED weights")
-    n, kk = w.shape
-    flat = (int(np.prod(x.shape)) // kk, n)
-    ins = [x, w] + _bias(o, 2)
-    y = o.op("FullConnection", ins, flat, dtype, hasBias=len(ins) == 3, useAxis=False, activationType=_own_act(act))
-    if tuple(shape) != flat:
-        y = o.op("Reshape", [y], shape, dtype, shape=list(shape))
-    o.set(_fused(o, y, act))
+    emit_fully_connected(o, x, _weight(o, 1, 0, "the weight"), _bias)
 
 
 def quantize(o: Op):

@@ -15,8 +15,8 @@ def adder(node, ins):
     [Cout, kH, kW, Cin/group], but out = -sum |x - w| over the window (+ bias, then the fused
     RELU/RELU6). Padding positions hold 0, so they add -|w| like in r1.1's im2col."""
     g = conv_geometry(node, ins)
-    n, h, w, weight, bias, group, oc = g.n, g.h, g.w, g.weight, g.bias, g.group, g.oc
-    cg, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl = weight.shape[3], g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.pt, g.pl
+    n, h, w, weight, bias, oc, cg = g.n, g.h, g.w, g.weight, g.bias, g.oc, g.weight.shape[3]
+    group, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl = g.win
     lo, hi = g.lo, g.hi
     ocg = oc // group
     wg = weight.reshape(group, ocg, kh * kw * cg)

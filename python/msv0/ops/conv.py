@@ -43,9 +43,25 @@ def _x_nhwc(node, x):
     return x.shape
 
 
+class ConvWindow(NamedTuple):
+    """A Conv2D-shaped node's window after its checks."""
+
+    group: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    oh: int
+    ow: int
+    pt: int
+    pl: int
+
+
 @dataclass(frozen=True)
 class ConvGeometry:
-    """A Conv2D-shaped node (Conv2D, Adder) after its checks: shapes, weight, pads, clamp."""
+    """A Conv2D-shaped node (Conv2D, Adder) after its checks: shapes, weight, window, clamp."""
 
     n: int
     h: int
@@ -53,39 +69,13 @@ class ConvGeometry:
     c: int
     weight: np.ndarray  # [oc, kh, kw, c / group] float32
     bias: np.ndarray | None
-    group: int
-    kh: int
-    kw: int
-    sh: int
-    sw: int
-    dh: int
-    dw: int
-    oh: int
-    ow: int
-    pt: int
-    pl: int
+    win: ConvWindow
     lo: float
     hi: float
 
     @property
     def oc(self) -> int:
         return self.weight.shape[0]
-
-
-class ConvWindow(NamedTuple):
-    """A Conv2D-shaped node's window after its checks (ConvGeometry's fields of the same names)."""
-
-    group: int
-    kh: int
-    kw: int
-    sh: int
-    sw: int
-    dh: int
-    dw: int
-    oh: int
-    ow: int
-    pt: int
-    pl: int
 
 
 # The most output pixels a conv kernel gathers per thread (run_gemm's tiles in conv2d_f32.cc,
@@ -121,15 +111,16 @@ def conv_geometry(node, ins) -> ConvGeometry:
     weight = float_weight(node, ins[1])
     win = conv_window(node, ins[0].shape, weight.shape)
     lo, hi = activation_range(node.attrs.activationType)
-    return ConvGeometry(n, h, w, c, weight, _bias(node, ins, weight.shape[0]), *win, lo, hi)
+    return ConvGeometry(n, h, w, c, weight, _bias(node, ins, weight.shape[0]), win, lo, hi)
 
 
 @op("Conv2D")
 def conv2d(node, ins):
     g = conv_geometry(node, ins)
-    out_shape = (g.n, g.oh, g.ow, g.oc)
-    kernel = _core.conv2d_f32(g.weight, g.bias, g.group, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, ins[0].shape,
-                              out_shape, g.lo, g.hi)
+    win = g.win
+    out_shape = (g.n, win.oh, win.ow, g.oc)
+    kernel = _core.conv2d_f32(g.weight, g.bias, win.group, win.sh, win.sw, win.dh, win.dw, win.pt, win.pl,
+                              ins[0].shape, out_shape, g.lo, g.hi)
     return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
 
 

@@ -1,6 +1,8 @@
 """Pooling (format-v0.md §5): max or mean over NHWC windows, fp32, through csrc/kernels/pool_f32.cc."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from msv0 import _core
@@ -12,19 +14,29 @@ from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fai
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
-
 def _empty_window(size, k, s, p0, out):
     """Whether some window along this axis holds no cell of the image."""
     starts = np.arange(out) * s - p0
     return bool(np.any(np.minimum(starts + k, size) <= np.maximum(starts, 0)))
 
 
-@op("Pooling")
-def pooling(node, ins):
+class PoolWindow(NamedTuple):
+    """A Pooling node's window after its checks."""
+
+    max: bool
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pt: int
+    pl: int
+    out_shape: tuple[int, int, int, int]
+
+
+def pool_window(node, x) -> PoolWindow:
+    """The attributes checked against NHWC input x, and the window and output shape they give
+    (shared by the float and int8 Pooling)."""
     a = node.attrs
-    expect_inputs(node, ins, 1)
-    x = ins[0]
-    as_float32(node, x, "input")
     if len(x.shape) != 4:
         raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
     if a.poolingMode not in (PoolMode.MAX_POOLING, PoolMode.MEAN_POOLING):
@@ -43,13 +55,22 @@ def pooling(node, ins):
         raise fail(node, f"strides must be >= 1, got {sh}x{sw}")
     oh, pt = pool_size(node, h, kh, sh, a.padMode, a.roundMode, a.padUp, a.padDown, "height")
     ow, pl = pool_size(node, w, kw, sw, a.padMode, a.roundMode, a.padLeft, a.padRight, "width")
-    mean = a.poolingMode == PoolMode.MEAN_POOLING
-    if mean and (_empty_window(h, kh, sh, pt, oh) or _empty_window(w, kw, sw, pl, ow)):
+    return PoolWindow(a.poolingMode == PoolMode.MAX_POOLING, kh, kw, sh, sw, pt, pl, (n, oh, ow, c))
+
+
+@op("Pooling")
+def pooling(node, ins):
+    expect_inputs(node, ins, 1)
+    x = ins[0]
+    as_float32(node, x, "input")
+    win = pool_window(node, x)
+    _, h, w, _ = x.shape
+    _, oh, ow, _ = win.out_shape
+    if not win.max and (_empty_window(h, win.kh, win.sh, win.pt, oh) or _empty_window(w, win.kw, win.sw, win.pl, ow)):
         # r1.1 fails at run time (a zero divisor); the geometry is known now.
-        raise fail(node, f"a mean window lies entirely in padding (input {h}x{w}, window {kh}x{kw}, "
-                         f"stride {sh}x{sw}, pads {pt},{pl})")
-    lo, hi = activation_range(a.activationType)
+        raise fail(node, f"a mean window lies entirely in padding (input {h}x{w}, window {win.kh}x{win.kw}, "
+                         f"stride {win.sh}x{win.sw}, pads {win.pt},{win.pl})")
+    lo, hi = activation_range(node.attrs.activationType)
     lo, hi = max(lo, -FLT_MAX), min(hi, FLT_MAX)  # the fp32 kernel always clamps to finite values
-    out_shape = (n, oh, ow, c)
-    kernel = _core.Pool2d(a.poolingMode == PoolMode.MAX_POOLING, kh, kw, sh, sw, pt, pl, x.shape, out_shape, lo, hi)
-    return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
+    kernel = _core.Pool2d(win.max, win.kh, win.kw, win.sh, win.sw, win.pt, win.pl, x.shape, win.out_shape, lo, hi)
+    return Plan([(win.out_shape, np.dtype(np.float32))], kernel=kernel)

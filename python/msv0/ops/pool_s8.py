@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
-from msv0.fb.PoolMode import PoolMode
-from msv0.fb.RoundMode import RoundMode
-from msv0.geometry import pool_size
+from msv0.ops.pool import pool_window
 from msv0.quant import f32, input_param, output_param
 from msv0.registry import Plan, expect_inputs, fail, op
 
@@ -29,32 +27,14 @@ def requant_table(node, s_in, zp_in, s_out, zp_out) -> np.ndarray:
 
 @op("Pooling", int8=True)
 def pooling_s8(node, ins):
-    a = node.attrs
     expect_inputs(node, ins, 1)
     x = ins[0]
     p_in, p_out = input_param(node, x), output_param(node)
-    if len(x.shape) != 4:
-        raise fail(node, f"input must be 4-D NHWC, got shape {x.shape}")
-    if a.poolingMode not in (PoolMode.MAX_POOLING, PoolMode.MEAN_POOLING):
-        raise fail(node, f"unsupported poolingMode {a.poolingMode}")
-    if a.roundMode not in (RoundMode.FLOOR, RoundMode.CEIL):
-        raise fail(node, f"unsupported roundMode {a.roundMode}")
-    n, h, w, c = x.shape
-    kh, kw, sh, sw = a.windowH, a.windowW, a.strideH, a.strideW
-    if a.global_:  # as the fp32 op (ops/pool.py): the whole image, any stride
-        kh, kw = h, w
-        sh, sw = max(sh, 1), max(sw, 1)
-    if kh < 1 or kw < 1:
-        raise fail(node, f"window must be >= 1, got {kh}x{kw}")
-    if sh < 1 or sw < 1:
-        raise fail(node, f"strides must be >= 1, got {sh}x{sw}")
-    oh, pt = pool_size(node, h, kh, sh, a.padMode, a.roundMode, a.padUp, a.padDown, "height")
-    ow, pl = pool_size(node, w, kw, sw, a.padMode, a.roundMode, a.padLeft, a.padRight, "width")
+    win = pool_window(node, x)
     table = requant_table(node, p_in.scale, p_in.zeroPoint, p_out.scale, p_out.zeroPoint)
-    out_shape = (n, oh, ow, c)
     try:  # the kernel object rejects mean windows with no cell, or more than its int16 sum holds
-        kernel = _core.Pool2dS8(a.poolingMode == PoolMode.MAX_POOLING, kh, kw, sh, sw, pt, pl, table, x.shape,
-                                out_shape)
+        kernel = _core.Pool2dS8(win.max, win.kh, win.kw, win.sh, win.sw, win.pt, win.pl, table, x.shape,
+                                win.out_shape)
     except ValueError as e:
         raise fail(node, str(e)) from None
-    return Plan([(out_shape, np.dtype(np.int8))], kernel=kernel)
+    return Plan([(win.out_shape, np.dtype(np.int8))], kernel=kernel)
