@@ -1,0 +1,43 @@
+"""The avx512 SGEMM at a git revision against the working tree's, alternating in one process.
+
+    python bench/gemm_ab.py [rev, default HEAD] [MxNxK,... default 1024x1024x1024,3136x64x576] [runs, default 21]
+
+Prints median and upper-quartile GFLOP/s (thread CPU time) of each; compare with the FMA peak
+from gemm_cpu_time.py. Both builds include the working tree's headers. Needs g++ and an AVX-512
+CPU.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL = "csrc/kernels/gemm_f32.cc"
+FLAGS = ["-O3", "-DNDEBUG", "-std=gnu++17", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma", "-mf16c",
+         "-DMSV0_ISA=avx512", "-DMSV0_ISA_INDEX=2"]
+
+
+def main() -> None:
+    rev = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
+    shapes = (sys.argv[2] if len(sys.argv) > 2 else "1024x1024x1024,3136x64x576").split(",")
+    runs = sys.argv[3] if len(sys.argv) > 3 else "21"
+    with tempfile.TemporaryDirectory() as d:
+        old = os.path.join(d, "gemm_f32_old.cc")
+        with open(old, "w") as f:
+            f.write(subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{KERNEL}"], check=True, capture_output=True,
+                                   text=True).stdout)
+        inc = ["-I" + os.path.join(ROOT, "csrc")]
+        # The old build keeps the kernel's names; the new one's functions and slot table are renamed.
+        objs = {old: [], os.path.join(ROOT, KERNEL): ["-Dsgemm_f32_slots=sgemm_f32_slots_new", "-Dsgemm_f32=sgemm_f32_new",
+                                                      "-Dsgemm_pack_b=sgemm_pack_b_new"]}
+        for i, (src, extra) in enumerate(objs.items()):
+            subprocess.run(["g++", *FLAGS, *inc, *extra, "-c", src, "-o", os.path.join(d, f"{i}.o")], check=True)
+        exe = os.path.join(d, "gemm_ab")
+        subprocess.run(["g++", *FLAGS, "-DMSV0_ONCE=0", *inc, os.path.join(ROOT, "bench/gemm_ab.cc"),
+                        os.path.join(d, "0.o"), os.path.join(d, "1.o"), "-o", exe], check=True)
+        for shape in shapes:
+            subprocess.run([exe, *shape.split("x"), runs], check=True)
+
+
+if __name__ == "__main__":
+    main()
