@@ -12,8 +12,9 @@ namespace msv0 {
 struct ConvArgs {
   const float* x;         // n x h x w x c
   float* y;               // n x oh x ow x oc
-  const float* w_packed;  // group blocks of sgemm_packed_size(og, kh*kw*cg) floats
+  const float* w_packed;  // group blocks of packed_size(og, kh*kw*cg) floats, packed for gemm
   int64_t w_group_stride;
+  SgemmFn gemm;  // the slot whose packer packed w_packed (conv2d_f32 only: Winograd is fp32)
   const float* bias;  // oc floats, or null
   int64_t n, h, w, c, oh, ow, oc, group;
   int64_t kh, kw, sh, sw, dh, dw, pt, pl;
@@ -103,7 +104,7 @@ void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, int64_t q0, int64_t q
     }
     const GemmArgs ga{src,          lda,   a.w_packed + g * a.w_group_stride, a.bias ? a.bias + g * og : nullptr,
                       a.y + p0 * a.oc + g * og, a.oc, p1 - p0, og, k, a.lo, a.hi};
-    sgemm_f32(ga, 0, p1 - p0, q0, q1);
+    a.gemm(ga, 0, p1 - p0, q0, q1);
   }
 }
 
@@ -251,20 +252,22 @@ int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) 
 // A Conv2D through the packed SGEMM: im2col (the 1x1 stride-1 unpadded case reads x's rows
 // directly), or Winograd F(4x4, 3x3). The weight [oc, kh, kw, c/group] ("KHWC") is packed
 // once: group g's rows form B^T (og x kh*kw*cg) of its GEMM; Winograd packs the 36 transformed
-// c x oc blocks instead.
+// c x oc blocks instead. With bf16, im2col and 1x1 run on the bf16 GEMM; Winograd stays fp32
+// (its transforms would amplify bf16's rounding).
 class Conv2dGemm : public NativeOp {
  public:
-  Conv2dGemm(const Conv2dShape& s, Conv2dAlgorithm algo, const float* weight, const float* bias)
-      : s_(s), algo_(algo), gemm_(&sgemm_config()),
+  Conv2dGemm(const Conv2dShape& s, Conv2dAlgorithm algo, const float* weight, const float* bias, bool bf16)
+      : s_(s), algo_(algo), gemm_(&gemm_config(bf16 && algo != Conv2dAlgorithm::kWinograd)),
         fn_(MSV0_DISPATCH(conv2d_f32)), wino_fn_(MSV0_DISPATCH(conv2d_f32_winograd)) {
     const int64_t og = s.oc / s.group, k = s.kh * s.kw * (s.c / s.group);
     if (algo == Conv2dAlgorithm::kWinograd) {
       pack_winograd(weight, bias);
     } else {
       auto b = std::make_shared<PackedB>();
+      b->gemm = gemm_;
       b->n = og;
       b->k = k;
-      group_stride_ = sgemm_packed_size(og, k);
+      group_stride_ = gemm_->packed_size(og, k);
       b->w.resize(static_cast<size_t>(group_stride_ * s.group));
       for (int64_t g = 0; g < s.group; ++g) gemm_->pack(weight + g * og * k, k, true, og, k, b->w.data() + g * group_stride_);
       if (bias) b->bias.assign(bias, bias + s.oc);
@@ -276,7 +279,7 @@ class Conv2dGemm : public NativeOp {
   void run(const void* const* in, void* const* out) const override {
     const PackedB& b = *parts_.b;
     const ConvArgs a{static_cast<const float*>(in[0]), static_cast<float*>(out[0]), b.w.data(), group_stride_,
-                     b.bias_or_null(), s_.n, s_.h, s_.w, s_.c, s_.oh, s_.ow, s_.oc, s_.group,
+                     gemm_->fn, b.bias_or_null(), s_.n, s_.h, s_.w, s_.c, s_.oh, s_.ow, s_.oc, s_.group,
                      s_.kh, s_.kw, s_.sh, s_.sw, s_.dh, s_.dw, s_.pt, s_.pl, s_.lo, s_.hi};
     if (algo_ == Conv2dAlgorithm::kWinograd) return run_winograd(a);
     run_gemm(a);
@@ -337,9 +340,10 @@ class Conv2dGemm : public NativeOp {
           }
       }
     auto b = std::make_shared<PackedB>();
+    b->gemm = gemm_;
     b->n = oc;
     b->k = c;
-    group_stride_ = sgemm_packed_size(oc, c);
+    group_stride_ = gemm_->packed_size(oc, c);
     b->w.resize(static_cast<size_t>(36 * group_stride_));
     for (int64_t xi = 0; xi < 36; ++xi)
       gemm_->pack(u.data() + xi * c * oc, oc, false, oc, c, b->w.data() + xi * group_stride_);
@@ -413,7 +417,7 @@ MSV0_BIND(m) {
   m.def("conv2d_f32",
         [](const py::array& weight, std::optional<py::array> bias, int64_t group, int64_t sh, int64_t sw, int64_t dh,
            int64_t dw, int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape,
-           const std::vector<int64_t>& y_shape, float lo, float hi) -> std::shared_ptr<NativeOp> {
+           const std::vector<int64_t>& y_shape, float lo, float hi, bool bf16) -> std::shared_ptr<NativeOp> {
           const Conv2dShape s = conv2d_shape(shape_of(weight), group, sh, sw, dh, dw, pt, pl, x_shape, y_shape, lo, hi);
           if (bias) expect_shape(*bias, {s.oc}, "bias");
           const float* w = in_ptr<float>(weight, "weight");
@@ -421,13 +425,14 @@ MSV0_BIND(m) {
           const Conv2dAlgorithm algo = conv2d_algorithm(s);
           if (algo == Conv2dAlgorithm::kDepthwise) return make_dwconv2d(s, w, b);
           if (algo == Conv2dAlgorithm::kDirect) return make_direct_conv2d(s, w, b);
-          return std::make_shared<Conv2dGemm>(s, algo, w, b);
+          return std::make_shared<Conv2dGemm>(s, algo, w, b, bf16);
         },
         py::arg("weight"), py::arg("bias"), py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"),
         py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"),
-        py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY,
+        py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("bf16") = false,
         "The NHWC float32 Conv2D kernel object for these shapes: weight [oc, kh, kw, c/group] packed once for "
-        "the algorithm conv2d_algorithm picks; its name is that algorithm.");
+        "the algorithm conv2d_algorithm picks; its name is that algorithm. With bf16, im2col and gemm1x1 "
+        "round weights and activations to bf16 (float sums); the other algorithms ignore it.");
   m.def("conv2d_algorithm",
         [](const std::vector<int64_t>& weight_shape, int64_t group, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
            int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape) {

@@ -22,6 +22,7 @@ struct FusedArgs {
   GemmArgs expand;   // b_packed, bias, n = c, k = cin, lo, hi; the rest is set per band
   DwArgs dw;         // weight, bias, zeros and geometry; x, y, n, h, oh, pt are set per band
   GemmArgs project;  // as expand (n = cout, k = c); b_packed null when there is none
+  SgemmFn expand_gemm, project_gemm;  // the slots that packed their B (fp32 or bf16)
   int64_t n, h, oh;
   int64_t band;  // output rows per band
 };
@@ -78,7 +79,7 @@ void fused_block_f32(const FusedArgs& f, int64_t r0, int64_t r1, float* scratch)
       g.c = e + (e1 - e0) * row;
       g.ldc = d.c;
       g.m = (n1 - e1) * d.w;
-      sgemm_f32(g, 0, g.m, 0, panels_of(g.n));
+      f.expand_gemm(g, 0, g.m, 0, panels_of(g.n));
       e1 = n1;
     }
     DwArgs a = d;
@@ -96,7 +97,7 @@ void fused_block_f32(const FusedArgs& f, int64_t r0, int64_t r1, float* scratch)
       g.c = f.y + (b * f.oh + q0) * d.ow * g.n;
       g.ldc = g.n;
       g.m = a.oh * d.ow;
-      sgemm_f32(g, 0, g.m, 0, panels_of(g.n));
+      f.project_gemm(g, 0, g.m, 0, panels_of(g.n));
     }
     r += q1 - q0;
   }
@@ -146,6 +147,8 @@ class FusedBlock : public NativeOp {
     f_.dw.zeros = zeros_.data();
     f_.project = GemmArgs{nullptr, 0, p ? project_->w.data() : nullptr, p ? project_->bias_or_null() : nullptr,
                           nullptr, 0, 0, cout, c, p ? p->lo : 0.f, p ? p->hi : 0.f};
+    f_.expand_gemm = expand_->gemm->fn;
+    f_.project_gemm = p ? project_->gemm->fn : nullptr;
     f_.n = da.n;
     f_.h = da.h;
     f_.oh = da.oh;

@@ -178,7 +178,7 @@ void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64
         }
 }
 
-MSV0_EXPORT_CONFIG(sgemm_f32, sgemm_f32, kMr, kPt * kGemmNr, sgemm_pack_b)
+MSV0_EXPORT_CONFIG(sgemm_f32, sgemm_f32, kMr, kPt * kGemmNr, sgemm_pack_b, sgemm_packed_size)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
@@ -195,12 +195,13 @@ namespace msv0 {
 const SgemmConfig& sgemm_config() { return MSV0_DISPATCH(sgemm_f32); }
 
 std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k,
-                                      const float* bias) {
+                                      const float* bias, const SgemmConfig& gemm) {
   auto p = std::make_shared<PackedB>();
+  p->gemm = &gemm;
   p->n = n;
   p->k = k;
-  p->w.resize(static_cast<size_t>(sgemm_packed_size(n, k)));
-  sgemm_config().pack(b, ldb, transposed, n, k, p->w.data());
+  p->w.resize(static_cast<size_t>(gemm.packed_size(n, k)));
+  gemm.pack(b, ldb, transposed, n, k, p->w.data());
   if (bias) p->bias.assign(bias, bias + n);
   return p;
 }
@@ -218,12 +219,13 @@ void sgemm_run(const SgemmConfig& cfg, const GemmArgs& g) {
 }
 
 // y = clamp(x · B + bias, lo, hi) with B packed once: a FullConnection, or a constant MatMul
-// operand. x holds rows x k floats and y rows x n, in the shapes fixed here.
+// operand. x holds rows x k floats and y rows x n, in the shapes fixed here. With bf16, B and
+// x are rounded to bf16 (gemm_bf16.cc).
 class Gemm : public NativeOp {
  public:
   Gemm(const py::array& b, bool transposed, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
-       const std::vector<int64_t>& y_shape, float lo, float hi)
-      : gemm_(&sgemm_config()), lo_(lo), hi_(hi) {
+       const std::vector<int64_t>& y_shape, float lo, float hi, bool bf16)
+      : lo_(lo), hi_(hi) {
     if (b.ndim() != 2) throw ArgError("weight: expected a 2-D array");
     const int64_t n = transposed ? b.shape(0) : b.shape(1), k = transposed ? b.shape(1) : b.shape(0);
     if (bias) expect_shape(*bias, {n}, "bias");
@@ -234,18 +236,17 @@ class Gemm : public NativeOp {
     if (elements(x_shape) != rows_ * k)
       throw ArgError("x_shape: expected " + std::to_string(rows_) + " rows of " + std::to_string(k));
     b_ = pack_b(in_ptr<float>(b, "weight"), b.shape(1), transposed, n, k,
-                bias ? in_ptr<float>(*bias, "bias") : nullptr);
+                bias ? in_ptr<float>(*bias, "bias") : nullptr, gemm_config(bf16));
     set_operands({{x_shape}}, {{y_shape}});
   }
 
   void run(const void* const* in, void* const* out) const override {
-    sgemm_run(*gemm_, GemmArgs{static_cast<const float*>(in[0]), b_->k, b_->w.data(), b_->bias_or_null(),
+    sgemm_run(*b_->gemm, GemmArgs{static_cast<const float*>(in[0]), b_->k, b_->w.data(), b_->bias_or_null(),
                        static_cast<float*>(out[0]), b_->n, rows_, b_->n, b_->k, lo_, hi_});
   }
   const char* name() const override { return "gemm"; }
 
  private:
-  const SgemmConfig* gemm_;  // the tier b_ was packed for
   std::shared_ptr<const PackedB> b_;
   int64_t rows_;
   float lo_, hi_;
@@ -258,9 +259,9 @@ MSV0_BIND(m) {
       "y = clamp(x · B + bias, lo, hi) with B (k x n, or n x k when transposed) packed once, on x of x_shape "
       "(rows x k elements) into y of y_shape (rows x n).")
       .def(py::init<const py::array&, bool, std::optional<py::array>, const std::vector<int64_t>&,
-                    const std::vector<int64_t>&, float, float>(),
+                    const std::vector<int64_t>&, float, float, bool>(),
            py::arg("b"), py::arg("transposed"), py::arg("bias"), py::arg("x_shape"), py::arg("y_shape"),
-           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY);
+           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("bf16") = false);
 }
 
 }  // namespace msv0

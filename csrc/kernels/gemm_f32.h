@@ -17,7 +17,7 @@ constexpr int64_t kGemmKc = 256;
 struct GemmArgs {
   const float* a;  // m rows, row stride lda
   int64_t lda;
-  const float* b_packed;  // ceil(n / 16) panels of k x 16, k-blocked as above
+  const float* b_packed;  // ceil(n / 16) panels of k x 16, k-blocked as above (the bf16 slot: its own layout)
   const float* bias;      // n floats, or null
   float* c;               // m rows, row stride ldc; may not alias a
   int64_t ldc;
@@ -28,8 +28,10 @@ struct GemmArgs {
 // Rows [m0, m1) and panels [p0, p1) of C.
 using SgemmFn = void (*)(const GemmArgs&, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
 // Packs row-major B (k x n, row stride ldb) or, with transposed, B^T given as n x k (row
-// stride ldb) into dst (sgemm_packed_size floats), in the layout the tier's fn reads.
+// stride ldb) into dst (packed_size floats), in the layout the slot's fn reads.
 using SgemmPackFn = void (*)(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst);
+// The floats (32-bit slots) the packer writes for n x k.
+using SgemmPackedSizeFn = int64_t (*)(int64_t n, int64_t k);
 
 // A tier's SGEMM slot: the micro-kernel driver, its register tile and its packer. Schedulers
 // split work on whole tiles (mr rows, nr columns) of the active tier.
@@ -38,6 +40,7 @@ struct SgemmConfig {
   int64_t mr;  // rows of C per micro-kernel tile
   int64_t nr;  // columns of C per micro-kernel tile: a whole number of kGemmNr panels
   SgemmPackFn pack;
+  SgemmPackedSizeFn packed_size;
 };
 
 inline int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }
@@ -56,17 +59,21 @@ void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1
 namespace msv0 {
 // The active tier's SGEMM slot.
 const SgemmConfig& sgemm_config();
+// The slot a kernel object packs its constant B for: sgemm_config(), or with bf16 the active
+// tier's bf16 GEMM (gemm_bf16.cc; ArgError where the tier has none).
+const SgemmConfig& gemm_config(bool bf16);
 
-// B packed once per Session by the active tier's packer (pack_b), with its bias (empty for none): what
+// B packed once per Session by a slot's packer (pack_b), with its bias (empty for none): what
 // a GEMM-based kernel object owns and a fused block that absorbs it shares.
 struct PackedB {
+  const SgemmConfig* gemm = nullptr;  // the slot that packed w, whose fn reads it
   int64_t n = 0, k = 0;
   std::vector<float> w, bias;
   const float* bias_or_null() const { return bias.empty() ? nullptr : bias.data(); }
 };
 // b as for SgemmPackFn; bias: n floats, or null.
 std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k,
-                                      const float* bias);
+                                      const float* bias, const SgemmConfig& gemm = sgemm_config());
 
 // Runs the whole product with cfg's kernel over the bound thread pool (GIL must already be
 // released); B was packed by cfg.pack.

@@ -9,6 +9,10 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMD
@@ -106,6 +110,36 @@ std::atomic<int> g_active{initial_cap(g_detected)};
 }  // namespace
 
 const char* isa_name(int isa) { return isa >= 0 && isa < kIsaCount ? kTiers[isa].name : "?"; }
+
+// Features of one kernel (gemm_bf16.cc), not of a tier. AVX512-BF16: CPUID leaf 7 subleaf 1,
+// EAX bit 5; its register state is the AVX-512 tiers' (ZMM), which that kernel's tier needs.
+bool cpu_has_avx512bf16() {
+#if defined(__x86_64__) || defined(_M_X64)
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+  return false;
+#endif
+}
+
+// AMX-TILE and AMX-BF16 (CPUID leaf 7 EDX bits 24, 22), the tile state enabled in XCR0 (bits
+// 17, 18), and Linux's per-process permission to use it (ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA), asked for here, once.
+bool cpu_has_amx_bf16() {
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__)
+  static const bool ok = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return false;
+    if ((xgetbv0() & 0x60000) != 0x60000) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
 int detected_isa() { return g_detected; }
 int active_isa() { return g_active.load(std::memory_order_relaxed); }
 void set_isa_cap(int isa) { g_active.store(isa < g_detected ? isa : g_detected); }

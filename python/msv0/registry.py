@@ -27,6 +27,15 @@ Shape = tuple[int, ...]
 DEFAULT_MEMORY_LIMIT = 4 << 30
 # The planning Session's memory_limit (a context variable: Sessions may plan concurrently).
 MEMORY_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("msv0_memory_limit", default=DEFAULT_MEMORY_LIMIT)
+# The planning Session's precision ("fp32", or "bf16" once the Session has checked that the
+# CPU has it): the GEMM-based float kernels (Conv2D's im2col and 1x1, FullConnection, MatMul
+# on a constant B) read it when they pack their weights.
+PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("msv0_precision", default="fp32")
+
+
+def bf16() -> bool:
+    """Whether the kernel object being built packs its weights to bf16 (see PRECISION)."""
+    return PRECISION.get() == "bf16"
 
 
 def check_size(what: str, shape: Sequence[int], dtype) -> None:

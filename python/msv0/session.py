@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -23,10 +24,11 @@ from msv0.fusion import fuse_blocks
 from msv0.errors import Error, InputError, ModelError, UnsupportedOpError, node_error
 from msv0.model import Model, load
 from msv0.planner import allocate
-from msv0.registry import CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, REJECTED, Plan, RunFn, Shape, Value, build, check_size
+from msv0.registry import (CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, Plan, RunFn, Shape,
+                           Value, build, check_size)
 
 Signature = tuple[Shape, ...]
-
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass
@@ -123,12 +125,14 @@ def check_supported(model: Model) -> None:
 
 class Session:
     """Runs a model. `model` is a Model or anything msv0.load accepts. `memory_limit` bounds the
-    bytes the Session plans for its tensors (ResourceError beyond it). run() may be called from
-    many threads at once: each concurrent call gets its own arena and thread pool (kept for
-    reuse), so every caller gets the serial result."""
+    bytes the Session plans for its tensors (ResourceError beyond it). `precision="bf16"` rounds
+    the weights and activations of the GEMM-based float kernels to bf16 (float sums) where the
+    CPU has AVX512-BF16, and warns and runs fp32 elsewhere. run() may be called from many
+    threads at once: each concurrent call gets its own arena and thread pool (kept for reuse),
+    so every caller gets the serial result."""
 
     def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1,
-                 memory_limit: int = DEFAULT_MEMORY_LIMIT):
+                 memory_limit: int = DEFAULT_MEMORY_LIMIT, precision: str = "fp32"):
         self.model = model if isinstance(model, Model) else load(model)
         if not isinstance(num_threads, int) or num_threads < 1:
             raise InputError(f"num_threads must be a positive int, got {num_threads!r}")
@@ -136,6 +140,13 @@ class Session:
         if not isinstance(memory_limit, int) or memory_limit < 1:
             raise InputError(f"memory_limit must be a positive int (bytes), got {memory_limit!r}")
         self.memory_limit = memory_limit
+        if precision not in PRECISIONS:
+            raise InputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision == "bf16" and not _core.bf16_available():
+            warnings.warn(f"precision='bf16' needs AVX512-BF16 and the avx512 tier (active: {_core.isa()}): "
+                          "running fp32", RuntimeWarning, stacklevel=2)
+            precision = "fp32"
+        self.precision = precision  # what runs: "bf16" only where the CPU has it
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
         # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
@@ -157,7 +168,7 @@ class Session:
 
     def __reduce__(self):
         # Plans, arenas and thread pools stay behind: the receiver plans and packs once, anew.
-        return Session, (self.model, self.num_threads, self.memory_limit)
+        return Session, (self.model, self.num_threads, self.memory_limit, self.precision)
 
     @property
     def inputs(self):
@@ -186,6 +197,7 @@ class Session:
             ctx = self._new_context()
         ctx.pool.bind()
         limit = MEMORY_LIMIT.set(self.memory_limit)  # a re-plan (or data flow) builds ops now
+        precision = PRECISION.set(self.precision)
         try:
             if not self._dataflow:
                 return self._run_plan(ctx, arrays, times)
@@ -196,6 +208,7 @@ class Session:
                 times.append(StepTime(nodes, "data flow", 0.0, time.perf_counter() - start, None))
             return result
         finally:
+            PRECISION.reset(precision)
             MEMORY_LIMIT.reset(limit)
             _core.ThreadPool.unbind()
             with self._lock:
@@ -288,9 +301,11 @@ class Session:
         """Shape inference, kernel objects and fusion for one signature, cached for every caller."""
         model = self.model
         limit = MEMORY_LIMIT.set(self.memory_limit)
+        precision = PRECISION.set(self.precision)
         try:
             values, planned = self._infer(sig)
         finally:
+            PRECISION.reset(precision)
             MEMORY_LIMIT.reset(limit)
         uses: dict[int, int] = {}
         for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
