@@ -36,6 +36,7 @@ import msv0  # noqa: E402
 from msv0 import _core  # noqa: E402
 from msv0.convert import convert  # noqa: E402
 from msv0.planner import allocate  # noqa: E402
+from msv0.session import step_label, step_op  # noqa: E402
 
 import realmodels as rm  # noqa: E402
 
@@ -99,7 +100,7 @@ def profile(ms: bytes, ms_feeds: dict[str, np.ndarray], repeats: int = 20):
     pool = _core.ThreadPool(1)
     pool.bind()
     try:
-        for label, plan, ins, outs in planned:
+        for nodes, plan, ins, outs in planned:
             if plan.views and all(k in views for k in outs):
                 continue
             in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
@@ -115,8 +116,7 @@ def profile(ms: bytes, ms_feeds: dict[str, np.ndarray], repeats: int = 20):
                 s = time.thread_time()
                 run()
                 t.append(time.thread_time() - s)
-            op = label.rsplit("(", 1)[-1].rstrip(")") if not label.startswith("fused") else "fused block"
-            rows.append((label, op, kind, statistics.median(t)))
+            rows.append((step_label(model, nodes), step_op(model, nodes), kind, statistics.median(t)))
     finally:
         _core.ThreadPool.unbind()
     return rows

@@ -58,7 +58,7 @@ class Builder:
         self.graph.nodes = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
-        self.main_nodes: list[int] | None = None  # nodes of subGraph[0]; None: all of them
+        self.main_nodes: list[int] | None = None  # nodes of subGraph[0]; None: those no other subgraph lists
 
     def _tensor(self, name: str, node_type: int, type_id: int, dims: Sequence[int], fmt: int,
                 data: bytes | None = None, quant=None, clusters=None) -> int:
@@ -155,8 +155,11 @@ class Builder:
             main = g.subGraph[0]
             main.name = g.name
             main.inputIndices, main.outputIndices = list(self.inputs), list(self.outputs)
-            nodes = range(len(g.nodes)) if self.main_nodes is None else self.main_nodes
-            main.nodeIndices = list(nodes)
+            if self.main_nodes is None:
+                claimed = {n for sub in g.subGraph[1:] for n in sub.nodeIndices}
+                main.nodeIndices = [n for n in range(len(g.nodes)) if n not in claimed]
+            else:
+                main.nodeIndices = list(self.main_nodes)
             main.tensorIndices = list(range(len(g.allTensors)))
         else:
             g.subGraph = None

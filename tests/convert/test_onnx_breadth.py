@@ -72,12 +72,45 @@ def test_if_with_constant_condition(batch):
     check(g, {"x": f32(batch, 3, 5)}, batch=batch)
 
 
-def test_if_with_runtime_condition_is_reported():
-    nodes = _if([N("ReduceSum", ["x"], ["sum"], keepdims=0), const("z", np.float32(0)), N("Greater", ["sum", "z"], ["cond"])],
-                [N("Relu", ["x"], ["t_out"])], [N("Neg", ["x"], ["e_out"])])
+def _runtime_if(then_extra=()):
+    """y = If(sum(x) > 0) then [t1 = x * k; If(max(t1) > 0.5) sigmoid(t1) else -t1] + b else relu(x)
+    on a 4-D x (stored NHWC inside), k read from the outer scope, b the then-branch's own."""
+    out = lambda name: h.make_tensor_value_info(name, T.FLOAT, None)  # noqa: E731
+    inner = h.make_graph([N("Sigmoid", ["t1"], ["s_out"])], "inner", [], [out("s_out")])
+    inner_else = h.make_graph([N("Neg", ["t1"], ["n_out"])], "inner_else", [], [out("n_out")])
+    then_g = h.make_graph([N("Mul", ["x", "k"], ["t1"]), N("ReduceMax", ["t1"], ["mx"], keepdims=0),
+                           const("half", np.float32(0.5)), N("Greater", ["mx", "half"], ["c2"]),
+                           N("If", ["c2"], ["r"], then_branch=inner, else_branch=inner_else),
+                           N("Add", ["r", "b"], ["t_out"]), *then_extra], "then", [], [out("t_out")],
+                          [nh.from_array(f32(4), "b")])
+    else_g = h.make_graph([N("Relu", ["x"], ["e_out"])], "else", [], [out("e_out")])
+    nodes = [N("ReduceSum", ["x"], ["sum"], keepdims=0), const("z", np.float32(0)), N("Greater", ["sum", "z"], ["cond"]),
+             N("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)]
+    return model(nodes, [("x", [1, 2, 3, 4])], inits=[("k", np.abs(f32(4)))])
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.01, -1.0], ids=["then-then", "then-else", "else"])
+def test_if_with_runtime_condition(scale):
+    """Both branches become v0 subgraphs run through Switch/Partial/Merge, nested Ifs too."""
+    check(_runtime_if(), {"x": (np.abs(f32(1, 2, 3, 4)) * scale).astype(np.float32)})
+
+
+def test_if_branch_problems_are_reported_with_node_names():
+    m = _runtime_if([N("Hardmax", ["t1"], ["unused"], name="branch_hardmax")])
     with pytest.raises(UnsupportedOpError) as err:
-        convert(model(nodes, [("x", [2, 3])]).SerializeToString())
-    assert [n[1] for n in err.value.nodes] == ["If"]
+        convert(m.SerializeToString())
+    assert [n[:2] for n in err.value.nodes] == [("branch_hardmax", "Hardmax"), ("If_3", "If")]
+
+
+@pytest.mark.parametrize("sr", [16000, 2 ** 40])
+def test_int_times_zero_folds(sr):
+    """silero-vad's `state + float(sr * 0)`: the int64 product is zero for any sr, so no int64
+    Cast (which v0 lacks) is left, whatever value sr has at run time."""
+    g = h.make_graph([const("zero", np.int64(0)), N("Mul", ["sr", "zero"], ["m"]), N("Cast", ["m"], ["f"], to=T.FLOAT),
+                      N("Add", ["x", "f"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3]), h.make_tensor_value_info("sr", T.INT64, [])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    check(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), {"x": f32(2, 3), "sr": np.array(sr, np.int64)})
 
 
 def test_is_nan():

@@ -107,6 +107,19 @@ class Emitter:
         return out
 
 
+def emit_if(e: Emitter, name: str, cond: int, data: list[tuple[int, tuple[int, ...], np.dtype]],
+            outs: list[tuple[tuple[int, ...], np.dtype]], then: int, other: int) -> list[int]:
+    """A conditional over v0 subgraphs `then` and `other` (each taking `data`, giving `outs`),
+    which v0 has no op for: Switch on `cond` routes the data to one half, one Partial per branch
+    runs on its half, and Merge takes the result of the branch that fired (format-v0.md §8).
+    data: (tensor index, stored shape, dtype) of each routed value. Returns Merge's outputs."""
+    routed = e.node("Switch", [cond] + [i for i, _, _ in data], [(s, d) for _, s, d in data] * 2, name + "/Switch")
+    n = len(data)
+    taken = e.node("Partial", routed[:n], outs, name + "/Partial_then", subGraphIndex=then)
+    not_taken = e.node("Partial", routed[n:], outs, name + "/Partial_else", subGraphIndex=other)
+    return e.node("Merge", taken + not_taken, outs, name + "/Merge")
+
+
 def handler_table():
     """An empty {source op: handler} table and the decorator that fills it."""
     table = {}

@@ -14,8 +14,11 @@ HANDLERS, handles = handler_table()
 class Ctx:
     """What a handler sees: the node, its input values, its ONNX output shapes, the emitter."""
 
-    def __init__(self, e, graph, vals, node):
+    def __init__(self, e, graph, vals, node, branches=None):
         self.e, self.graph, self.vals, self.node = e, graph, vals, node
+        # the frontend's branches(protos, routed, reads): each If branch as a v0 subgraph
+        # taking the routed values, as (subgraph index, output Vals); None when one failed
+        self.branches = branches
         self.attrs = node.attrs
         self.name = node.name
         self._n = 0

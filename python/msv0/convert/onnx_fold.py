@@ -1,5 +1,6 @@
 """Conversion-time graph rewrites that need a known value: an `If` whose condition folded to a
-constant becomes the nodes of the branch it takes (exporters wrap shape logic in such Ifs)."""
+constant becomes the nodes of the branch it takes (exporters wrap shape logic in such Ifs), and
+an integer product with a constant zero factor is zero."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,20 @@ def taken_branch(node, cond: np.ndarray):
         raise UnsupportedOpError(f"If node '{node.name}': condition has {cond.size} elements",
                                  [(node.name, "If", "condition is not a single value")])
     return node.attrs["then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"]
+
+
+def zero_product(node, consts: dict, shapes: dict) -> np.ndarray | None:
+    """The value of an integer Mul with an all-zero constant factor: zeros, whatever the other
+    factor holds at run time (exact: integer products have no NaN or infinity). Exporters write
+    `x * 0` to keep an otherwise unused input in the graph (silero-vad's int64 sample rate, which
+    would then need an int64 Cast that v0 lacks). None when the node is not such a product."""
+    if node.op != "Mul" or len(node.inputs) != 2:
+        return None
+    for zero, other in (node.inputs, node.inputs[::-1]):
+        c = consts.get(zero)
+        if c is not None and c.dtype.kind in "iu" and not c.any() and other in shapes:
+            return np.zeros(np.broadcast_shapes(c.shape, shapes[other][0]), c.dtype)
+    return None
 
 
 def inline_branch(node, branch, make_node, consts: dict) -> list:

@@ -3,8 +3,9 @@
 The ONNX graph is first made static: dynamic batch dims become `batch`, onnx shape inference
 gives every tensor a shape, and every node whose inputs are known (Shape of a static tensor
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
-chains become constants; an If whose condition folds becomes its taken branch (onnx_fold);
-folding and inference repeat until nothing changes. Then unrolled LayerNorms (onnx_patterns),
+chains become constants; an If whose condition folds becomes its taken branch, and an integer
+`x * 0` becomes zeros (onnx_fold); folding and inference repeat until nothing changes (an If
+that does not fold becomes v0 control flow over its branches, onnx_control). Then unrolled LayerNorms (onnx_patterns),
 Conv/ConvTranspose+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the
 handlers (onnx_ops, onnx_nn, onnx_shape, onnx_lowered) emit each remaining node.
 """
@@ -12,14 +13,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert import onnx_dynq, onnx_lowered, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
+from msv0.convert import onnx_control, onnx_dynq, onnx_lowered, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
-from msv0.convert.onnx_fold import inline_branch, taken_branch
+from msv0.convert.onnx_fold import inline_branch, taken_branch, zero_product
 from msv0.convert.onnx_fp16 import widen_fp16
 from msv0.convert.onnx_patterns import fuse_layer_norm
 from msv0.errors import Error, ModelError, UnsupportedOpError
@@ -213,6 +215,12 @@ def _fold(graph: OGraph) -> bool:
             graph.shapes[n.outputs[0]] = (value.shape, value.dtype)
             changed = True
             continue
+        zero = zero_product(n, graph.consts, graph.shapes)
+        if zero is not None:
+            graph.consts[n.outputs[0]] = zero
+            graph.shapes[n.outputs[0]] = (zero.shape, zero.dtype)
+            changed = True
+            continue
         if n.op == "If" and n.inputs[0] in graph.consts:
             branch = taken_branch(n, graph.consts[n.inputs[0]])
             todo.extend(reversed(inline_branch(n, branch, lambda p: _onode(p, 0), graph.consts)))
@@ -375,6 +383,17 @@ def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str,
             v = Val(shape, dtype)
             v.index = e.b.input(name, shape, dtype, format=Format.NCHW if len(shape) == 4 else Format.NHWC)
         vals[name] = v
+    _emit_nodes(e, graph, vals, bad)
+    if bad:
+        lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
+        raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)
+    _outputs(e, graph, vals)
+    return e, vals
+
+
+def _emit_nodes(e: Emitter, graph: OGraph, vals: dict[str, Val], bad: list[tuple[str, str, str]]) -> None:
+    """Emit every node of graph whose inputs are in vals; what cannot be converted joins bad."""
+    branches = partial(_emit_branches, e, graph, vals, bad=bad)
     poisoned = {name for name, _, _ in bad}  # already reported: do not report their consumers again
     for n in progress(graph.nodes, len(graph.nodes), "converting"):
         if any(name in poisoned for name in n.inputs if name):
@@ -387,7 +406,7 @@ def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str,
             if any(i and i not in vals for i in n.inputs):
                 raise Unsupported("an input has no static shape")
             _check_dtypes(n, graph, vals)
-            ctx = Ctx(e, graph, vals, n)
+            ctx = Ctx(e, graph, vals, n, branches)
             handler(ctx)
         except Unsupported as err:
             bad.append((n.name, n.op, str(err)))
@@ -401,11 +420,45 @@ def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str,
             raise
         except Exception as err:  # attributes or inputs of a kind the node's handler cannot read
             raise ModelError(f"ONNX node '{n.name}' ({n.op}): {type(err).__name__}: {err}") from err
-    if bad:
-        lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in bad)
-        raise UnsupportedOpError(f"{len(bad)} ONNX node(s) cannot be converted:\n{lines}", bad)
-    _outputs(e, graph, vals)
-    return e, vals
+
+
+def _emit_branches(e: Emitter, outer: OGraph, outer_vals: dict[str, Val], protos, routed: list[str],
+                   reads: list[str], *, bad: list) -> list[tuple[int, list[Val]]] | None:
+    """Each branch GraphProto as a v0 subgraph whose inputs are the outer values `routed`
+    (in that order): the branch is made a model of its own (outer constants it reads become its
+    initializers), made static and folded like the main graph, and emitted into e. Outputs are
+    stored plain. Problems join bad; then None."""
+    from onnx import helper, numpy_helper
+    result, failed = [], False
+    for proto in protos:
+        ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(outer_vals[n].dtype),
+                                             outer_vals[n].shape) for n in routed]
+        consts = [numpy_helper.from_array(outer_vals[n].const, n) for n in reads if n not in routed]
+        g = helper.make_graph(list(proto.node), proto.name or "branch", ins, list(proto.output),
+                              initializer=list(proto.initializer) + consts)
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", outer.opset)])
+        sub = load_graph(model.SerializeToString())
+        sub.name = f"{outer.name}/{proto.name}"
+        fuse_layer_norm(sub, ONode)
+        _fuse(sub)
+        vals = {name: Val(tuple(v.shape), v.dtype, const=v) for name, v in sub.consts.items()}
+        for name in routed:
+            v = outer_vals[name]
+            vals[name] = Val(v.shape, v.dtype, nhwc=v.nhwc)
+            vals[name].index = e.b.tensor(f"{sub.name}/{name}", v.dtype, shape=v.stored_shape)
+        first, problems = len(e.b.graph.nodes), []
+        _emit_nodes(e, sub, vals, problems)
+        bad.extend(problems)
+        failed = failed or bool(problems)
+        if failed:
+            continue
+        outs = [e.plain(vals[o], o) for o in sub.outputs]
+        out_idx = [e.index(v, f"{sub.name}/{o}") for v, o in zip(outs, sub.outputs)]
+        claimed = {n for sg in (e.b.graph.subGraph or [])[1:] for n in sg.nodeIndices}
+        nodes = [n for n in range(first, len(e.b.graph.nodes)) if n not in claimed]
+        index = e.b.subgraph(sub.name, [vals[n].index for n in routed], out_idx, nodes)
+        result.append((index, outs))
+    return None if failed else result
 
 
 def _dtype_ok(dtype) -> bool:

@@ -2,19 +2,13 @@
 data-flow executor.
 
 WHILE maps one to one: loop variables in, cond and body subgraphs, final values out. IF has no
-v0 op of its own; it becomes Switch on the condition, one Partial per branch subgraph on the
-half Switch makes ready, and Merge of the two results (only the taken branch ever fires).
+v0 op of its own; it becomes Switch/Partial/Merge (emit.emit_if, shared with ONNX's If).
 """
 from __future__ import annotations
 
-from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.convert.emit import Unsupported, Val, emit_if, handler_table
 
 CONTROL_HANDLERS, handles = handler_table()
-
-
-def _node(o, op: str, ins: list[int], outs, part: str, /, **attrs) -> list[Val]:
-    idx = o.e.node(op, ins, outs, f"{o.name}/{op}{part}", **attrs)
-    return [Val(shape, dtype, index=i) for i, (shape, dtype) in zip(idx, outs)]
 
 
 @handles("WHILE")
@@ -30,11 +24,8 @@ def if_(o):
         raise Unsupported("IF without data inputs (v0's Switch needs one to route)")
     opt = o.options("IfOptions")
     then, other = o.conv.subgraph(opt.ThenSubgraphIndex()), o.conv.subgraph(opt.ElseSubgraphIndex())
-    ins = [o.e.index(o.inp(k)) for k in range(len(o.inputs))]
-    data = [o.conv.tensors[t] for t in o.inputs[1:]]
+    data = [(o.e.index(o.inp(k)), *o.conv.tensors[t]) for k, t in enumerate(o.inputs) if k > 0]
     outs = [o.out(k) for k in range(len(o.outputs))]
-    routed = [v.index for v in _node(o, "Switch", ins, data + data, "")]
-    n = len(data)
-    taken = _node(o, "Partial", routed[:n], outs, "_then", subGraphIndex=then)
-    not_taken = _node(o, "Partial", routed[n:], outs, "_else", subGraphIndex=other)
-    o.emit_all("Merge", taken + not_taken)
+    merged = emit_if(o.e, o.name, o.e.index(o.inp(0)), data, outs, then, other)
+    for k, (i, (shape, dtype)) in enumerate(zip(merged, outs)):
+        o.set(Val(shape, dtype, index=i), k)

@@ -572,8 +572,6 @@ class _Converter:
             self.e.b.graph.allTensors[idx].name = name
             used.add(idx)
             self.e.b.output(idx)
-        if self.claimed:
-            self.e.b.main_nodes = [n for n in range(len(self.e.b.graph.nodes)) if n not in self.claimed]
         return self.e.b.finish()
 
 
