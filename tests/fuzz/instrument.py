@@ -11,8 +11,7 @@ import atheris
 import msv0
 
 
-def _instrument(owner, module: str, seen: set) -> int:
-    count = 0
+def _instrument(owner, module: str, seen: set) -> None:
     for value in list(vars(owner).values()):
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__
@@ -21,18 +20,20 @@ def _instrument(owner, module: str, seen: set) -> int:
         seen.add(id(value))
         if isinstance(value, types.FunctionType):
             atheris.instrument_func(value)  # patches the code object in place, nested functions too
-            count += 1
         elif isinstance(value, type):
-            count += _instrument(value, module, seen)
-    return count
+            _instrument(value, module, seen)
 
 
-def instrument_msv0() -> int:
-    """Imports every msv0 module (some are imported lazily) and instruments its functions;
-    returns how many."""
+def instrument_msv0() -> None:
+    """Imports every msv0 module (some are imported lazily) and instruments its functions."""
     for info in pkgutil.walk_packages(msv0.__path__, "msv0."):
-        if not info.name.endswith("__main__"):  # importing it runs the CLI
+        if info.name.endswith("__main__"):  # importing it runs the CLI
+            continue
+        try:
             importlib.import_module(info.name)
+        except ImportError:  # an optional dependency is missing: the fuzzer cannot reach that module
+            pass
     seen: set = set()
-    return sum(_instrument(module, name, seen) for name, module in list(sys.modules.items())
-               if name == "msv0" or name.startswith("msv0."))
+    for name, module in list(sys.modules.items()):
+        if name == "msv0" or name.startswith("msv0."):
+            _instrument(module, name, seen)
