@@ -21,8 +21,8 @@ mkdir -p "$DIR/findings"
 
 if [ ! -d "$DIR/seeds/ms" ]; then
   echo "fuzz: saving the test suite's models as seeds in $DIR/seeds"
-  # Tests whose models are the same on every run (the ONNX node conformance cases draw random
-  # data unseeded).
+  # The kernel, model and converter tests: every op's models. (The ONNX node conformance cases
+  # draw random data unseeded and would make every corpus different.)
   MSV0_SEED_DIR="$DIR/seeds" python -m pytest -q -m "not slow" -p no:cacheprovider -x \
     tests/ops tests/test_models_e2e.py tests/convert/test_onnx_convert.py tests/convert/test_e2e_models.py >/dev/null
 fi
