@@ -3,24 +3,34 @@
 #
 #   scripts/sanitize.sh [PYTEST ARGS...]      (default: -m "not slow" tests)
 #
-# Builds msv0 with -fsanitize=address,undefined into its own venv ($MSV0_SAN_DIR, default
-# build/sanitize) and runs pytest with libasan and libstdc++ preloaded (the interpreter itself is
-# not instrumented). Leak checking is off: CPython's allocator never frees some memory on purpose.
-# Any sanitizer report ends the run with an error. MSV0_SANITIZED=1 tells test_hostile's child
-# processes not to cap their address space, which ASan's shadow memory needs.
+# Builds msv0 with -fsanitize=address,undefined (build tree $MSV0_SAN_DIR/build, default
+# build/sanitize; through ccache where it exists) into the venv $MSV0_SAN_VENV (default
+# $MSV0_SAN_DIR/venv, made if missing; CI names its own, whose msv0 this replaces) and runs
+# pytest with libasan and libstdc++ preloaded (the interpreter itself is not instrumented).
+# Leak checking is off: CPython's allocator never frees some memory on purpose. The first
+# sanitizer report ends the run with an error (ASan aborts; UBSan is built not to recover).
+# MSV0_SANITIZED=1 tells test_hostile's child processes not to cap their address space, which
+# ASan's shadow memory needs.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 DIR="$(realpath -m "${MSV0_SAN_DIR:-build/sanitize}")"
+VENV="${MSV0_SAN_VENV:-$DIR/venv}"
 FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-if [ ! -x "$DIR/venv/bin/python" ]; then
-  python3 -m venv "$DIR/venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+cache=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD"
+  cache=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # shellcheck disable=SC1091
-source "$DIR/venv/bin/activate"
+source "$VENV/bin/activate"
 python -m pip install -q '.[test]' -C build-dir="$DIR/build" -C cmake.build-type=RelWithDebInfo \
-  -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS"
+  -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS" "${cache[@]}"
 [ $# -gt 0 ] || set -- -m "not slow" tests
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)" \
-  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   MSV0_SANITIZED=1 python -m pytest -p no:cacheprovider -q "$@"

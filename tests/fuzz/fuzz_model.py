@@ -7,6 +7,7 @@ import atheris
 import numpy as np
 
 import msv0
+from instrument import instrument_msv0
 
 MAX_FEED_ELEMENTS = 1 << 20  # a feed's size is the fuzzer's to choose only up to this
 MEMORY_LIMIT = 256 << 20  # with ops' temporaries, RSS stays under -rss_limit_mb (scripts/fuzz.sh)
@@ -39,6 +40,6 @@ def test_one_input(data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    atheris.instrument_all()  # after the imports: also covers an editable install's loader
+    instrument_msv0()
     atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()
