@@ -97,6 +97,14 @@ def conv_window(node, x_shape, w_shape) -> ConvWindow:
         raise fail(node, f"group {group} does not fit input channels {c}, weight {tuple(w_shape)}")
     if a.padMode != PadMode.SAME_UPPER and min(a.padUp, a.padDown, a.padLeft, a.padRight) < 0:
         raise fail(node, f"negative pads {a.padUp, a.padDown, a.padLeft, a.padRight}")
+    # A pad past the input plus the dilated kernel only adds outputs that see nothing but padding;
+    # r1.1 would compute them, but a few bytes of attributes would then buy unbounded work.
+    if a.padMode != PadMode.SAME_UPPER:
+        for axis, size, k, d, pads in (("height", h, kh, dh, (a.padUp, a.padDown)),
+                                       ("width", w, kw, dw, (a.padLeft, a.padRight))):
+            if max(pads) > size + (k - 1) * d + 1:
+                raise fail(node, f"pads {pads} on {axis} exceed the input's {size} plus the dilated kernel's "
+                                 f"{(k - 1) * d + 1}")
     oh, pt = conv_size(h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl = conv_size(w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     # Each kernel thread gathers up to IM2COL_ROWS output pixels' windows into its scratch.
