@@ -49,14 +49,20 @@ struct Rescale {
         half(VecI32::splat(p.right > 0 ? 1 << (p.right - 1) : 0)), neg(VecI32::splat(p.right > 0 ? -1 : 0)),
         right(VecI32::splat(p.right)) {}
 
-  VecI32 operator()(VecI32 q) const {
+  // Plain: lo = 0 and right = 0 (the larger-scale input's multiplier is 1/2 = 2^30 / 2^31), where
+  // the rounding term is 0 and RDBPOT the identity: d·hi exactly.
+  static bool plain(const BinaryS8Input& p) { return (p.mult & 2047) == 0 && p.right == 0; }
+
+  template <bool Plain>
+  VecI32 apply(VecI32 q) const {
     const VecI32 d = q - zp;
+    if constexpr (Plain) return d * hi;
     const VecI32 h = d * hi + shift_right(d * lo + VecI32::splat(1 << 10), 11);
     return shift_right(h + half + (shift_right(h, 31) & neg), right);
   }
 };
 
-template <int Op>
+template <int Op, bool PlainA = false, bool PlainB = false>
 struct Combine {
   Rescale a, b;
   Requant out;
@@ -73,9 +79,9 @@ struct Combine {
     if constexpr (Op == kBinS8Mul)
       raw = (qa - a.zp) * (qb - b.zp);
     else if constexpr (Op == kBinS8Add)
-      raw = a(qa) + b(qb);
+      raw = a.template apply<PlainA>(qa) + b.template apply<PlainB>(qb);
     else
-      raw = a(qa) - b(qb);
+      raw = a.template apply<PlainA>(qa) - b.template apply<PlainB>(qb);
     return out(raw);
   }
 };
@@ -84,8 +90,8 @@ const int8_t* operand(const int8_t* p, int32_t kind, int64_t e, int64_t col) {
   return kind == kS8Full ? p + e : kind == kS8Row ? p + col : p;
 }
 
-template <int Op>
-void segment(const Combine<Op>& f, const BinaryS8Args& g, int64_t e, int64_t len, int64_t col) {
+template <class F>
+void segment(const F& f, const BinaryS8Args& g, int64_t e, int64_t len, int64_t col) {
   const int8_t* a = operand(g.a, g.a_kind, e, col);
   const int8_t* b = operand(g.b, g.b_kind, e, col);
   int8_t* y = g.y + e;
@@ -100,24 +106,34 @@ void segment(const Combine<Op>& f, const BinaryS8Args& g, int64_t e, int64_t len
   }
 }
 
-template <int Op>
+template <int Op, bool PlainA = false, bool PlainB = false>
 void run_range(const BinaryS8Args& g, int64_t e0, int64_t e1) {
-  const Combine<Op> f(g);
+  const Combine<Op, PlainA, PlainB> f(g);
   const bool rows = g.a_kind == kS8Row || g.b_kind == kS8Row;
   while (e0 < e1) {
     const int64_t col = rows ? e0 % g.inner : 0;
     const int64_t len = rows ? min_i(e1 - e0, g.inner - col) : e1 - e0;
-    segment<Op>(f, g, e0, len, col);
+    segment(f, g, e0, len, col);
     e0 += len;
   }
+}
+
+// Add or Sub, with each plain input's rescaling a single multiply.
+template <int Op>
+void add_sub(const BinaryS8Args& g, int64_t e0, int64_t e1) {
+  const bool a = Rescale::plain(g.in[0]), b = Rescale::plain(g.in[1]);
+  if (a && b) return run_range<Op, true, true>(g, e0, e1);
+  if (a) return run_range<Op, true, false>(g, e0, e1);
+  if (b) return run_range<Op, false, true>(g, e0, e1);
+  run_range<Op>(g, e0, e1);
 }
 
 }  // namespace
 
 void binary_s8(const BinaryS8Args& g, int64_t e0, int64_t e1) {
   switch (g.op) {
-    case kBinS8Add: return run_range<kBinS8Add>(g, e0, e1);
-    case kBinS8Sub: return run_range<kBinS8Sub>(g, e0, e1);
+    case kBinS8Add: return add_sub<kBinS8Add>(g, e0, e1);
+    case kBinS8Sub: return add_sub<kBinS8Sub>(g, e0, e1);
     default: return run_range<kBinS8Mul>(g, e0, e1);
   }
 }

@@ -31,6 +31,21 @@ constexpr int64_t kTileRows = 240;
 // Below this many pixels per thread, threads split the output channels instead.
 constexpr int64_t kMinThreadRows = 48;
 
+// Slack after the gather buffer: copy_run writes whole blocks of this many bytes.
+constexpr int64_t kCopyBlock = 16;
+
+// n bytes from src to dst. A short run is copied as whole kCopyBlock blocks where src's buffer
+// (ending at src_end) allows the over-read, writing up to kCopyBlock − 1 bytes past dst + n,
+// which the row's next run (or the buffer's slack) overwrites: the stem's runs are 21 bytes,
+// shorter than a libc memcpy call's own cost.
+void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* src_end) {
+  if (n > 4 * kCopyBlock || src_end - src < (n + kCopyBlock - 1) / kCopyBlock * kCopyBlock) {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+    return;
+  }
+  for (int64_t i = 0; i < n; i += kCopyBlock) std::memcpy(dst + i, src + i, kCopyBlock);
+}
+
 // Where part `part` of `splits` shares of `panels` starts, on a micro-kernel tile boundary.
 int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) {
   const int64_t tiles = (panels + tile - 1) / tile;
@@ -99,7 +114,7 @@ class Conv2dS8 : public NativeOp {
     const int64_t rows = (pixels + want - 1) / want, tiles = (pixels + rows - 1) / rows;
     const int64_t splits = tiles >= threads ? 1 : std::min((panels + tile - 1) / tile, threads);
     const int64_t gemm_bytes = (gemm_s8_scratch_bytes(k_, kernel_.mr) + 63) / 64 * 64;
-    const int64_t buf_bytes = direct_ ? 0 : rows * k_;
+    const int64_t buf_bytes = direct_ ? 0 : rows * k_ + kCopyBlock;
     parallel_for(tiles * splits, 1, [&](int64_t t0, int64_t t1) {
       auto* scratch = reinterpret_cast<int8_t*>(thread_scratch(static_cast<size_t>((gemm_bytes + buf_bytes) / 4 + 1)));
       for (int64_t t = t0; t < t1; ++t) {
@@ -148,6 +163,7 @@ class Conv2dS8 : public NativeOp {
     const int64_t b = p / (oh_ * ow_), oy = p / ow_ % oh_, ox = p % ow_, ix0 = ox * sw_ - pl_;
     // One contiguous run of x per window row when undilated, inside, and spanning all channels.
     const bool row_run = dw_ == 1 && cg_ == c_ && ix0 >= 0 && ix0 + kw_ <= w_;
+    const int8_t* x_end = x + n_ * h_ * w_ * c_;
     for (int64_t ky = 0; ky < kh_; ++ky, dst += kw_ * cg_) {
       const int64_t iy = oy * sh_ - pt_ + ky * dh_;
       if (iy < 0 || iy >= h_) {
@@ -156,7 +172,7 @@ class Conv2dS8 : public NativeOp {
       }
       const int8_t* src = x + (b * h_ + iy) * w_ * c_ + c0;
       if (row_run) {
-        std::memcpy(dst, src + ix0 * c_, static_cast<size_t>(kw_ * cg_));
+        copy_run(dst, src + ix0 * c_, kw_ * cg_, x_end);
         continue;
       }
       for (int64_t kx = 0; kx < kw_; ++kx) {
@@ -164,7 +180,7 @@ class Conv2dS8 : public NativeOp {
         if (ix < 0 || ix >= w_)
           std::memset(dst + kx * cg_, x_zp_, static_cast<size_t>(cg_));
         else
-          std::memcpy(dst + kx * cg_, src + ix * c_, static_cast<size_t>(cg_));
+          copy_run(dst + kx * cg_, src + ix * c_, cg_, x_end);
       }
     }
   }

@@ -34,15 +34,16 @@ constexpr int64_t kBlockBytes = int64_t{1} << 20;
 inline int8_t as_dot_a(int8_t x) { return static_cast<int8_t>(x + kDotAOffset); }
 
 // Rows [i, i + rows) of A, shifted to dot4's operand type, into dst in chunks of kGemmS8Kc
-// (see gemm_s8.h); the last chunk is padded with shifted zeros to whole vectors only, as far as
-// the micro-kernel's groups of 4 read. row_term[r] = Σ_k A[i + r, k] − k · a_zp.
+// (see gemm_s8.h); the last chunk's tail is copied and summed bytewise and padded with shifted
+// zeros to a whole group of 4, as far as the micro-kernel reads. row_term[r] = Σ_k A[i + r, k] − k · a_zp.
 void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
   static const int8_t kOnes[4] = {1, 1, 1, 1};
   const VecI8 ones = VecI8::splat4(kOnes);
   const int64_t chunks = (g.k + kGemmS8Kc - 1) / kGemmS8Kc;
   for (int r = 0; r < rows; ++r) {
     VecI32 sum = VecI32::zero();
-    int64_t summed = 0;  // shifted bytes in sum, padding included
+    uint32_t tail_sum = 0;  // the shifted tail bytes, summed bytewise
+    int64_t summed = 0;     // shifted bytes in sum and tail_sum, padding included
     for (int64_t c = 0; c < chunks; ++c) {
       const int8_t* src = g.a + (i + r) * g.lda + c * kGemmS8Kc;
       int8_t* d = dst + (c * kMr + r) * kGemmS8ChunkStride;
@@ -53,15 +54,16 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
         sum = dot4(sum, x, ones);
       }
       summed += whole;
-      if (whole < n) {
-        for (int64_t kk = whole; kk < n; ++kk) d[kk] = as_dot_a(src[kk]);
-        for (int64_t kk = n; kk < whole + VecI8::kBytes; ++kk) d[kk] = as_dot_a(0);
-        sum = dot4(sum, VecI8::load(d + whole), ones);
-        summed += VecI8::kBytes;
+      const int64_t padded = (n + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr;
+      for (int64_t kk = whole; kk < padded; ++kk) {
+        const int8_t x = kk < n ? src[kk] : 0;
+        d[kk] = as_dot_a(x);
+        tail_sum += static_cast<uint32_t>(x + kDotAOffset);  // the value dot4 reads
       }
+      summed += padded - whole;
     }
     // In uint32, as r1.1's int32 arithmetic wraps.
-    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
+    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) + tail_sum -
                                        static_cast<uint32_t>(kDotAOffset * summed) -
                                        static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
   }

@@ -57,6 +57,7 @@ CASES = {
     "3x3_pad1": dict(x_shape=(2, 6, 5, 3), oc=17, k=(3, 3), pads=(1, 1, 1, 1)),
     "3x3_s2_d2": dict(x_shape=(1, 9, 8, 67), oc=35, k=(3, 3), stride=(2, 1), dilation=(2, 3), pads=(0, 2, 1, 0)),
     "5x3_k_chunks": dict(x_shape=(1, 6, 7, 40), oc=64, k=(5, 3), pads=(2, 1, 0, 1)),  # K = 600 > 256
+    "7x7_s2_stem": dict(x_shape=(1, 19, 17, 3), oc=24, k=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3)),  # K = 147
     "same_upper": dict(x_shape=(1, 7, 9, 5), oc=1, k=(5, 5), stride=(2, 3), same_upper=True),
     "window_past_x": dict(x_shape=(1, 2, 2, 3), oc=7, k=(5, 4)),  # out <= 0 -> 1
     "group3": dict(x_shape=(1, 5, 6, 9), oc=6, k=(3, 2), group=3, pads=(1, 1, 0, 1)),
