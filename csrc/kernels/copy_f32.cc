@@ -3,8 +3,6 @@
 // Concat, Slice, StridedSlice and Transpose are lists of such moves (python/msv0/ops/copy_moves.py).
 // Dims that are contiguous in both source and destination are merged when the object is built,
 // so a Concat along channels copies whole runs; the innermost dim of each move is its row.
-#include <cstddef>
-
 #include "kernels/kernel.h"
 
 namespace msv0 {
