@@ -61,9 +61,8 @@ ZIG=$("$TOOLS/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dir
 mkdir -p "$ROOT/bin"
 # The wrapper makes zig compile as gcc does in a Release build. zig reads -march as a CPU name:
 # isa_tiers.def's ARMv8.2 tier is spelled as zig's -mcpu. zig takes -O3 as its ReleaseFast mode,
-# which runs clang at -O2 (no non-trivial loop unswitching: the GEMM tile tests its prefetch flag
-# on every k step), keeps frame pointers and adds debug info; -Xclang -O3, -fomit-frame-pointer
-# and -g0 undo that (a later -g from the build type still wins).
+# which runs clang at -O2, keeps frame pointers and adds debug info; -Xclang -O3,
+# -fomit-frame-pointer and -g0 undo that (a later -g from the build type still wins).
 for arch in $ARCHS; do
   wrapper="#!/bin/sh
 for a; do shift; case \$a in
