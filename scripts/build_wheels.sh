@@ -61,16 +61,27 @@ ZIG=$("$TOOLS/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dir
 # CMake takes a compiler as one executable: a wrapper per target. Rewritten only when it changes,
 # so that ccache (which hashes the compiler's mtime) keeps its hits across runs.
 mkdir -p "$ROOT/bin"
-# zig reads -march as a CPU name: the wrapper spells isa_tiers.def's ARMv8.2 tier as zig's -mcpu.
+# The wrapper makes zig compile as gcc does in a Release build. zig reads -march as a CPU name:
+# isa_tiers.def's ARMv8.2 tier is spelled as zig's -mcpu. zig takes -O3 as its ReleaseFast mode,
+# which runs clang at -O2, keeps frame pointers and adds debug info; -Xclang -O3,
+# -fomit-frame-pointer and -g0 undo that (a later -g from the build type still wins).
 for arch in $ARCHS; do
   wrapper="#!/bin/sh
-for a; do shift; case \$a in -march=armv8.2-a+dotprod) a=-mcpu=generic+v8_2a+dotprod ;; esac; set -- \"\$@\" \"\$a\"; done
-exec \"$ZIG\" c++ -target $arch-linux-gnu.$GLIBC \"\$@\""
+for a; do shift; case \$a in
+  -march=armv8.2-a+dotprod) set -- \"\$@\" -mcpu=generic+v8_2a+dotprod ;;
+  -O3) set -- \"\$@\" -O3 -Xclang -O3 ;;
+  *) set -- \"\$@\" \"\$a\" ;;
+esac; done
+exec \"$ZIG\" c++ -target $arch-linux-gnu.$GLIBC -fomit-frame-pointer -g0 \"\$@\""
   [ "$(cat "$ROOT/bin/zig-c++-$arch" 2>/dev/null)" = "$wrapper" ] || printf '%s\n' "$wrapper" >"$ROOT/bin/zig-c++-$arch"
   chmod +x "$ROOT/bin/zig-c++-$arch"
 done
 LAUNCHER=()
-if command -v ccache >/dev/null; then LAUNCHER=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  LAUNCHER=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to each build tree: the kernels (no Python headers) hit across CPython versions.
+  export CCACHE_BASEDIR=$SRC CCACHE_NOHASHDIR=1
+fi
 
 # 2. The arm64 CPythons for the smoke test under qemu: Debian packages unpacked into a sysroot per
 #    suite (arm64_sysroot.sh). Only the runtime closure of python3.X (venv and ensurepip included).

@@ -1,9 +1,10 @@
-// What every kernel file includes. ISA passes (MSV0_ONCE unset) see only <cstdint>, <cmath>
-// and the SIMD header of their tier: no STL containers or templates shared with baseline
+// What every kernel file includes. ISA passes (MSV0_ONCE unset) see only <cstddef>, <cstdint>,
+// <cmath> and the SIMD header of their tier: no STL containers or templates shared with baseline
 // code, so no inline function compiled with wider ISA flags can leak into baseline callers.
 // The binding pass (MSV0_ONCE=1) sees pybind11 and the runtime instead.
 #pragma once
 #include <cmath>
+#include <cstddef>  // size_t: libc++'s <cmath> does not declare it, libstdc++'s does
 #include <cstdint>
 
 #include "runtime/dispatch.h"
