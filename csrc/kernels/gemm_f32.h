@@ -43,7 +43,7 @@ struct SgemmConfig {
   SgemmPackedSizeFn packed_size;
 };
 
-inline int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }
+static inline int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }
 
 }  // namespace msv0
 

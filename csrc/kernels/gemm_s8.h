@@ -33,7 +33,7 @@ struct GemmS8Args {
 };
 
 // Bytes of packed B.
-inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
+static inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
   return (n + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr * ((k + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr);
 }
 
@@ -42,7 +42,8 @@ inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
 // stride, so the micro-kernel addresses every row from one pointer.
 constexpr int64_t kGemmS8Kc = 256;
 constexpr int64_t kGemmS8ChunkStride = kGemmS8Kc + 64;  // not a multiple of 256: rows in distinct L1 sets
-inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) {
+// static: tier passes call it too, and a shared inline copy could carry a wider tier's code.
+static inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) {
   return ((k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride + 4) * mr;  // + mr int32 row sums
 }
 
