@@ -176,14 +176,7 @@ void row_tile_of(int rows, const GemmArgs& g, const uint32_t* a, int64_t i, int6
 }  // namespace
 
 void sgemm_bf16(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  if (g.k == 0) {  // no products: C = act(bias)
-    for (int64_t i = m0; i < m1; ++i)
-      for (int64_t j = p0 * kGemmNr; j < min_i(p1 * kGemmNr, g.n); ++j) {
-        const float x = g.bias ? g.bias[j] : 0.f;
-        g.c[i * g.ldc + j] = x < g.lo ? g.lo : x > g.hi ? g.hi : x;
-      }
-    return;
-  }
+  if (g.k == 0) return sgemm_bias_only(g, m0, m1, p0, p1);
 #if defined(__AVX512VNNI__)
   TileConfig cfg = {};  // the tile registers are per thread: configured on every call
   cfg.palette = 1;

@@ -138,14 +138,7 @@ void sgemm_few_rows(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64
 }  // namespace
 
 void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  if (g.k == 0) {  // no products: C = act(bias)
-    for (int64_t i = m0; i < m1; ++i)
-      for (int64_t j = p0 * kGemmNr; j < min_i(p1 * kGemmNr, g.n); ++j) {
-        const float x = g.bias ? g.bias[j] : 0.f;
-        g.c[i * g.ldc + j] = x < g.lo ? g.lo : x > g.hi ? g.hi : x;
-      }
-    return;
-  }
+  if (g.k == 0) return sgemm_bias_only(g, m0, m1, p0, p1);
   if (m1 - m0 <= kFewRows) return sgemm_few_rows(g, m0, m1, p0, p1);
   alignas(64) float packed_a[kMr * kLdA];
   for (int64_t k0 = 0; k0 < g.k; k0 += kKc) {

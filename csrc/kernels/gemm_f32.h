@@ -51,6 +51,15 @@ static inline int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGem
 namespace msv0 {
 namespace MSV0_ISA {
 void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
+// k = 0 leaves no products: C = act(bias) on rows [m0, m1), panels [p0, p1) (every GEMM slot).
+inline void sgemm_bias_only(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const int64_t je = p1 * kGemmNr < g.n ? p1 * kGemmNr : g.n;
+  for (int64_t i = m0; i < m1; ++i)
+    for (int64_t j = p0 * kGemmNr; j < je; ++j) {
+      const float x = g.bias ? g.bias[j] : 0.f;
+      g.c[i * g.ldc + j] = x < g.lo ? g.lo : x > g.hi ? g.hi : x;
+    }
+}
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #else
