@@ -24,7 +24,8 @@ if [ ! -d "$DIR/seeds/ms" ]; then
   # The kernel, model and converter tests: every op's models. (The ONNX node conformance cases
   # draw random data unseeded and would make every corpus different.)
   MSV0_SEED_DIR="$DIR/seeds" python -m pytest -q -m "not slow" -p no:cacheprovider -x \
-    tests/ops tests/test_models_e2e.py tests/convert/test_onnx_convert.py tests/convert/test_e2e_models.py >/dev/null
+    tests/ops tests/test_models_e2e.py tests/convert/test_onnx_convert.py tests/convert/test_e2e_models.py \
+    >"$DIR/seeds.log" 2>&1 || { tail -30 "$DIR/seeds.log" >&2; echo "fuzz: collecting seeds failed" >&2; exit 1; }
 fi
 
 before=$(find "$DIR/findings" -type f | wc -l)

@@ -1,3 +1,4 @@
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -30,6 +31,7 @@ if os.environ.get("MSV0_SEED_DIR"):
     _SEEDS = Path(os.environ["MSV0_SEED_DIR"])
 
     def _saver(kind, fn):
+        @functools.wraps(fn)  # pickle finds the wrapper under fn's name (Model.__reduce__ names load)
         def wrapper(src, *args, **kwargs):
             data = src
             if hasattr(src, "SerializeToString"):
