@@ -401,3 +401,12 @@ def test_fuzz_findings(tmp_path):
     assert FINDINGS
     cases = [{"name": p.stem, "model": str(p), "memory_limit": 256 << 20} for p in FINDINGS]
     assert_msv0_outcomes(probe(tmp_path, cases, max_seconds=5.0), allowed=("ok", *MSV0_ERRORS, "ResourceError"))
+
+
+def test_constant_of_shape_checks_the_limit_before_filling(tmp_path):
+    """The fuzzer's 528-byte ConstantOfShape to (3, 738197505, 2) float32 (16.5 GiB) was filled
+    before the Session's memory_limit was checked: RSS past 4 GB where nothing caps it."""
+    case = {"name": "c", "model": str(Path(__file__).parent / "fuzz" / "findings" / "oom-66d3c5c86e76.ms"),
+            "memory_limit": 256 << 20}
+    outcome = probe(tmp_path, [case], max_seconds=5.0)["c"]
+    assert outcome.startswith("ResourceError") and "memory_limit" in outcome, outcome

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from msv0.fb.TypeId import TypeId
-from msv0.registry import Plan, expect_inputs, fail, known_value, normalize_axis, op, same_dtype
+from msv0.registry import Plan, check_size, expect_inputs, fail, known_value, normalize_axis, op, same_dtype
 
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -171,6 +171,7 @@ def constant_of_shape(node, ins):
     else:
         raise fail(node, f"dataType {tid} is not supported (float32 or int32 only)")
     value = (node.attrs.value or (0.0,))[0]
+    check_size(f"{node.label}: output", shape, dtype)  # before np.full touches it
     return Plan([(shape, dtype)], _copy(np.full(shape, value, dtype)))
 
 
