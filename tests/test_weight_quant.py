@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import cli, zoo
+from msv0 import cli, weights, zoo
 from msv0.bitpack import pack_bits, packed_words, unpack_bits
 from msv0.fb.QuantType import QuantType
 from msv0.fb.TypeId import TypeId
@@ -129,6 +129,30 @@ def test_zoo_model(tiny, bits, use_kmeans, min_snr):
     s = msv0.Session(data)
     got = np.concatenate([s.run([v])["logits"] for v in x])
     assert snr_db(ref, got) > min_snr
+
+
+def test_weights_dequantised_once_per_session(tiny, monkeypatch):
+    fp32, x, _ = tiny
+    data = quantize(fp32, weights_only=True, bits=4)
+    calls = []
+    dequantise = weights.dequantise
+
+    def counted(node, t, *args):
+        calls.append(t.index)
+        return dequantise(node, t, *args)
+
+    monkeypatch.setattr(weights, "dequantise", counted)
+    s = msv0.Session(data)
+    planned = sorted(calls)
+    assert planned and len(set(planned)) == len(planned)  # each quantized weight once
+    batch = x.reshape((len(x),) + x.shape[2:])  # a new input shape: a re-plan
+    got = s.run([batch])["logits"]
+    assert sorted(calls) == planned
+    # the re-plan computes what plans of the one-image shape do, image by image
+    np.testing.assert_allclose(got, np.concatenate([s.run([v])["logits"] for v in x]), rtol=1e-5, atol=1e-6)
+    assert sorted(calls) == planned
+    msv0.Session(data)  # another Session dequantises for itself
+    assert sorted(calls) == sorted(planned * 2)
 
 
 @pytest.mark.slow

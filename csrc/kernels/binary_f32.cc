@@ -3,14 +3,11 @@
 // dims (a per-channel operand on NHWC), or one whose every value is repeated over a row (a
 // per-pixel operand [N, H, W, 1] on NHWC). The output is flat; elements [e0, e1) split over
 // threads, and each run of a row is one vector loop.
-#include "kernels/kernel.h"
+#include "kernels/binary_loop.h"
 
 namespace msv0 {
 
 enum BinaryOpKind : int32_t { kBinAdd = 0, kBinSub = 1, kBinMul = 2, kBinDiv = 3 };
-// How an operand maps onto the flat output: every element, one row of `inner`, one value, or
-// one value per row of `inner`.
-enum BinaryOperand : int32_t { kOperandFull = 0, kOperandRow = 1, kOperandOne = 2, kOperandPerRow = 3 };
 
 struct BinaryArgs {
   const float* a;
@@ -40,42 +37,14 @@ VecF apply(VecF a, VecF b) {
   return a / b;
 }
 
-const float* operand(const float* p, int32_t kind, int64_t e, int64_t col, int64_t inner) {
-  if (kind == kOperandFull) return p + e;
-  if (kind == kOperandRow) return p + col;
-  return kind == kOperandPerRow ? p + e / inner : p;
-}
-
-template <int Op>
-void segment(const BinaryArgs& g, int64_t e, int64_t len, int64_t col) {
-  const float* a = operand(g.a, g.a_kind, e, col, g.inner);
-  const float* b = operand(g.b, g.b_kind, e, col, g.inner);
-  float* y = g.y + e;
-  // A segment lies inside one row, so a per-row operand is one value in it.
-  const bool a_one = g.a_kind >= kOperandOne, b_one = g.b_kind >= kOperandOne;
-  const VecF as = VecF::splat(*a), bs = VecF::splat(*b), lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
-  int64_t i = 0;
-  for (; i + VecF::kLanes <= len; i += VecF::kLanes) {
-    const VecF x = apply<Op>(a_one ? as : VecF::load(a + i), b_one ? bs : VecF::load(b + i));
-    (g.clamp ? min(max(x, lo), hi) : x).store(y + i);
-  }
-  if (i < len) {
-    const int64_t n = len - i;
-    const VecF x = apply<Op>(a_one ? as : VecF::load_tail(a + i, n), b_one ? bs : VecF::load_tail(b + i, n));
-    (g.clamp ? min(max(x, lo), hi) : x).store_tail(y + i, n);
-  }
-}
-
 template <int Op>
 void run_range(const BinaryArgs& g, int64_t e0, int64_t e1) {
-  const bool rows = g.a_kind == kOperandRow || g.b_kind == kOperandRow || g.a_kind == kOperandPerRow ||
-                    g.b_kind == kOperandPerRow;
-  while (e0 < e1) {
-    const int64_t col = rows ? e0 % g.inner : 0;
-    const int64_t len = rows ? min_i(e1 - e0, g.inner - col) : e1 - e0;
-    segment<Op>(g, e0, len, col);
-    e0 += len;
-  }
+  const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
+  const bool clamp = g.clamp;
+  binary_range(g.a, g.a_kind, g.b, g.b_kind, g.y, g.inner, e0, e1, [=](VecF a, VecF b) {
+    const VecF x = apply<Op>(a, b);
+    return clamp ? min(max(x, lo), hi) : x;
+  });
 }
 
 }  // namespace
@@ -103,12 +72,6 @@ MSV0_EXPORT(binary_f32)
 namespace msv0 {
 namespace {
 
-int64_t operand_size(int32_t kind, int64_t size, int64_t inner) {
-  if (kind == kOperandFull) return size;
-  if (kind == kOperandRow) return inner;
-  return kind == kOperandPerRow ? size / inner : 1;
-}
-
 // y = clamp(a op b, lo, hi) on arrays of the shapes fixed here.
 class Binary : public NativeOp {
  public:
@@ -116,17 +79,7 @@ class Binary : public NativeOp {
          const std::vector<int64_t>& b_shape, const std::vector<int64_t>& y_shape, float lo, float hi)
       : fn_(MSV0_DISPATCH(binary_f32)) {
     if (op < kBinAdd || op > kBinDiv) throw ArgError("unknown binary op " + std::to_string(op));
-    for (int32_t k : {a_kind, b_kind})
-      if (k < kOperandFull || k > kOperandPerRow) throw ArgError("unknown operand kind " + std::to_string(k));
-    const int64_t size = elements(checked_shape(y_shape, y_shape.size(), "y_shape"));
-    const bool rows = a_kind == kOperandRow || b_kind == kOperandRow || a_kind == kOperandPerRow ||
-                      b_kind == kOperandPerRow;
-    if (inner < 1 || (rows && size % inner))
-      throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
-    if (elements(checked_shape(a_shape, a_shape.size(), "a_shape")) != operand_size(a_kind, size, inner))
-      throw ArgError("a_shape: wrong number of elements for its kind");
-    if (elements(checked_shape(b_shape, b_shape.size(), "b_shape")) != operand_size(b_kind, size, inner))
-      throw ArgError("b_shape: wrong number of elements for its kind");
+    const int64_t size = binary_size(a_kind, b_kind, inner, a_shape, b_shape, y_shape);
     const bool clamp = lo > -INFINITY || hi < INFINITY;
     g_ = BinaryArgs{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind, clamp, lo, hi};
     set_operands({{a_shape}, {b_shape}}, {{y_shape}});

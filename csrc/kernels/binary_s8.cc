@@ -1,15 +1,14 @@
 // Element-wise int8 Add/Sub/Mul in r1.1's fixed-point arithmetic (format-v0.md §3.1), on the
-// operand shapes binary_f32.cc takes: full, a row repeated along the leading dims, or one
-// value. The output is flat; elements [e0, e1) split over threads, each run of a row is one
-// loop over VecI32 lanes of sign-extended int8.
-#include "kernels/kernel.h"
+// operand shapes binary_f32.cc takes (binary_loop.h): full, a row repeated along the leading
+// dims, one value, or one value per row. The output is flat; elements [e0, e1) split over
+// threads, each run of a row is one loop over VecI32 lanes of sign-extended int8.
+#include "kernels/binary_loop.h"
 
 namespace msv0 {
 
 // Add and Sub rescale each input (its own multiplier, after r1.1's left shift of 20) and add or
 // subtract; Mul multiplies the zero-point-free inputs. All then requantize to the output.
 enum BinaryS8Kind : int32_t { kBinS8Add = 0, kBinS8Sub = 1, kBinS8Mul = 2 };
-enum BinaryS8Operand : int32_t { kS8Full = 0, kS8Row = 1, kS8One = 2 };
 
 // An input's zero point and (Add/Sub) rescaling RDBPOT(SRDHM((q − zp)·2^left, mult), right).
 struct BinaryS8Input {
@@ -20,7 +19,7 @@ struct BinaryS8Args {
   const int8_t* a;
   const int8_t* b;
   int8_t* y;
-  int64_t size, inner;  // output elements; row length for kS8Row operands
+  int64_t size, inner;  // output elements; row length for kOperandRow / kOperandPerRow operands
   int32_t op, a_kind, b_kind;
   BinaryS8Input in[2];
   int32_t mult, left, right, zp, lo, hi;  // the output requantization and clamp
@@ -86,36 +85,9 @@ struct Combine {
   }
 };
 
-const int8_t* operand(const int8_t* p, int32_t kind, int64_t e, int64_t col) {
-  return kind == kS8Full ? p + e : kind == kS8Row ? p + col : p;
-}
-
-template <class F>
-void segment(const F& f, const BinaryS8Args& g, int64_t e, int64_t len, int64_t col) {
-  const int8_t* a = operand(g.a, g.a_kind, e, col);
-  const int8_t* b = operand(g.b, g.b_kind, e, col);
-  int8_t* y = g.y + e;
-  const bool a_one = g.a_kind == kS8One, b_one = g.b_kind == kS8One;
-  const VecI32 as = VecI32::splat(*a), bs = VecI32::splat(*b);
-  int64_t i = 0;
-  for (; i + VecI32::kLanes <= len; i += VecI32::kLanes)
-    f(a_one ? as : VecI32::load_s8(a + i), b_one ? bs : VecI32::load_s8(b + i)).store_s8(y + i);
-  if (i < len) {
-    const int64_t n = len - i;
-    f(a_one ? as : VecI32::load_s8_tail(a + i, n), b_one ? bs : VecI32::load_s8_tail(b + i, n)).store_s8_tail(y + i, n);
-  }
-}
-
 template <int Op, bool PlainA = false, bool PlainB = false>
 void run_range(const BinaryS8Args& g, int64_t e0, int64_t e1) {
-  const Combine<Op, PlainA, PlainB> f(g);
-  const bool rows = g.a_kind == kS8Row || g.b_kind == kS8Row;
-  while (e0 < e1) {
-    const int64_t col = rows ? e0 % g.inner : 0;
-    const int64_t len = rows ? min_i(e1 - e0, g.inner - col) : e1 - e0;
-    segment(f, g, e0, len, col);
-    e0 += len;
-  }
+  binary_range(g.a, g.a_kind, g.b, g.b_kind, g.y, g.inner, e0, e1, Combine<Op, PlainA, PlainB>(g));
 }
 
 // Add or Sub, with each plain input's rescaling a single multiply.
@@ -152,9 +124,6 @@ MSV0_EXPORT(binary_s8)
 namespace msv0 {
 namespace {
 
-int64_t operand_size(int32_t kind, int64_t size, int64_t inner) {
-  return kind == kS8Full ? size : kind == kS8Row ? inner : 1;
-}
 
 void check_requant(const std::vector<int64_t>& r, const char* what) {
   if (r.size() != 3) throw ArgError(std::string(what) + ": expected (mult, left, right)");
@@ -175,15 +144,7 @@ class BinaryS8 : public NativeOp {
            const std::vector<int64_t>& y_requant, int64_t y_zp, int64_t lo, int64_t hi)
       : fn_(MSV0_DISPATCH(binary_s8)) {
     if (op < kBinS8Add || op > kBinS8Mul) throw ArgError("unknown int8 binary op " + std::to_string(op));
-    for (int32_t k : {a_kind, b_kind})
-      if (k < kS8Full || k > kS8One) throw ArgError("unknown operand kind " + std::to_string(k));
-    const int64_t size = elements(checked_shape(y_shape, y_shape.size(), "y_shape"));
-    if (inner < 1 || ((a_kind == kS8Row || b_kind == kS8Row) && size % inner))
-      throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
-    if (elements(checked_shape(a_shape, a_shape.size(), "a_shape")) != operand_size(a_kind, size, inner))
-      throw ArgError("a_shape: wrong number of elements for its kind");
-    if (elements(checked_shape(b_shape, b_shape.size(), "b_shape")) != operand_size(b_kind, size, inner))
-      throw ArgError("b_shape: wrong number of elements for its kind");
+    const int64_t size = binary_size(a_kind, b_kind, inner, a_shape, b_shape, y_shape);
     check_requant(y_requant, "y_requant");
     if (op != kBinS8Mul)  // the inputs' rescaling kernel assumes r1.1's shift (see Rescale)
       for (const auto* r : {&a_requant, &b_requant})
@@ -219,7 +180,8 @@ MSV0_BIND(m) {
   py::class_<BinaryS8, NativeOp, std::shared_ptr<BinaryS8>>(m, "BinaryS8",
       "int8 y = clamp(requant(a op b) + y_zp, lo, hi), r1.1 arithmetic; op 0 = add, 1 = sub (each input\n"
       "rescaled by RDBPOT(SRDHM((q - zp)·2^20, mult), right) first: left = 20, mult >= 0), 2 = mul ((qa - a_zp)·(qb - b_zp));\n"
-      "requant = (mult, left, right). Operand kinds 0 = full, 1 = a row of `inner` repeated, 2 = one value.")
+      "requant = (mult, left, right). Operand kinds 0 = full, 1 = a row of `inner` repeated, 2 = one value,\n"
+      "3 = one value per row of `inner`.")
       .def(py::init<int32_t, int32_t, int32_t, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
                     const std::vector<int64_t>&, int64_t, const std::vector<int64_t>&, int64_t,
                     const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, int64_t, int64_t>(),

@@ -169,15 +169,6 @@ MSV0_EXPORT(dwconv2d_s8)
 namespace msv0 {
 namespace {
 
-// c int32 values of a, zero-padded to cp.
-std::vector<int32_t> per_channel(const py::array& a, int64_t c, int64_t cp, const char* what) {
-  expect_shape(a, {c}, what);
-  const int32_t* p = in_ptr<int32_t>(a, what);
-  std::vector<int32_t> v(p, p + c);
-  v.resize(static_cast<size_t>(cp), 0);
-  return v;
-}
-
 // An int8 depthwise conv with its weights packed (see the file comment), on x of a fixed shape.
 class DwConv2dS8 : public NativeOp {
  public:
@@ -210,12 +201,12 @@ class DwConv2dS8 : public NativeOp {
                        std::to_string(iy0 + (iy0 + ky0 * rd < 0 ? ky0 : ky1 - 1) * rd) +
                        ", outside the input (r1.1 steps rows by dilateW but bounds them by dilateH)");
     }
-    const std::vector<int32_t> zp = per_channel(w_zp, c, a_.cp, "w_zp");
+    const std::vector<int32_t> zp = padded_int32(w_zp, c, a_.cp, "w_zp");
     w_.assign(static_cast<size_t>(kh * kw * a_.cp), 0);
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t t = 0; t < kh * kw; ++t)
         w_[static_cast<size_t>(t * a_.cp + ch)] = pw[ch * kh * kw + t] - int8_param(zp[ch], "w_zp");
-    bias_ = bias ? per_channel(*bias, c, a_.cp, "bias") : std::vector<int32_t>(a_.cp, 0);
+    bias_ = bias ? padded_int32(*bias, c, a_.cp, "bias") : std::vector<int32_t>(a_.cp, 0);
     folded_bias_ = bias_;
     for (int64_t ch = 0; ch < c; ++ch) {
       uint32_t sum = 0;  // wraps like r1.1's int32 accumulator
@@ -224,9 +215,9 @@ class DwConv2dS8 : public NativeOp {
                                               static_cast<uint32_t>(a_.x_zp) * sum);
     }
     zp_row_.assign(static_cast<size_t>(a_.w * c), static_cast<int8_t>(a_.x_zp));
-    mult_ = per_channel(mult, c, a_.cp, "mult");
-    left_ = per_channel(left, c, a_.cp, "left");
-    right_ = per_channel(right, c, a_.cp, "right");
+    mult_ = padded_int32(mult, c, a_.cp, "mult");
+    left_ = padded_int32(left, c, a_.cp, "left");
+    right_ = padded_int32(right, c, a_.cp, "right");
     for (int64_t ch = 0; ch < c; ++ch) check_requant(mult_[ch], left_[ch], right_[ch], "requantization");
     a_.weight = w_.data();
     a_.bias = bias_.data();

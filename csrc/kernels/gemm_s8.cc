@@ -183,18 +183,6 @@ MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kPt * kGemmS8Nr, kGemmS8Kr, &gemm_s8_
 #include "runtime/native.h"
 
 namespace msv0 {
-namespace {
-
-// Per-column int32 parameters, padded with zeros to `padded` columns.
-std::vector<int32_t> per_column(const py::array& a, int64_t n, int64_t padded, const char* what) {
-  expect_shape(a, {n}, what);
-  const int32_t* p = in_ptr<int32_t>(a, what);
-  std::vector<int32_t> v(p, p + n);
-  v.resize(static_cast<size_t>(padded), 0);
-  return v;
-}
-
-}  // namespace
 
 // An int8 GEMM with B packed once, on x of a fixed (m, k): the weight of an int8
 // FullConnection, MatMul or convolution. With mult/left/right it writes requantized int8,
@@ -224,15 +212,15 @@ class GemmS8 : public NativeOp {
       m_ = x_shape[0];
     }
     const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
-    b_zp_ = per_column(b_zp, n_, padded, "b_zp");
+    b_zp_ = padded_int32(b_zp, n_, padded, "b_zp");
     for (int64_t j = 0; j < n_; ++j) int8_param(b_zp_[j], "b_zp");
     symmetric_ = std::all_of(b_zp_.begin(), b_zp_.end(), [](int32_t z) { return z == 0; });
-    bias_ = bias ? per_column(*bias, n_, padded, "bias") : std::vector<int32_t>(padded, 0);
+    bias_ = bias ? padded_int32(*bias, n_, padded, "bias") : std::vector<int32_t>(padded, 0);
     if (mult || left || right) {
       if (!(mult && left && right)) throw ArgError("requantization needs mult, left and right");
-      mult_ = per_column(*mult, n_, padded, "mult");
-      left_ = per_column(*left, n_, padded, "left");
-      right_ = per_column(*right, n_, padded, "right");
+      mult_ = padded_int32(*mult, n_, padded, "mult");
+      left_ = padded_int32(*left, n_, padded, "left");
+      right_ = padded_int32(*right, n_, padded, "right");
       for (int64_t j = 0; j < n_; ++j) check_requant(mult_[j], left_[j], right_[j], "requantization");
     }
     if (lo_ > hi_) throw ArgError("lo must be <= hi");

@@ -93,4 +93,14 @@ inline void expect_shape(const py::array& a, const std::vector<int64_t>& want, c
   }
 }
 
+// n int32 values of a (one per output channel), zero-padded to `padded` so kernels load them as
+// whole vectors.
+inline std::vector<int32_t> padded_int32(const py::array& a, int64_t n, int64_t padded, const char* what) {
+  expect_shape(a, {n}, what);
+  const int32_t* p = in_ptr<int32_t>(a, what);
+  std::vector<int32_t> v(p, p + n);
+  v.resize(static_cast<size_t>(padded), 0);
+  return v;
+}
+
 }  // namespace msv0

@@ -31,6 +31,9 @@ MEMORY_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("msv0_memory_
 # CPU has it): the GEMM-based float kernels (Conv2D's im2col and 1x1, FullConnection, MatMul
 # on a constant B) read it when they pack their weights.
 PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("msv0_precision", default="fp32")
+# The planning Session's dequantised weights by tensor index (msv0.weights): a re-plan for new
+# input shapes reuses them. None outside a Session: nothing is kept.
+WEIGHTS: contextvars.ContextVar[dict[int, np.ndarray] | None] = contextvars.ContextVar("msv0_weights", default=None)
 
 
 def bf16() -> bool:

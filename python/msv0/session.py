@@ -8,6 +8,7 @@ their buffers, calls each step, and returns fresh copies of the outputs.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -24,8 +25,8 @@ from msv0.fusion import fuse_blocks
 from msv0.errors import Error, InputError, ModelError, UnsupportedOpError, node_error
 from msv0.model import Model, load
 from msv0.planner import allocate
-from msv0.registry import (CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, Plan, RunFn, Shape,
-                           Value, build, check_size)
+from msv0.registry import (CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, WEIGHTS, Plan, RunFn,
+                           Shape, Value, build, check_size)
 
 Signature = tuple[Shape, ...]
 PRECISIONS = ("fp32", "bf16")
@@ -155,6 +156,7 @@ class Session:
         self._dataflow = any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent(nodes[i])
                              for i in self.model.main_nodes)
         self._prepared: dict[Signature, Prepared] = {}
+        self._weights: dict[int, np.ndarray] = {}  # dequantised once, for every plan (msv0.weights)
         self._lock = threading.Lock()  # guards _prepared and _idle
         self._idle: list[Context] = [self._new_context()]
         self.plan_info = PlanInfo([], {})
@@ -196,23 +198,31 @@ class Session:
         if ctx is None:  # another caller holds every context: this one gets its own
             ctx = self._new_context()
         ctx.pool.bind()
-        limit = MEMORY_LIMIT.set(self.memory_limit)  # a re-plan (or data flow) builds ops now
-        precision = PRECISION.set(self.precision)
         try:
-            if not self._dataflow:
-                return self._run_plan(ctx, arrays, times)
-            start = time.perf_counter()
-            result = self._run_dataflow(ctx, arrays)
+            with self._planning():  # a re-plan (or data flow) builds ops now
+                if not self._dataflow:
+                    return self._run_plan(ctx, arrays, times)
+                start = time.perf_counter()
+                result = self._run_dataflow(ctx, arrays)
             if times is not None:
                 nodes = tuple(self.model.main_nodes)
                 times.append(StepTime(nodes, "data flow", 0.0, time.perf_counter() - start, None))
             return result
         finally:
-            PRECISION.reset(precision)
-            MEMORY_LIMIT.reset(limit)
             _core.ThreadPool.unbind()
             with self._lock:
                 self._idle.append(ctx)
+
+    @contextlib.contextmanager
+    def _planning(self):
+        """This Session's settings, for the ops built meanwhile (the registry's context variables)."""
+        tokens = [(var, var.set(value)) for var, value in
+                  ((MEMORY_LIMIT, self.memory_limit), (PRECISION, self.precision), (WEIGHTS, self._weights))]
+        try:
+            yield
+        finally:
+            for var, token in reversed(tokens):
+                var.reset(token)
 
     def _new_context(self) -> Context:
         return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model) if self._dataflow else None)
@@ -300,13 +310,8 @@ class Session:
     def _prepare(self, sig: Signature) -> Prepared:
         """Shape inference, kernel objects and fusion for one signature, cached for every caller."""
         model = self.model
-        limit = MEMORY_LIMIT.set(self.memory_limit)
-        precision = PRECISION.set(self.precision)
-        try:
+        with self._planning():
             values, planned = self._infer(sig)
-        finally:
-            PRECISION.reset(precision)
-            MEMORY_LIMIT.reset(limit)
         uses: dict[int, int] = {}
         for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
             uses[k] = uses.get(k, 0) + 1
@@ -378,6 +383,8 @@ class Session:
                 raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
             for k, (shape, dtype) in zip(node.outputs, plan.outputs):
                 check_size(f"{node.label}: output {model.tensors[k].label}", shape, dtype)
+                if k in values:  # a graph input or a constant, which not even a folded value replaces
+                    raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
             if plan.known is not None or (plan.foldable and all(v.const is not None for v in ins)):
                 if plan.known is not None:
                     outs = [np.array(v) for v in plan.known]
@@ -394,8 +401,6 @@ class Session:
                     values[k] = Value(o.shape, o.dtype, model.tensors[k], o)
                 continue
             for k, (shape, dtype) in zip(node.outputs, plan.outputs):
-                if k in values:
-                    raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
                 values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
             planned.append(((i,), plan, list(node.inputs), list(node.outputs)))
 

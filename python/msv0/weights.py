@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.bitpack import is_packed, packed_words, unpack_bits
-from msv0.model import Node
-from msv0.registry import Value, const_input, fail
+from msv0.model import Node, Tensor
+from msv0.registry import WEIGHTS, Value, const_input, fail
 from msv0.fb.TypeId import TypeId
 
 
 def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight") -> np.ndarray:
-    """The constant `v` as a C-contiguous float32 array of its declared shape."""
+    """The constant `v` as a C-contiguous float32 array of its declared shape. A stored weight is
+    dequantised once per planning Session (registry.WEIGHTS) and then shared, read-only."""
     data = const_input(node, v, what)
     t = v.tensor
     quant = t.quant
@@ -32,7 +33,19 @@ def float_weight(node: Node, v: Value, rule: str = "inited", what: str = "weight
         if data.dtype.kind not in "fiu":
             raise fail(node, f"{what} {t.label} has unsupported dtype {data.dtype}")
         return np.ascontiguousarray(data, np.float32)
+    cache = WEIGHTS.get()
+    if cache is None or not t.is_const:
+        return dequantise(node, t, data, what)
+    w = cache.get(t.index)
+    if w is None:
+        w = cache[t.index] = dequantise(node, t, data, what)
+        w.flags.writeable = False
+    return w
 
+
+def dequantise(node: Node, t: Tensor, data: np.ndarray, what: str) -> np.ndarray:
+    """`data`, the values of `t` (int8/int16 with QuantParams or clusters), as float32."""
+    quant = t.quant
     shape = t.shape
     count = int(np.prod(shape, dtype=np.int64))
     word_bits = 8 if t.type_id == TypeId.kNumberTypeInt8 else 16

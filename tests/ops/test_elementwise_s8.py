@@ -59,15 +59,23 @@ def test_broadcast_layouts(isa, rng, op, shapes):
     np.testing.assert_array_equal(_run(op, a, b, p, activationType=0), want)
 
 
+# General broadcasting, one value per row (the kernel's per-row operand: a [N, H, W, 1] mask on
+# NHWC, lane counts ±1 in the row), and rows of two lengths (general again).
+BROADCASTS = [((2, 1, 7, 3), (2, 5, 1, 3)), ((2, 5, 17), (2, 5, 1)), ((3, 1, 1), (3, 4, 15)), ((6, 1), (6, 9)),
+              ((2, 5, 17), (5, 1)), ((4, 16), (3, 4, 1))]
+
+
 @pytest.mark.parametrize("op", ["Sub", "Mul"])
-def test_general_broadcast_sub_mul(isa, rng, op):
-    a, b = _q(rng, (2, 1, 7, 3)), _q(rng, (2, 5, 1, 3))
+@pytest.mark.parametrize("shapes", BROADCASTS, ids=str)
+def test_general_broadcast_sub_mul(isa, rng, op, shapes):
+    a, b = _q(rng, shapes[0]), _q(rng, shapes[1])
     want = REFS[op](*np.broadcast_arrays(a, b), *PARAMS[0])
     np.testing.assert_array_equal(_run(op, a, b, PARAMS[0]), want)
 
 
-def test_add_rejects_what_r11_computes_wrongly(rng):
-    a, b = _q(rng, (2, 1, 7, 3)), _q(rng, (2, 5, 1, 3))
+@pytest.mark.parametrize("shapes", [((2, 1, 7, 3), (2, 5, 1, 3)), ((2, 5, 17), (2, 5, 1))], ids=str)
+def test_add_rejects_what_r11_computes_wrongly(rng, shapes):
+    a, b = _q(rng, shapes[0]), _q(rng, shapes[1])
     with pytest.raises(msv0.ModelError, match="add_node.*broadcast"):
         _run("Add", a, b, PARAMS[0], activationType=0)
 

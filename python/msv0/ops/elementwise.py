@@ -125,17 +125,25 @@ def operand_kind(shape: tuple, out: tuple) -> tuple[int, int] | None:
     return None
 
 
-def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: int):
-    """A _core.Binary kernel object for this float32 op and these shapes, or None to use NumPy."""
+def binary_layout(a: tuple, b: tuple, out: tuple) -> tuple[int, int, int] | None:
+    """(a's kind, b's kind, row length) for the binary kernels (binary_loop.h), or None when an
+    operand has no kind or the two operands' rows differ."""
     ka, kb = operand_kind(a, out), operand_kind(b, out)
-    if name not in NATIVE_OPS or ka is None or kb is None:
+    if ka is None or kb is None:
         return None
-    rows = {k[1] for k in (ka, kb) if k[0] in (ROW, PER_ROW)}  # both operands' rows must agree
+    rows = {k[1] for k in (ka, kb) if k[0] in (ROW, PER_ROW)}
     if len(rows) > 1:
         return None
-    inner = rows.pop() if rows else 1
+    return ka[0], kb[0], rows.pop() if rows else 1
+
+
+def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: int):
+    """A _core.Binary kernel object for this float32 op and these shapes, or None to use NumPy."""
+    layout = binary_layout(a, b, out)
+    if name not in NATIVE_OPS or layout is None:
+        return None
     lo, hi = activation_range(activation_type)
-    return _core.Binary(NATIVE_OPS[name], ka[0], kb[0], inner, a, b, out, lo, hi)
+    return _core.Binary(NATIVE_OPS[name], *layout, a, b, out, lo, hi)
 
 
 def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:

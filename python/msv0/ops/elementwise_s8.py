@@ -14,7 +14,7 @@ import numpy as np
 from msv0 import _core
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.EltwiseMode import EltwiseMode
-from msv0.ops.elementwise import FULL, broadcast_shape, operand_kind
+from msv0.ops.elementwise import FULL, PER_ROW, binary_layout, broadcast_shape
 from msv0.ops.fixed_point_s8 import rdbpot, reciprocal, srdhm
 from msv0.quant import I8, activation_range, f32, input_param, output_param, quantize_multiplier, smaller_than_one
 from msv0.registry import Plan, expect_inputs, fail, op
@@ -57,15 +57,14 @@ def binary_s8_plan(node, ins, kind: int, activation_type: int) -> Plan:
         lo, hi = activation_range(node, activation_type, po.scale, po.zeroPoint)
     else:  # Sub: float scales, no activation
         a_req, b_req, y_req = _add_sub_params(float(f32(pa.scale)), float(f32(pb.scale)), float(f32(po.scale)), node)
-    ka, kb = operand_kind(a_shape, shape), operand_kind(b_shape, shape)
-    general = ka is None or kb is None
+    layout = binary_layout(a_shape, b_shape, shape)
+    general = layout is None or (kind == ADD and PER_ROW in layout[:2])
     if general and kind == ADD:
         raise fail(node, f"int8 Add cannot broadcast {a_shape} with {b_shape}: r1.1 takes a one-element input, "
                          "or one input of the output's shape and the other equal to its trailing dims")
     if general:
-        ka = kb = (FULL, 1)
-    inner = max(ka[1], kb[1])
-    binary = _core.BinaryS8(kind, ka[0], kb[0], inner, shape if general else a_shape, shape if general else b_shape,
+        layout = (FULL, FULL, 1)
+    binary = _core.BinaryS8(kind, *layout, shape if general else a_shape, shape if general else b_shape,
                             shape, pa.zeroPoint, a_req, pb.zeroPoint, b_req, y_req, po.zeroPoint, lo, hi)
     if not general:
         return Plan([(shape, I8)], kernel=binary)

@@ -1,6 +1,24 @@
-# Sourced by build_aarch64.sh and build_wheels.sh: Debian arm64 packages unpacked into a sysroot,
-# fetched with a private apt state directory, so the host's dpkg architectures and package lists
-# are never touched. Needs root for apt-get.
+# Sourced by build_aarch64.sh and build_wheels.sh: their logging, stamped caches, and Debian arm64
+# packages unpacked into a sysroot with a private apt state directory, so the host's dpkg
+# architectures and package lists are never touched (that part needs root for apt-get).
+
+log() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
+
+# stamp_ok FILE KEY: FILE holds exactly KEY, i.e. the cached step it stamps is up to date.
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
+# stamped_venv DIR PYTHON REQS: a venv of PYTHON in DIR with the pip requirements REQS (one
+# space-separated string), rebuilt from scratch unless its stamp says it has exactly REQS.
+stamped_venv() {
+  local dir=$1 python=$2 reqs=$3
+  stamp_ok "$dir/.stamp" "$reqs" && return 0
+  log "venv $dir: $reqs"
+  rm -rf "$dir"
+  "$python" -m venv "$dir"
+  # shellcheck disable=SC2086
+  "$dir/bin/pip" install -q --disable-pip-version-check $reqs
+  printf '%s' "$reqs" >"$dir/.stamp"
+}
 
 # arm64_apt DIR [SUITE]: a fresh arm64 apt state in DIR (use it as APT_CONFIG=DIR/apt.conf), its
 # lists updated from the host's sources, or with SUITE from deb.debian.org's SUITE main.
