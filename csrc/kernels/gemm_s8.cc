@@ -212,22 +212,17 @@ void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* 
   const int64_t chunks = (g.k + kGemmS8Kc - 1) / kGemmS8Kc;
   for (int r = 0; r < rows; ++r) {
     VecI32 sum = VecI32::zero();
-    uint32_t tail_sum = 0;
     for (int64_t c = 0; c < chunks; ++c) {
       const int8_t* src = g.a + (i + r) * g.lda + c * kGemmS8Kc;
       int8_t* d = dst + (c * kAmxMr + r) * kGemmS8ChunkStride;
-      const int64_t n = min_i(kGemmS8Kc, g.k - c * kGemmS8Kc), whole = n / kAmxStep * kAmxStep;
-      for (int64_t kk = 0; kk < whole; kk += kAmxStep) {
-        const VecI8 x = VecI8::load(src + kk);
+      const int64_t n = min_i(kGemmS8Kc, g.k - c * kGemmS8Kc);
+      for (int64_t kk = 0; kk < n; kk += kAmxStep) {
+        const VecI8 x = n - kk >= kAmxStep ? VecI8::load(src + kk) : VecI8::load_tail(src + kk, n - kk);
         x.store(d + kk);
         sum = dot4(sum, ones, x);
       }
-      for (int64_t kk = whole; kk < (n + kAmxStep - 1) / kAmxStep * kAmxStep; ++kk) {
-        d[kk] = kk < n ? src[kk] : 0;
-        tail_sum += static_cast<uint32_t>(d[kk]);
-      }
     }
-    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) + tail_sum -
+    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
                                        static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
   }
 }
