@@ -129,6 +129,7 @@ bool cpu_has_avx512bf16() {
 // first AMX slot a kernel object configures, not the import.
 bool amx_usable(Amx unit) {
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__)
+  if (!g_amx_enabled.load(std::memory_order_relaxed)) return false;
   static const uint32_t edx = [] {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0u;  // OSXSAVE
@@ -137,7 +138,7 @@ bool amx_usable(Amx unit) {
     constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0 ? d : 0u;
   }();
-  return g_amx_enabled.load(std::memory_order_relaxed) && (edx & (1u << (unit == Amx::kBf16 ? 22 : 25)));
+  return edx & (1u << (unit == Amx::kBf16 ? 22 : 25));
 #else
   (void)unit;
   return false;

@@ -10,7 +10,8 @@ namespace MSV0_ISA {
 // All eight tiles as 16 rows of 64 bytes (palette 1), the one shape msv0's AMX kernels use.
 // Tile registers are per thread and loading a configuration zeroes them, so a kernel call
 // configures on entry and releases on exit (then context switches need not save tile data).
-inline void amx_configure() {
+// static: the includers compile it under different targets (amx-bf16, amx-int8).
+static inline void amx_configure() {
   struct {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
@@ -23,7 +24,7 @@ inline void amx_configure() {
   }
   _tile_loadconfig(&cfg);
 }
-inline void amx_release() { _tile_release(); }
+static inline void amx_release() { _tile_release(); }
 
 }  // namespace MSV0_ISA
 }  // namespace msv0
