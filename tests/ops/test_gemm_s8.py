@@ -1,7 +1,9 @@
 """_core.GemmS8 against a NumPy transcription of r1.1's int8 arithmetic (format-v0.md
 §3.1), exact equality on every tier: odd m, n, k around each tier's tile and SIMD tails, zero
 points at the int8 limits, all -128 operands, accumulators at and past int32's range, and
-requantization over the whole int32 range of accumulators, multipliers and shifts."""
+requantization over the whole int32 range of accumulators, multipliers and shifts. The
+parameter tests take m >= 16, so AMX (gemm_isa's avx512vnni-amx; fewer rows go to vpdpbusd)
+runs them too."""
 import numpy as np
 import pytest
 
@@ -84,14 +86,14 @@ def test_gemm_s8_symmetric_weights(gemm_isa, rng, m, n, k):
 
 @pytest.mark.parametrize("a_zp,b_zp", [(-128, -128), (127, 127), (-128, 127), (127, -128), (0, 0)])
 def test_gemm_s8_zero_point_limits(gemm_isa, rng, a_zp, b_zp):
-    m, n, k = 13, 35, 70
+    m, n, k = 19, 35, 70
     check(rng, m, n, k, False, a_zp, np.full(n, b_zp), None, random_requant(rng, n), c_zp=a_zp)
 
 
 def test_gemm_s8_all_minus_128(gemm_isa, rng):
     # (-128 - 127)^2 = 65025 per product: 33000 of them reach 2.146e9, just under 2^31 - 1; the
     # bias pushes some columns past it, where int32 wraps as in r1.1.
-    m, n, k = 3, 21, 33000
+    m, n, k = 17, 21, 33000
     a = np.full((m, k), -128, np.int8)
     b = np.full((k, n), -128, np.int8)
     bias = np.linspace(-(2**31) + 1, 2**31 - 1, n).astype(np.int32)
@@ -112,7 +114,7 @@ def test_gemm_s8_no_k(gemm_isa, rng):
 
 @pytest.mark.parametrize("ratio", [1.0, 1 - 2**-40, 1 + 2**-23, 0.5, 0.49999999, 2**-31 * 1.5, 1e-9, 3.999, 2**30])
 def test_gemm_s8_multiplier_extremes(gemm_isa, rng, ratio):
-    m, n, k = 9, 33, 40
+    m, n, k = 19, 33, 40
     params = quantize_round_parameter(ratio)
     requant = [np.full(n, p, np.int32) for p in params]
     bias = rng.integers(-(2**30), 2**30, n, dtype=np.int32)
@@ -123,7 +125,7 @@ def test_gemm_s8_multiplier_extremes(gemm_isa, rng, ratio):
 def test_gemm_s8_requantize_full_range(gemm_isa, rng):
     # k = 1 with x = a_zp makes acc = bias: every int32 accumulator, any int32 multiplier but
     # INT32_MIN (QuantizeMultiplier never gives it; refused below) and every shift.
-    m, n = 3, 4096
+    m, n = 17, 4096
     bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
     mult = rng.integers(I32_MIN + 1, I32_MAX, n, dtype=np.int32, endpoint=True)
     edges = np.array([I32_MIN, I32_MAX, 0, 1, -1, 2**30, -(2**30)], np.int32)
@@ -138,7 +140,7 @@ def test_gemm_s8_requantize_full_range(gemm_isa, rng):
 
 @pytest.mark.parametrize("lo,hi", [(-128, 127), (-5, -5), (0, 127), (-20, 60)])
 def test_gemm_s8_clamp(gemm_isa, rng, lo, hi):
-    m, n, k = 14, 40, 50
+    m, n, k = 18, 40, 50
     check(rng, m, n, k, True, -3, rng.integers(-128, 128, n), None, random_requant(rng, n), lo=lo, hi=hi, c_zp=-1)
 
 
