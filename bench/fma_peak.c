@@ -1,11 +1,16 @@
 /* Measured single-core fp32 FMA peak: 12 independent accumulator chains (enough to cover FMA
  * latency x throughput on current x86 cores), 256-bit and 512-bit. Prints GFLOP/s per width,
- * and the int8 peak of 512-bit vpdpbusd in GOP/s (a multiply and an add per byte pair) where the
- * CPU has AVX512_VNNI. Built and run by bench/bench_gemm.py and bench/gemm_s8_cpu_time.py;
+ * and the int8 peaks in GOP/s (a multiply and an add per byte pair) of 512-bit vpdpbusd where
+ * the CPU has AVX512_VNNI and of AMX tdpbssd where it has AMX-INT8 and Linux grants the tiles.
+ * Built and run by bench/bench_gemm.py and bench/gemm_s8_cpu_time.py;
  * standalone: cc -O2 -mavx512f -mfma fma_peak.c. */
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 /* Thread CPU time, not wall clock: on a machine shared with other jobs the time this thread
  * spends descheduled would lower the peak (gemm_cpu_time.py times the GEMMs the same way). */
@@ -73,6 +78,38 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(long iters
   return iters * 12.0 * 64 * 2 / t / 1e9;
 }
 
+/* Four independent tile accumulators, as an AMX GEMM's 2 x 2 block of C; each tdpbssd is a
+ * 16 x 16 x 64 product. ldtilecfg zeroes the tiles, so the operands are whatever zeros. */
+#define DPBSSD(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+__attribute__((target("amx-tile,amx-int8"))) static double peak_amx(long iters) {
+  struct {
+    unsigned char palette, start_row, reserved[14];
+    unsigned short colsb[16];
+    unsigned char rows[16];
+  } cfg = {1};
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  _tile_loadconfig(&cfg);
+  double t = now();
+  for (long i = 0; i < iters; ++i) {
+    DPBSSD(0, 4, 6); DPBSSD(1, 4, 7); DPBSSD(2, 5, 6); DPBSSD(3, 5, 7);
+  }
+  t = now() - t;
+  _tile_release();
+  return iters * 4.0 * 16 * 16 * 64 * 2 / t / 1e9;
+}
+
+/* CPUID leaf 7 EDX: AMX-TILE (bit 24) and AMX-INT8 (bit 25); then Linux's permission for the
+ * tile data (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), as msv0 asks for it. */
+static int amx_int8_usable(void) {
+#if defined(__linux__)
+  unsigned a, b, c, d;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  return (d & (1u << 24)) && (d & (1u << 25)) && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+  return 0;
+#endif
+}
+
 int main(int argc, char** argv) {
   const long iters = 50000000;
   double best256 = 0, best512 = 0;
@@ -89,6 +126,14 @@ int main(int argc, char** argv) {
       if (v > best) best = v;
     }
     printf("avx512vnni %.1f\n", best);
+  }
+  if (argc == 1 && amx_int8_usable()) {
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+      double v = peak_amx(iters / 10);
+      if (v > best) best = v;
+    }
+    printf("amx %.1f\n", best);
   }
   return sink == 12345.f;
 }

@@ -1,5 +1,6 @@
 """int8 model latency: msv0 int8 against msv0 fp32, ONNX Runtime int8 and (where installed)
-OpenVINO int8, on the zoo networks (random weights, batch 1), in alternating blocks.
+OpenVINO int8, on the zoo networks (random weights, batch 1), in alternating blocks; where the
+int8 GEMM takes its AMX slot, msv0 int8 with AMX off ("no-amx": vpdpbusd) as well.
 
     python bench/int8_models.py [--models resnet50 mobilenet_v2] [--threads 1 2] [--rounds 7]
 
@@ -62,6 +63,7 @@ def _engine(kind: str, name: str, threads: int, tmp: str):
     net, calib, x = _inputs(name)
     if kind.startswith("msv0"):
         fp32 = net.to_ms()
+        msv0._core.set_amx(kind != "msv0 int8 no-amx")
         session = msv0.Session(fp32 if kind == "msv0 fp32" else quantize(fp32, {"input": calib}), num_threads=threads)
         return lambda: session.run([x])
     onnx_int8 = os.path.join(tmp, f"{name}_int8.onnx")
@@ -131,6 +133,8 @@ def main() -> None:
     args = p.parse_args()
     print(f"isa {msv0.isa()}")
     kinds = ["msv0 int8", "msv0 fp32", "onnxruntime int8"]
+    if msv0._core.gemm_s8_tile() == (32, 32):  # the int8 GEMM takes its AMX slot: time the VNNI one too
+        kinds.insert(1, "msv0 int8 no-amx")
     if importlib.util.find_spec("openvino") is not None:
         kinds.append("openvino int8")
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,6 +152,8 @@ def main() -> None:
                 print(f"{name} {threads}t: " + "  ".join(f"{k} {v * 1e3:.2f} ms" for k, v in medians.items()))
                 print(f"    msv0 int8 / {best}: {medians['msv0 int8'] / peers[best]:.3f}   "
                       f"msv0 fp32 / msv0 int8: {medians['msv0 fp32'] / medians['msv0 int8']:.2f}x")
+                if "msv0 int8 no-amx" in medians:
+                    print(f"    msv0 int8 no-amx / msv0 int8: {medians['msv0 int8 no-amx'] / medians['msv0 int8']:.2f}x")
 
 
 if __name__ == "__main__":

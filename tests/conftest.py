@@ -20,6 +20,33 @@ def isa(request):
         yield request.param
 
 
+def _amx_int8_here():
+    """Whether the avx512vnni tier's int8 GEMM takes its AMX slot here (asks the OS for the tiles)."""
+    if "avx512vnni" not in TIERS:
+        return False
+    with msv0.isa_cap("avx512vnni"):
+        return msv0._core.gemm_s8_tile() == (32, 32)
+
+
+# The int8 GEMM's slots: every tier's plain one with AMX off, then avx512vnni's AMX one where it runs.
+GEMM_S8_SLOTS = TIERS + (("avx512vnni-amx",) if _amx_int8_here() else ())
+
+
+@pytest.fixture(params=GEMM_S8_SLOTS)
+def gemm_isa(request):
+    """The isa fixture for kernels on the int8 GEMM: each tier with AMX off (so avx512vnni runs
+    vpdpbusd), and once more with the AMX slot where this machine has AMX-INT8."""
+    tier, _, amx = request.param.partition("-")
+    before = msv0._core.amx_enabled()
+    msv0._core.set_amx(amx == "amx")
+    try:
+        with msv0.isa_cap(tier):
+            assert (msv0._core.gemm_s8_tile()[0] == 32) == (amx == "amx")
+            yield request.param
+    finally:
+        msv0._core.set_amx(before)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -21,8 +21,6 @@
 
 namespace msv0 {
 
-KernelSlots<GemmS8Kernel>& gemm_s8_slots();  // defined by gemm_s8.cc
-
 namespace {
 
 // Output pixels per gathered tile: enough rows to amortise streaming the group's packed
@@ -60,7 +58,7 @@ class Conv2dS8 : public NativeOp {
            const py::array& left, const py::array& right, int64_t group, int64_t sh, int64_t sw, int64_t dh,
            int64_t dw, int64_t pt, int64_t pl, int64_t x_zp, int64_t y_zp, int64_t lo, int64_t hi,
            const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape)
-      : kernel_(MSV0_DISPATCH(gemm_s8)), group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl),
+      : kernel_(gemm_s8_kernel()), group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl),
         x_zp_(int8_param(x_zp, "x_zp")), y_zp_(int8_param(y_zp, "y_zp")), lo_(int8_param(lo, "lo")),
         hi_(int8_param(hi, "hi")) {
     const std::vector<int64_t> wt = checked_shape(shape_of(weight), 4, "weight: expected [oc, kh, kw, c/group], shape");

@@ -5,8 +5,8 @@
 // tier), so below the avx512 tier, and on other CPUs, the slot reads as empty and callers fall
 // back to the fp32 slot:
 //   avx512      vdpbf16ps, a 12 x 32 tile of C in registers (AVX512-BF16);
-//   avx512vnni  AMX tiles, 32 x 32 of C in four tile registers (AMX-BF16, where the OS grants
-//               the tile state); without AMX the avx512 slot serves this tier too.
+//   avx512vnni  AMX tiles, 32 x 32 of C in four tile registers, in the sgemm_bf16_amx slot
+//               (used where amx_usable(Amx::kBf16)); otherwise the avx512 slot serves this tier.
 //
 // Layout: B in panels of kGemmNr columns, k-blocked by kKc as in gemm_f32.h, but each panel
 // row is a k pair: 16 32-bit lanes, lane j holding B[k, j] (low half) and B[k + 1, j], zero
@@ -18,8 +18,8 @@
 
 namespace msv0 {
 MSV0_DECLARE(sgemm_bf16, SgemmConfig)
+MSV0_DECLARE(sgemm_bf16_amx, SgemmConfig)
 bool cpu_has_avx512bf16();  // runtime/cpu_features.cc
-bool cpu_has_amx_bf16();    // runtime/cpu_features.cc; asks the OS for the tile state
 }  // namespace msv0
 
 #if !MSV0_ONCE
@@ -31,18 +31,19 @@ bool cpu_has_amx_bf16();    // runtime/cpu_features.cc; asks the OS for the tile
 #pragma GCC target("avx512bf16")
 #endif
 #include "simd/avx512_bf16.h"
+#if defined(__AVX512VNNI__)
+#include "simd/amx.h"
+#endif
 
 namespace msv0 {
 namespace MSV0_ISA {
 namespace {
 
 #if defined(__AVX512VNNI__)
-constexpr bool kAmx = true;
 constexpr int kMr = 32;           // two tiles of 16 rows
 constexpr int64_t kPairAlign = 16;  // a tile is 16 pairs deep
 constexpr int64_t kChunk = 128;     // rows packed per k block: whole 32-row tiles
 #else
-constexpr bool kAmx = false;
 constexpr int kMr = 12;  // 12 x 32: 24 accumulators, as the fp32 AVX-512 kernel (gemm_f32.cc)
 constexpr int64_t kPairAlign = 1;
 // Each value of A is rounded once per block, and each group of kPt panels is reused from L1
@@ -95,13 +96,7 @@ void epilogue(const GemmArgs& g, const float* acc, int64_t ld, int64_t i, int ro
 
 #if defined(__AVX512VNNI__)
 // Tiles 0-3: C rows [0, 16) x panels 0, 1 and rows [16, 32) x panels 0, 1; 4-5: A's two row
-// halves; 6-7: the two panels. Every tile 16 rows of 64 bytes.
-struct TileConfig {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
+// halves; 6-7: the two panels (simd/amx.h's 16 x 64-byte tiles).
 // Rows [i, i + 32) of the packed chunk a (stale rows past the chunk's end only feed rows of C
 // that are not stored) against panels p, p + 1 (p alone when it is the last).
 void amx_tile(const GemmArgs& g, const uint32_t* a, int64_t i, int rows, int64_t p, int64_t p1, int64_t k0,
@@ -178,13 +173,7 @@ void row_tile_of(int rows, const GemmArgs& g, const uint32_t* a, int64_t i, int6
 void sgemm_bf16(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   if (g.k == 0) return sgemm_bias_only(g, m0, m1, p0, p1);
 #if defined(__AVX512VNNI__)
-  TileConfig cfg = {};  // the tile registers are per thread: configured on every call
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = 16;
-    cfg.colsb[t] = 64;
-  }
-  _tile_loadconfig(&cfg);
+  amx_configure();
 #endif
   alignas(64) uint32_t packed_a[kChunk * kLdA];
   for (int64_t k0 = 0; k0 < g.k; k0 += kKc) {
@@ -205,7 +194,7 @@ void sgemm_bf16(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p
     }
   }
 #if defined(__AVX512VNNI__)
-  _tile_release();  // so context switches need not save the tile data
+  amx_release();
 #endif
 }
 
@@ -237,11 +226,15 @@ int64_t sgemm_bf16_packed_size(int64_t n, int64_t k) {
   return (n + kGemmNr - 1) / kGemmNr * kGemmNr * pairs;
 }
 
+#if defined(__AVX512VNNI__)
+MSV0_EXPORT_CONFIG(sgemm_bf16_amx, sgemm_bf16, kMr, kPt * kGemmNr, sgemm_bf16_pack_b, sgemm_bf16_packed_size)
+#else
 [[maybe_unused]] static const bool sgemm_bf16_exported =
-    (kAmx ? cpu_has_amx_bf16() : cpu_has_avx512bf16()) &&
+    cpu_has_avx512bf16() &&
     (::msv0::sgemm_bf16_slots().entry[MSV0_ISA_INDEX] =
          ::msv0::sgemm_bf16_t{sgemm_bf16, kMr, kPt * kGemmNr, sgemm_bf16_pack_b, sgemm_bf16_packed_size},
      true);
+#endif
 }  // namespace MSV0_ISA
 }  // namespace msv0
 #pragma GCC pop_options
@@ -249,18 +242,25 @@ int64_t sgemm_bf16_packed_size(int64_t n, int64_t k) {
 
 #else  // binding pass
 namespace msv0 {
+namespace {
+
+// The AMX slot asks the OS for the tile state here, on first use, and yields to the plain one
+// where the OS refuses.
+const SgemmConfig& bf16_config() { return amx_or_plain(sgemm_bf16_amx_slots(), Amx::kBf16, sgemm_bf16_slots()); }
+
+}  // namespace
 
 const SgemmConfig& gemm_config(bool bf16) {
   if (!bf16) return sgemm_config();
-  const SgemmConfig& c = MSV0_DISPATCH(sgemm_bf16);
+  const SgemmConfig& c = bf16_config();
   if (!c.fn) throw ArgError("bf16: needs AVX512-BF16 and the avx512 tier (active: " + std::string(isa_name(active_isa())) + ")");
   return c;
 }
 
 MSV0_BIND(m) {
-  m.def("bf16_available", [] { return MSV0_DISPATCH(sgemm_bf16).fn != nullptr; },
+  m.def("bf16_available", [] { return bf16_config().fn != nullptr; },
         "Whether the bf16 GEMM that precision=\"bf16\" needs runs here: AVX512-BF16, from the avx512 tier up.");
-  m.def("bf16_tile", [] { const SgemmConfig& c = MSV0_DISPATCH(sgemm_bf16); return py::make_tuple(c.mr, c.nr); },
+  m.def("bf16_tile", [] { const SgemmConfig& c = bf16_config(); return py::make_tuple(c.mr, c.nr); },
         "(mr, nr) of the bf16 GEMM on the active tier: (12, 32) vdpbf16ps, (32, 32) AMX; (0, 0) none.");
 }
 

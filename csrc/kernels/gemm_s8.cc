@@ -4,13 +4,15 @@
 // dot-accumulate (vpdpbusd, sdot, or a widening emulation). The zero points enter once per
 // output, r1.1's expansion of Σ(a − a_zp)(b − b_zp) over the column sums of B (from the packer)
 // and the row sums of A (taken while its rows are copied into the task's scratch, shifted to
-// dot4's operand type).
+// dot4's operand type). On the avx512vnni tier a second slot, gemm_s8_amx, multiplies the same
+// packed B in AMX tiles (tdpbssd) where amx_usable(Amx::kInt8); the epilogue is the same code.
 #include "kernels/gemm_s8.h"
 
 #include "kernels/kernel.h"
 
 namespace msv0 {
 MSV0_DECLARE(gemm_s8, GemmS8Kernel)
+MSV0_DECLARE(gemm_s8_amx, GemmS8Kernel)
 }  // namespace msv0
 
 #if !MSV0_ONCE
@@ -69,6 +71,33 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
   }
 }
 
+// The accumulators of C rows [i, i + rows) and columns [col, col + cols) (the first cols of
+// V * kLanes) finished: the b_zp · row-sum term off, then stored as int32 or requantized int8.
+template <int R, int V>
+void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, int64_t i, int64_t col, int64_t cols,
+            int rows) {
+  for (int v = 0; v < V; ++v) {
+    const int64_t left = cols - v * kLanes, c0 = col + v * kLanes;
+    if (left <= 0) break;
+    if (g.b_zp) {
+      const VecI32 b_zp = VecI32::load(g.b_zp + c0);
+      for (int r = 0; r < rows; ++r) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
+    }
+    if (g.c8) {
+      const Requant rq{VecI32::load(g.mult + c0), VecI32::load(g.left + c0), VecI32::load(g.right + c0),
+                       VecI32::splat(g.c_zp), VecI32::splat(g.lo), VecI32::splat(g.hi)};
+      int8_t* c = g.c8 + i * g.ldc + c0;
+      for (int r = 0; r < rows; ++r, c += g.ldc) {
+        const VecI32 y = rq(acc[r][v]);
+        left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
+      }
+    } else {
+      int32_t* c = g.c32 + i * g.ldc + c0;
+      for (int r = 0; r < rows; ++r, c += g.ldc) left >= kLanes ? acc[r][v].store(c) : acc[r][v].store_tail(c, left);
+    }
+  }
+}
+
 // C tile rows [i, i + R), panels [p, p + P). a: the tile's first packed row (see pack_a).
 template <int R, int P>
 void tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int64_t p) {
@@ -98,26 +127,7 @@ void tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t
       }
     }
   }
-  for (int v = 0; v < kV; ++v) {
-    const int64_t left = cols - v * kLanes, c0 = col + v * kLanes;
-    if (left <= 0) break;
-    if (g.b_zp) {
-      const VecI32 b_zp = VecI32::load(g.b_zp + c0);
-      for (int r = 0; r < R; ++r) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
-    }
-    if (g.c8) {
-      const Requant rq{VecI32::load(g.mult + c0), VecI32::load(g.left + c0), VecI32::load(g.right + c0),
-                       VecI32::splat(g.c_zp), VecI32::splat(g.lo), VecI32::splat(g.hi)};
-      int8_t* c = g.c8 + i * g.ldc + c0;
-      for (int r = 0; r < R; ++r, c += g.ldc) {
-        const VecI32 y = rq(acc[r][v]);
-        left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
-      }
-    } else {
-      int32_t* c = g.c32 + i * g.ldc + c0;
-      for (int r = 0; r < R; ++r, c += g.ldc) left >= kLanes ? acc[r][v].store(c) : acc[r][v].store_tail(c, left);
-    }
-  }
+  finish(g, acc, row_term, i, col, cols, R);
 }
 
 // Panels [pb, pe) of row tile i (R rows): kPt panels at a time, a lone last panel on its own.
@@ -173,6 +183,127 @@ MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kPt * kGemmS8Nr, kGemmS8Kr, &gemm_s8_
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
+#if defined(__AVX512VNNI__)
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-int8")
+#include "simd/amx.h"
+
+namespace msv0 {
+namespace MSV0_ISA {
+namespace {
+
+// Tiles 0-3: C rows [0, 16) x panels 0, 1 and rows [16, 32) x panels 0, 1; 4-5: A's two row
+// halves; 6-7: the two panels. A step is one tile of k: 16 groups of a panel, 64 bytes of a row
+// of A, so a panel's groups are a B tile's rows as they lie (stride 64 bytes).
+constexpr int kAmxMr = 32;
+constexpr int64_t kAmxStep = 64;
+static_assert(kGemmS8Kc % kAmxStep == 0 && VecI8::kBytes == kAmxStep, "a step lies in one chunk of packed A");
+static_assert(kGemmS8PackSlack == (kAmxStep / kGemmS8Kr - 1) * kGroupBytes, "a last step reads 15 groups past k");
+// Below this many rows per call most of a 16-row tile multiplies stale rows: vpdpbusd is faster.
+constexpr int64_t kAmxMinRows = 16;
+
+// Rows [i, i + rows) of A into dst in pack_a's chunk layout (kAmxMr rows per chunk), unshifted
+// (tdpbssd multiplies int8 by int8), the last chunk zero-padded to a whole step: the last step's
+// B tile reads up to 15 groups past the panel's k (into the next panel or the packer's slack),
+// and these zeros cancel them. row_term[r] = Σ_k A[i + r, k] − k · a_zp, wrapping.
+void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
+  static const int8_t kOnes[4] = {1, 1, 1, 1};
+  const VecI8 ones = VecI8::splat4(kOnes);
+  const int64_t chunks = (g.k + kGemmS8Kc - 1) / kGemmS8Kc;
+  for (int r = 0; r < rows; ++r) {
+    VecI32 sum = VecI32::zero();
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int8_t* src = g.a + (i + r) * g.lda + c * kGemmS8Kc;
+      int8_t* d = dst + (c * kAmxMr + r) * kGemmS8ChunkStride;
+      const int64_t n = min_i(kGemmS8Kc, g.k - c * kGemmS8Kc);
+      for (int64_t kk = 0; kk < n; kk += kAmxStep) {
+        const VecI8 x = n - kk >= kAmxStep ? VecI8::load(src + kk) : VecI8::load_tail(src + kk, n - kk);
+        x.store(d + kk);
+        sum = dot4(sum, ones, x);
+      }
+    }
+    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
+                                       static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
+  }
+}
+
+// C rows [i, i + rows) x panels p, p + 1 (p alone when p + 1 == pe); a: the rows' packed A.
+// Packed rows from `rows` to the tile's 16 or 32 are stale and their rows of C not stored.
+template <bool kTwoHalves>
+void amx_tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int rows, int64_t p,
+              int64_t pe) {
+  const int64_t panel = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes, steps = (g.k + kAmxStep - 1) / kAmxStep;
+  const int8_t* b0 = g.b_packed + p * panel;
+  const int8_t* b1 = p + 1 < pe ? b0 + panel : b0;
+  constexpr int64_t kStride = kGemmS8ChunkStride, kStepsPerChunk = kGemmS8Kc / kAmxStep;
+  constexpr int64_t kBStep = kAmxStep / kGemmS8Kr * kGroupBytes;
+  _tile_zero(0);
+  _tile_zero(1);
+  if (kTwoHalves) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t s = 0; s < steps; ++s) {
+    const int8_t* as = a + s / kStepsPerChunk * kAmxMr * kStride + s % kStepsPerChunk * kAmxStep;
+    _tile_loadd(4, as, kStride);
+    _tile_loadd(6, b0 + s * kBStep, kGroupBytes);
+    _tile_loadd(7, b1 + s * kBStep, kGroupBytes);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    if (kTwoHalves) {
+      _tile_loadd(5, as + 16 * kStride, kStride);
+      _tile_dpbssd(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
+    }
+  }
+  alignas(64) int32_t c[kAmxMr][2 * kGemmS8Nr];
+  _tile_stored(0, &c[0][0], sizeof c[0]);
+  _tile_stored(1, &c[0][16], sizeof c[0]);
+  if (kTwoHalves) {
+    _tile_stored(2, &c[16][0], sizeof c[0]);
+    _tile_stored(3, &c[16][16], sizeof c[0]);
+  }
+  // The tiles start at 0: bias − a_zp · Σ_k b is added here (int32 sums wrap, so the order is free).
+  const int64_t col = p * kGemmS8Nr, cols = min_i(min_i(pe - p, 2) * kGemmS8Nr, g.n - col);
+  const VecI32 a_zp = VecI32::splat(g.a_zp);
+  VecI32 start[2] = {VecI32::zero(), VecI32::zero()};
+  for (int v = 0; v < min_i(pe - p, 2); ++v)  // per-column arrays end at the last whole panel
+    start[v] = VecI32::load(g.bias + col + v * kLanes) - a_zp * VecI32::load(g.b_sum + col + v * kLanes);
+  for (int h = 0; h < (kTwoHalves ? 2 : 1); ++h) {
+    VecI32 acc[16][2];
+    for (int r = 0; r < 16; ++r)
+      for (int v = 0; v < 2; ++v) acc[r][v] = VecI32::load(&c[16 * h + r][v * kLanes]) + start[v];
+    finish(g, acc, row_term + 16 * h, i + 16 * h, col, cols, static_cast<int>(min_i(16, rows - 16 * h)));
+  }
+}
+
+}  // namespace
+
+void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch) {
+  if (m1 - m0 < kAmxMinRows) return gemm_s8(g, m0, m1, p0, p1, scratch);
+  int32_t* row_term = reinterpret_cast<int32_t*>(scratch + gemm_s8_scratch_bytes(g.k, kAmxMr) - 4 * kAmxMr);
+  const int64_t panel_bytes = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes;
+  const int64_t block = max_i(2, kBlockBytes / max_i(panel_bytes, 1) / 2 * 2);
+  amx_configure();
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = min_i(pb + block, p1);
+    for (int64_t i = m0; i < m1; i += kAmxMr) {
+      const int rows = static_cast<int>(min_i(kAmxMr, m1 - i));
+      amx_pack_a(g, i, rows, scratch, row_term);
+      for (int64_t p = pb; p < pe; p += 2)
+        rows > 16 ? amx_tile<true>(g, scratch, row_term, i, rows, p, pe)
+                  : amx_tile<false>(g, scratch, row_term, i, rows, p, pe);
+    }
+  }
+  amx_release();
+}
+
+MSV0_EXPORT_CONFIG(gemm_s8_amx, &gemm_s8_amx, kAmxMr, 2 * kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+#pragma GCC pop_options
+#endif  // __AVX512VNNI__
+
 #else  // binding pass
 #include <algorithm>
 #include <optional>
@@ -184,6 +315,10 @@ MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kPt * kGemmS8Nr, kGemmS8Kr, &gemm_s8_
 
 namespace msv0 {
 
+// The AMX slot asks the OS for the tile state here, on first use, and yields to the plain one
+// where the OS refuses.
+const GemmS8Kernel& gemm_s8_kernel() { return amx_or_plain(gemm_s8_amx_slots(), Amx::kInt8, gemm_s8_slots()); }
+
 // An int8 GEMM with B packed once, on x of a fixed (m, k): the weight of an int8
 // FullConnection, MatMul or convolution. With mult/left/right it writes requantized int8,
 // without them the int32 accumulators.
@@ -193,7 +328,7 @@ class GemmS8 : public NativeOp {
          std::optional<py::array> mult, std::optional<py::array> left, std::optional<py::array> right, int64_t c_zp,
          int64_t lo, int64_t hi, const std::vector<int64_t>& x_shape,
          const std::optional<std::vector<int64_t>>& y_shape)
-      : kernel_(MSV0_DISPATCH(gemm_s8)), a_zp_(int8_param(a_zp, "a_zp")), c_zp_(int8_param(c_zp, "c_zp")),
+      : kernel_(gemm_s8_kernel()), a_zp_(int8_param(a_zp, "a_zp")), c_zp_(int8_param(c_zp, "c_zp")),
         lo_(int8_param(lo, "lo")), hi_(int8_param(hi, "hi")) {
     if (b.ndim() != 2) throw ArgError("b: expected a 2-D array");
     const int8_t* pb = in_ptr<int8_t>(b, "b");
@@ -263,6 +398,8 @@ class GemmS8 : public NativeOp {
 };
 
 MSV0_BIND(m) {
+  m.def("gemm_s8_tile", [] { const GemmS8Kernel& c = gemm_s8_kernel(); return py::make_tuple(c.mr, c.nr); },
+        "(mr, nr) of the int8 GEMM that kernel objects built now take: (32, 32) on AMX, else the tier's.");
   py::class_<GemmS8, NativeOp, std::shared_ptr<GemmS8>>(
       m, "GemmS8",
       "int8 GEMM, r1.1 arithmetic, on x of x_shape (m, k): acc = (x - a_zp) · (B - b_zp) + bias per column;\n"

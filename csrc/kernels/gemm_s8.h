@@ -32,9 +32,11 @@ struct GemmS8Args {
   int64_t m, n, k;
 };
 
-// Bytes of packed B.
+// Bytes of packed B, then kGemmS8PackSlack more: the AMX slot reads B in tiles of 16 groups,
+// and the last tile of the last panel may reach 15 groups past it (against zeros of A).
+constexpr int64_t kGemmS8PackSlack = 15 * kGemmS8Nr * kGemmS8Kr;
 static inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
-  return (n + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr * ((k + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr);
+  return (n + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr * ((k + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr) + kGemmS8PackSlack;
 }
 
 // A task copies the rows of A of one row tile into its scratch in chunks of kGemmS8Kc values of
@@ -61,5 +63,9 @@ struct GemmS8Kernel {
   int64_t mr, nr, kr;
   GemmS8PackFn pack;
 };
+
+// The slot a kernel object packs its B for and runs: the active tier's gemm_s8, or its AMX slot
+// where it has one and AMX-INT8 is usable (gemm_s8.cc; binding pass).
+const GemmS8Kernel& gemm_s8_kernel();
 
 }  // namespace msv0

@@ -106,6 +106,7 @@ int initial_cap(int detected) {
 
 const int g_detected = detect();
 std::atomic<int> g_active{initial_cap(g_detected)};
+std::atomic<bool> g_amx_enabled{true};  // set_amx_enabled(false): tests and benchmarks of the plain slots
 
 }  // namespace
 
@@ -122,24 +123,29 @@ bool cpu_has_avx512bf16() {
 #endif
 }
 
-// AMX-TILE and AMX-BF16 (CPUID leaf 7 EDX bits 24, 22), the tile state enabled in XCR0 (bits
-// 17, 18), and Linux's per-process permission to use it (ARCH_REQ_XCOMP_PERM for
-// XFEATURE_XTILEDATA), asked for here, once.
-bool cpu_has_amx_bf16() {
+// AMX-TILE and the unit's instructions (CPUID leaf 7 EDX bit 24; AMX-BF16 bit 22, AMX-INT8
+// bit 25), the tile state enabled in XCR0 (bits 17, 18), and Linux's per-process permission to
+// use it (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), asked for on the first call only: the
+// first AMX slot a kernel object configures, not the import.
+bool amx_usable(Amx unit) {
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__)
-  static const bool ok = [] {
+  if (!g_amx_enabled.load(std::memory_order_relaxed)) return false;
+  static const uint32_t edx = [] {
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return false;
-    if ((xgetbv0() & 0x60000) != 0x60000) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0u;  // OSXSAVE
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24))) return 0u;
+    if ((xgetbv0() & 0x60000) != 0x60000) return 0u;
     constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0 ? d : 0u;
   }();
-  return ok;
+  return edx & (1u << (unit == Amx::kBf16 ? 22 : 25));
 #else
+  (void)unit;
   return false;
 #endif
 }
+bool amx_enabled() { return g_amx_enabled.load(std::memory_order_relaxed); }
+void set_amx_enabled(bool on) { g_amx_enabled.store(on); }
 int detected_isa() { return g_detected; }
 int active_isa() { return g_active.load(std::memory_order_relaxed); }
 void set_isa_cap(int isa) { g_active.store(isa < g_detected ? isa : g_detected); }

@@ -32,6 +32,14 @@ int detected_isa();          // the best tier this CPU and OS can run
 int active_isa();            // min(detected, cap): what dispatch uses now
 void set_isa_cap(int isa);   // cap (tests, MSV0_ISA); clamped to detected
 
+// AMX is a feature of a few kernels on the avx512vnni tier, not a tier: those kernels have a
+// second slot table, used when the unit is usable (the CPU has it, the OS grants the tile
+// state, asked for on the first query, and set_amx_enabled has not turned it off).
+enum class Amx { kBf16, kInt8 };
+bool amx_usable(Amx unit);
+bool amx_enabled();
+void set_amx_enabled(bool on);
+
 // A tier's entry is a kernel function pointer, or a kernel family's config struct whose `fn`
 // member is that pointer and whose other members (tile sizes, packer) describe what `fn`
 // expects, so schedulers read the tile from the slot instead of assuming one tier's.
@@ -51,6 +59,13 @@ struct KernelSlots {
     return entry[0];
   }
 };
+
+// The AMX slot of the active tier if it has one and `unit` is usable, else the plain slot.
+template <class Entry>
+const Entry& amx_or_plain(const KernelSlots<Entry>& amx, Amx unit, const KernelSlots<Entry>& plain) {
+  const Entry& a = amx.get();
+  return slot_filled(a) && amx_usable(unit) ? a : plain.get();
+}
 
 }  // namespace msv0
 

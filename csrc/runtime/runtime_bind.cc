@@ -33,6 +33,10 @@ MSV0_BIND(m) {
       }
     throw ArgError("unknown ISA '" + name + "'");
   }, "Cap dispatch at this tier (one of available_isas()).");
+  m.def("amx_enabled", &amx_enabled, "Whether kernel objects built from now on may take an AMX slot.");
+  m.def("set_amx", &set_amx_enabled, py::arg("on"),
+        "Allow (default) or forbid the AMX slots of the bf16 and int8 GEMMs for kernel objects built from now\n"
+        "on; forbidden, they take the tier's plain slot (tests and benchmarks of both).");
 
   py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool")
       .def(py::init([](int n) {

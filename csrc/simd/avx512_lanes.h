@@ -45,6 +45,10 @@ struct VecI8 {
   static constexpr int kBytes = 64;
   __m512i v;
   static VecI8 load(const int8_t* p) { return {_mm512_loadu_si512(p)}; }
+  // The first n (< 64) bytes at p, zeros after them; bytes past p + n are not read.
+  static VecI8 load_tail(const int8_t* p, int64_t n) {
+    return {_mm512_maskz_loadu_epi8((uint64_t{1} << n) - 1, p)};
+  }
   // The 4 bytes at p in every 32-bit lane: one row's k group against 16 columns of B.
   static VecI8 splat4(const int8_t* p) {
     int32_t w;

@@ -68,24 +68,24 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_conv2d_s8_shapes(isa, rng, case):
+def test_conv2d_s8_shapes(gemm_isa, rng, case):
     check(rng, **CASES[case])
 
 
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("zp", [(-128, -128, -128), (127, 127, 127), (-128, 127, 0), (127, -128, -128),
                                 (-7, 0, 5)], ids=str)
-def test_conv2d_s8_zero_point_limits(isa, rng, per_channel, zp):
+def test_conv2d_s8_zero_point_limits(gemm_isa, rng, per_channel, zp):
     check(rng, (1, 5, 4, 33), 18, (3, 3), per_channel=per_channel, zp=zp, pads=(1, 1, 1, 1))
 
 
 @pytest.mark.parametrize("ratio", [1e-4, 0.1, 1.0, 10.0], ids=str)
-def test_conv2d_s8_scale_ratios(isa, rng, ratio):
+def test_conv2d_s8_scale_ratios(gemm_isa, rng, ratio):
     check(rng, (1, 4, 5, 17), 20, (3, 3), ratio=ratio, stride=(2, 2), pads=(0, 1, 1, 1))
 
 
 @pytest.mark.parametrize("multiplier", [1e-9, 0.49999997, 0.5, 0.99999994, 1.0, 1.5], ids=str)
-def test_conv2d_s8_multipliers(isa, rng, multiplier):
+def test_conv2d_s8_multipliers(gemm_isa, rng, multiplier):
     # Per-tensor weights: one M for every channel, at and around the powers of two where the
     # shifts change; small inputs so that M near 1 does not saturate everything.
     check(rng, (1, 3, 4, 5), 18, (2, 2), per_channel=False, multiplier=multiplier, zp=(1, -1, 3), bias=False,
@@ -94,7 +94,7 @@ def test_conv2d_s8_multipliers(isa, rng, multiplier):
 
 @pytest.mark.parametrize("act", [1, 3], ids=["relu", "relu6"])
 @pytest.mark.parametrize("zp_out", [-128, -20, 100])
-def test_conv2d_s8_activation(isa, rng, act, zp_out):
+def test_conv2d_s8_activation(gemm_isa, rng, act, zp_out):
     y = check(rng, (1, 5, 5, 16), 17, (3, 3), zp=(3, -2, zp_out), act=act, pads=(1, 1, 1, 1), ratio=0.2)
     assert y.min() >= zp_out
 

@@ -1,10 +1,13 @@
 """_core.GemmS8 against a NumPy transcription of r1.1's int8 arithmetic (format-v0.md
 §3.1), exact equality on every tier: odd m, n, k around each tier's tile and SIMD tails, zero
 points at the int8 limits, all -128 operands, accumulators at and past int32's range, and
-requantization over the whole int32 range of accumulators, multipliers and shifts."""
+requantization over the whole int32 range of accumulators, multipliers and shifts. The
+parameter tests take m >= 16, so AMX (gemm_isa's avx512vnni-amx; fewer rows go to vpdpbusd)
+runs them too."""
 import numpy as np
 import pytest
 
+import msv0
 from msv0 import _core
 
 from int8_ref import I32_MAX, I32_MIN, conv_multiplier, quantize_round_parameter, rdbpot, srdhm, wrap32
@@ -57,14 +60,16 @@ def random_requant(rng, n):
 
 
 # Around the tiles (rows 2, 4, 6, 8, 12; 16 columns per panel, two per AVX-512 tile; vector
-# widths 4, 8, 16 int32 and 4..64 bytes of a row of A) with tails everywhere.
+# widths 4, 8, 16 int32 and 4..64 bytes of a row of A) with tails everywhere; AMX (from 16 rows:
+# 16- and 32-row tiles, 64 bytes of k per step, 256 per chunk, a lone last panel).
 SIZES = [(1, 1, 1), (1, 16, 4), (2, 15, 3), (3, 17, 5), (5, 31, 63), (7, 33, 65), (8, 32, 64), (9, 47, 129),
-         (12, 32, 16), (13, 49, 17), (25, 20, 255), (4, 100, 1), (6, 8, 7), (37, 64, 300), (1, 70, 1000)]
+         (12, 32, 16), (13, 49, 17), (25, 20, 255), (4, 100, 1), (6, 8, 7), (37, 64, 300), (1, 70, 1000),
+         (15, 33, 64), (16, 16, 64), (17, 47, 65), (32, 32, 256), (33, 17, 257), (50, 81, 321)]
 
 
 @pytest.mark.parametrize("m,n,k", SIZES, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
-def test_gemm_s8_sizes(isa, rng, m, n, k, transposed):
+def test_gemm_s8_sizes(gemm_isa, rng, m, n, k, transposed):
     b_zp = rng.integers(-128, 128, n)
     bias = rng.integers(-(2**20), 2**20, n, dtype=np.int32)
     check(rng, m, n, k, transposed, int(rng.integers(-128, 128)), b_zp, bias, random_requant(rng, n),
@@ -72,7 +77,7 @@ def test_gemm_s8_sizes(isa, rng, m, n, k, transposed):
 
 
 @pytest.mark.parametrize("m,n,k", SIZES, ids=str)
-def test_gemm_s8_symmetric_weights(isa, rng, m, n, k):
+def test_gemm_s8_symmetric_weights(gemm_isa, rng, m, n, k):
     # Every b_zp 0: the kernel drops the b_zp · row-sum term.
     bias = rng.integers(-(2**20), 2**20, n, dtype=np.int32)
     check(rng, m, n, k, True, int(rng.integers(-128, 128)), np.zeros(n), bias, random_requant(rng, n),
@@ -80,15 +85,15 @@ def test_gemm_s8_symmetric_weights(isa, rng, m, n, k):
 
 
 @pytest.mark.parametrize("a_zp,b_zp", [(-128, -128), (127, 127), (-128, 127), (127, -128), (0, 0)])
-def test_gemm_s8_zero_point_limits(isa, rng, a_zp, b_zp):
-    m, n, k = 13, 35, 70
+def test_gemm_s8_zero_point_limits(gemm_isa, rng, a_zp, b_zp):
+    m, n, k = 19, 35, 70
     check(rng, m, n, k, False, a_zp, np.full(n, b_zp), None, random_requant(rng, n), c_zp=a_zp)
 
 
-def test_gemm_s8_all_minus_128(isa, rng):
+def test_gemm_s8_all_minus_128(gemm_isa, rng):
     # (-128 - 127)^2 = 65025 per product: 33000 of them reach 2.146e9, just under 2^31 - 1; the
     # bias pushes some columns past it, where int32 wraps as in r1.1.
-    m, n, k = 3, 21, 33000
+    m, n, k = 17, 21, 33000
     a = np.full((m, k), -128, np.int8)
     b = np.full((k, n), -128, np.int8)
     bias = np.linspace(-(2**31) + 1, 2**31 - 1, n).astype(np.int32)
@@ -97,19 +102,19 @@ def test_gemm_s8_all_minus_128(isa, rng):
 
 
 @pytest.mark.parametrize("m,n,k", [(0, 5, 3), (4, 0, 3), (0, 0, 0)], ids=str)
-def test_gemm_s8_empty(isa, rng, m, n, k):
+def test_gemm_s8_empty(gemm_isa, rng, m, n, k):
     check(rng, m, n, k, False, 1, np.zeros(n), None)
 
 
-def test_gemm_s8_no_k(isa, rng):
+def test_gemm_s8_no_k(gemm_isa, rng):
     n = 19
     bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
     check(rng, 5, n, 0, False, 3, np.zeros(n), bias, random_requant(rng, n))
 
 
 @pytest.mark.parametrize("ratio", [1.0, 1 - 2**-40, 1 + 2**-23, 0.5, 0.49999999, 2**-31 * 1.5, 1e-9, 3.999, 2**30])
-def test_gemm_s8_multiplier_extremes(isa, rng, ratio):
-    m, n, k = 9, 33, 40
+def test_gemm_s8_multiplier_extremes(gemm_isa, rng, ratio):
+    m, n, k = 19, 33, 40
     params = quantize_round_parameter(ratio)
     requant = [np.full(n, p, np.int32) for p in params]
     bias = rng.integers(-(2**30), 2**30, n, dtype=np.int32)
@@ -117,10 +122,10 @@ def test_gemm_s8_multiplier_extremes(isa, rng, ratio):
           c_zp=int(rng.integers(-128, 128)))
 
 
-def test_gemm_s8_requantize_full_range(isa, rng):
+def test_gemm_s8_requantize_full_range(gemm_isa, rng):
     # k = 1 with x = a_zp makes acc = bias: every int32 accumulator, any int32 multiplier but
     # INT32_MIN (QuantizeMultiplier never gives it; refused below) and every shift.
-    m, n = 3, 4096
+    m, n = 17, 4096
     bias = rng.integers(I32_MIN, I32_MAX, n, dtype=np.int32, endpoint=True)
     mult = rng.integers(I32_MIN + 1, I32_MAX, n, dtype=np.int32, endpoint=True)
     edges = np.array([I32_MIN, I32_MAX, 0, 1, -1, 2**30, -(2**30)], np.int32)
@@ -134,20 +139,20 @@ def test_gemm_s8_requantize_full_range(isa, rng):
 
 
 @pytest.mark.parametrize("lo,hi", [(-128, 127), (-5, -5), (0, 127), (-20, 60)])
-def test_gemm_s8_clamp(isa, rng, lo, hi):
-    m, n, k = 14, 40, 50
+def test_gemm_s8_clamp(gemm_isa, rng, lo, hi):
+    m, n, k = 18, 40, 50
     check(rng, m, n, k, True, -3, rng.integers(-128, 128, n), None, random_requant(rng, n), lo=lo, hi=hi, c_zp=-1)
 
 
 # Model shapes: a MobileNetV2 1x1 conv at 14x14 (m=196, k=384, n=64), a 3x3 conv's im2col
 # (m=49, k=4608, n=512 scaled down to n=40) and a batch-1 classifier.
 @pytest.mark.parametrize("m,n,k", [(196, 64, 384), (49, 40, 4608), (1, 1000, 1280)], ids=str)
-def test_gemm_s8_model_sizes(isa, rng, m, n, k):
+def test_gemm_s8_model_sizes(gemm_isa, rng, m, n, k):
     check(rng, m, n, k, True, -128, rng.integers(-10, 10, n), rng.integers(-(2**16), 2**16, n, dtype=np.int32),
           random_requant(rng, n), c_zp=3)
 
 
-def test_gemm_s8_threads(isa, rng):
+def test_gemm_s8_threads(gemm_isa, rng):
     # Split by rows (197 x 70) and by pairs of panels (1 x 1000, 3 x 100).
     pool = _core.ThreadPool(2)
     pool.bind()
@@ -156,6 +161,21 @@ def test_gemm_s8_threads(isa, rng):
             check(rng, m, n, k, True, 5, rng.integers(-128, 128, n), None, random_requant(rng, n))
     finally:
         _core.ThreadPool.unbind()
+
+
+def test_gemm_s8_amx_switch():
+    # /proc/cpuinfo, not msv0's own detection, says whether the AMX slot must be taken.
+    if "avx512vnni" not in msv0.available_isas() or " amx_int8" not in open("/proc/cpuinfo").read():
+        pytest.skip("no AMX-INT8 here")
+    before = _core.amx_enabled()
+    try:
+        with msv0.isa_cap("avx512vnni"):
+            _core.set_amx(True)
+            assert _core.gemm_s8_tile() == (32, 32)
+            _core.set_amx(False)
+            assert _core.gemm_s8_tile() == (12, 32)
+    finally:
+        _core.set_amx(before)
 
 
 def test_gemm_s8_rejects_bad_arguments(rng):

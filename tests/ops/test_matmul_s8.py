@@ -36,31 +36,32 @@ def check_fc(rng, x_shape, n, k, per_channel=True, zp=None, ratio=1.0, act=0, bi
 
 
 @pytest.mark.parametrize("x_shape,n,k", [((1, 1), 1, 1), ((4, 7), 3, 7), ((2, 3, 5), 17, 15), ((1, 17), 33, 17),
-                                         ((13, 64 + 5), 64 + 7, 69), ((1, 300), 16, 300), ((5, 2, 2, 3), 20, 12)],
+                                         ((13, 64 + 5), 64 + 7, 69), ((1, 300), 16, 300), ((5, 2, 2, 3), 20, 12),
+                                         ((2, 23, 129), 47, 129)],
                          ids=str)
 @pytest.mark.parametrize("per_channel", [False, True])
-def test_fc_s8_shapes(isa, rng, x_shape, n, k, per_channel):
+def test_fc_s8_shapes(gemm_isa, rng, x_shape, n, k, per_channel):
     check_fc(rng, x_shape, n, k, per_channel=per_channel)
 
 
-def test_fc_s8_use_axis(isa, rng):
+def test_fc_s8_use_axis(gemm_isa, rng):
     y = check_fc(rng, (2, 3, 4, 5), 7, 20, useAxis=True, axis=2)
     assert y.shape == (2, 3, 7)
 
 
 @pytest.mark.parametrize("zp", [(-128, -128, -128), (127, 127, 127), (-128, 127, 5), (127, -128, -128)], ids=str)
-def test_fc_s8_zero_point_limits(isa, rng, zp):
+def test_fc_s8_zero_point_limits(gemm_isa, rng, zp):
     check_fc(rng, (6, 40), 19, 40, zp=zp)
     check_fc(rng, (6, 40), 19, 40, per_channel=False, zp=zp)
 
 
 @pytest.mark.parametrize("ratio", [1e-4, 0.1, 1.0, 10.0], ids=str)
-def test_fc_s8_scale_ratios(isa, rng, ratio):
+def test_fc_s8_scale_ratios(gemm_isa, rng, ratio):
     check_fc(rng, (5, 33), 18, 33, ratio=ratio)
 
 
 @pytest.mark.parametrize("act", [1, 3], ids=["relu", "relu6"])
-def test_fc_s8_activation(isa, rng, act):
+def test_fc_s8_activation(gemm_isa, rng, act):
     y = check_fc(rng, (7, 24), 35, 24, zp=(4, -3, -30), act=act, ratio=0.2, bias=False)
     assert y.min() >= -30
 
@@ -111,20 +112,20 @@ def check_mm(rng, batch, m, k, n, ta=False, tb=False, const_b=True, zp=None, rat
 
 
 @pytest.mark.parametrize("batch,m,k,n", [((), 1, 1, 1), ((), 5, 7, 3), ((), 13, 69, 33), ((2,), 3, 17, 16),
-                                         ((2, 3), 4, 5, 17)], ids=str)
+                                         ((2, 3), 4, 5, 17), ((), 37, 130, 19)], ids=str)
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)], ids=str)
-def test_matmul_s8_shapes(isa, rng, batch, m, k, n, ta, tb):
+def test_matmul_s8_shapes(gemm_isa, rng, batch, m, k, n, ta, tb):
     check_mm(rng, batch, m, k, n, ta, tb)
 
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, True)], ids=str)
-def test_matmul_s8_runtime_b(isa, rng, ta, tb):
+def test_matmul_s8_runtime_b(gemm_isa, rng, ta, tb):
     check_mm(rng, (2,), 6, 19, 21, ta, tb, const_b=False)
 
 
 @pytest.mark.parametrize("zp", [(-128, -128, -128), (127, 127, 127), (-128, 127, 0)], ids=str)
 @pytest.mark.parametrize("ratio", [1e-4, 1.0, 10.0], ids=str)
-def test_matmul_s8_params(isa, rng, zp, ratio):
+def test_matmul_s8_params(gemm_isa, rng, zp, ratio):
     check_mm(rng, (), 9, 40, 18, zp=zp, ratio=ratio, bias=False)
 
 
