@@ -245,3 +245,30 @@ def test_node_reading_two_regions_stays_alone():
     np.testing.assert_array_equal(out[s.outputs[0].name], v * (v * np.float32(2) + np.float32(1)) + np.float32(3))
     assert [(s.model.nodes[t.nodes[0]].op, t.program is not None) for t in times] == \
         [("Mul", True), ("Add", True), ("Mul", False), ("Add", False)]
+
+
+def test_constant_passed_to_a_branch_is_planned_as_constant(monkeypatch):
+    """TFLite's IF hands its branches their weights through Switch and Partial: the branch's
+    region plans them as the constants they are (w * 2 folds; MatMul packs it once), and gives
+    what running each node alone gives."""
+    b = Builder("const_branch")
+    x = b.input("x", (2, 6))
+    c = b.input("c", (1,), np.bool_)
+    w = b.const("w", np.arange(24, dtype=np.float32).reshape(6, 4) - 11)
+    sx, sw = b.tensor("sub_x"), b.tensor("sub_w")
+    first = len(b.graph.nodes)
+    sy = b.node("Add", [b.node("MatMul", [sx, b.node("Mul", [sw, scalar(b, "two", [2.0])])]),
+                        scalar(b, "half", [0.5])])
+    sub = b.subgraph("then", [sx, sw], [sy], list(range(first, len(b.graph.nodes))))
+    xt, wt, xf, wf = b.node("Switch", [c, x, w], outputs=4)
+    m = b.node("Merge", [b.node("Partial", [xt, wt], subGraphIndex=sub), xf])
+    b.output(m)
+    model = b.finish()
+    v = np.linspace(-2, 2, 12, dtype=np.float32).reshape(2, 6)
+    s = msv0.Session(model)
+    out, times = s.profile([v, np.array([True])])
+    got = out[s.outputs[0].name]
+    np.testing.assert_allclose(got, v @ (np.arange(24, dtype=np.float32).reshape(6, 4) - 11) * 2 + 0.5, rtol=1e-6)
+    assert [(s.model.nodes[t.nodes[0]].op, t.program is not None) for t in times] == [("MatMul", True), ("Add", True)]
+    monkeypatch.setattr(msv0.dataflow, "regions", lambda model, order, fixed, keep: [model.nodes[i] for i in order])
+    np.testing.assert_array_equal(msv0.Session(model).run([v, np.array([True])])[s.outputs[0].name], got)

@@ -46,6 +46,7 @@ class Region:
     nodes: tuple[int, ...]  # in an order that runs them
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    feeds: tuple[int, ...]  # the inputs that are not constants, once each: what its plan is fed
 
 
 Unit = Node | Region
@@ -99,10 +100,23 @@ def regions(model: Model, order: Sequence[int], fixed: set[int], keep: Sequence[
         members = set(group)
         read_outside = {k for node in nodes if node.index not in members for k in node.inputs}
         outputs = tuple(k for i in group for k in model.nodes[i].outputs if k in read_outside or k in kept)
-        found[min(group, key=order.index)] = Region(tuple(group), tuple(k for k in reads if k not in inside), outputs)
+        inputs = tuple(k for k in reads if k not in inside)
+        feeds = tuple(dict.fromkeys(k for k in inputs if not model.tensors[k].is_const))
+        found[min(group, key=order.index)] = Region(tuple(group), inputs, outputs, feeds)
         member |= members
     return [found[node.index] if node.index in found else node for node in nodes
             if node.index in found or node.index not in member]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A graph's units and what the interpreter looks up while running them."""
+
+    units: list[Unit]
+    merge: list[bool]  # per unit: whether it is a Merge node
+    reads: list[tuple[int, ...]]  # per unit: its inputs that are not fixed, once per read
+    consumers: dict[int, list[int]]  # tensor -> the units reading it, once per read
+    fixed: frozenset[int]  # tensors ready throughout: constants and the graph's inputs
 
 
 @dataclass
@@ -113,14 +127,18 @@ class Interpreter:
     runs: int = 0
     depth: int = 0  # subgraph calls in progress
     consts: dict[int, np.ndarray] = field(default_factory=dict)
-    units: dict[tuple, list[Unit]] = field(default_factory=dict)  # (order, keep) -> regions()
-    region_plans: dict[tuple, tuple[CompiledPlan, int]] = field(default_factory=dict)  # -> (plan, first Program)
+    layouts: dict[tuple, Layout] = field(default_factory=dict)  # (order, keep, graph inputs) -> Layout
+    # (nodes, input signature) -> (plan, its first Program's number, the feeds it is fed by position)
+    region_plans: dict[tuple, tuple[CompiledPlan, int, list[int]]] = field(default_factory=dict)
     programs: int = 0  # Program numbers handed to region plans so far (StepTime.program)
     times: list[StepTime] | None = None  # where a profiled run's step times go
     t0: float = 0.0
 
+    const_ids: set[int] = field(default_factory=set)  # id() of each array in consts
+
     def __post_init__(self):
         self.consts = {t.index: t.data for t in self.model.tensors if t.is_const}
+        self.const_ids = {id(a) for a in self.consts.values()}
 
     def start(self, times: list[StepTime] | None) -> None:
         """Begin a run of the main graph (profiled when `times` is a list)."""
@@ -132,6 +150,27 @@ class Interpreter:
         self.runs += 1
         if self.runs > MAX_NODE_RUNS:
             raise ModelError(f"{node.label}: the graph ran {MAX_NODE_RUNS} nodes without finishing")
+
+    def count_region(self, region: Region) -> None:
+        if self.runs + len(region.nodes) > MAX_NODE_RUNS:
+            for i in region.nodes:  # raises at the node that crosses the limit
+                self.count(self.model.nodes[i])
+        self.runs += len(region.nodes)
+
+    def layout(self, order: tuple[int, ...], env: dict[int, Any], keep: tuple[int, ...]) -> Layout:
+        key = (order, keep, tuple(env))
+        found = self.layouts.get(key)
+        if found is None:
+            fixed = frozenset(env) | frozenset(self.consts)
+            units = regions(self.model, order, fixed, keep)
+            consumers: dict[int, list[int]] = {}
+            for pos, unit in enumerate(units):
+                for k in unit.inputs:
+                    consumers.setdefault(k, []).append(pos)
+            merge = [isinstance(unit, Node) and unit.op == MERGE for unit in units]
+            reads = [tuple(k for k in unit.inputs if k not in fixed) for unit in units]
+            found = self.layouts[key] = Layout(units, merge, reads, consumers, fixed)
+        return found
 
     def call(self, sub, args: list[Any], caller: Node) -> list[Any]:
         """Run subgraph `sub` with its inputs bound to args; return its outputs."""
@@ -150,17 +189,11 @@ class Interpreter:
 
     def run(self, order: tuple[int, ...], env: dict[int, Any], keep: tuple[int, ...]) -> None:
         model = self.model
-        key = (order, keep, tuple(env))
-        for k, v in self.consts.items():
-            env.setdefault(k, v)
-        fixed = {k for k in env}  # constants and inputs stay ready
-        units = self.units.get(key)
-        if units is None:
-            units = self.units[key] = regions(model, order, fixed, keep)
-        consumers: dict[int, list[int]] = {}
-        for pos, unit in enumerate(units):
-            for k in unit.inputs:
-                consumers.setdefault(k, []).append(pos)
+        layout = self.layout(order, env, keep)
+        units, merge, reads, consumers, fixed = layout.units, layout.merge, layout.reads, layout.consumers, layout.fixed
+        inputs = dict(env)
+        env.update(self.consts)
+        env.update(inputs)  # an input named like a constant keeps its value
         pending: dict[int, int] = {}  # reads left before a produced tensor stops being ready
 
         def merge_half(node: Node) -> list[int] | None:
@@ -171,25 +204,24 @@ class Interpreter:
                     return half
             return None
 
-        def ready(unit: Unit) -> bool:
-            if isinstance(unit, Node) and unit.op == MERGE:
-                return merge_half(unit) is not None
-            return all(k in env for k in unit.inputs)
+        def ready(pos: int) -> bool:
+            if merge[pos]:
+                return merge_half(units[pos]) is not None
+            return all(k in env for k in reads[pos])
 
-        queue = deque(pos for pos, unit in enumerate(units) if ready(unit))
+        queue = deque(pos for pos in range(len(units)) if ready(pos))
         queued = set(queue)
         while queue:
             pos = queue.popleft()
             queued.discard(pos)
             unit = units[pos]
-            if not ready(unit):  # an input was consumed since it was queued
+            if not ready(pos):  # an input was consumed since it was queued
                 continue
             if isinstance(unit, Region):
-                for i in unit.nodes:
-                    self.count(model.nodes[i])
-                used = list(unit.inputs)
-                produced = self.fire_region(unit, [env[k] for k in used])
-            elif unit.op == MERGE:
+                self.count_region(unit)
+                used = reads[pos]
+                produced = self.fire_region(unit, [env[k] for k in unit.feeds])
+            elif merge[pos]:
                 self.count(unit)
                 if len(unit.inputs) % 2 or len(unit.outputs) != len(unit.inputs) // 2:
                     raise fail(unit, "Merge expects 2N inputs and N outputs")
@@ -197,8 +229,8 @@ class Interpreter:
                 produced = {k: env[t] for k, t in enumerate(used)}
             else:
                 self.count(unit)
-                used = list(unit.inputs)
-                produced = self.fire(unit, [env[k] for k in used])
+                used = reads[pos]
+                produced = self.fire(unit, [env[k] for k in unit.inputs])
             for k in used:
                 if k in pending:
                     pending[k] -= 1
@@ -213,30 +245,33 @@ class Interpreter:
                 if k not in fixed:
                     pending[k] = len(consumers.get(k, ()))
                 for c in consumers.get(k, ()):
-                    if c not in queued and ready(units[c]):
+                    if c not in queued and ready(c):
                         queue.append(c)
                         queued.add(c)
 
     def fire_region(self, region: Region, args: list[Any]) -> dict[int, Any]:
-        """Run a region's plan on its inputs (one entry per read, as Region.inputs)."""
+        """Run a region's plan on the values of its feeds."""
         model = self.model
-        feeds: dict[int, np.ndarray] = {}
-        for k, a in zip(region.inputs, args):
+        for k, a in zip(region.feeds, args):
             if isinstance(a, TensorList):
                 reader = next(model.nodes[i] for i in region.nodes if k in model.nodes[i].inputs)
                 raise fail(reader, "a TensorList reached an op that takes tensors")
-            if not model.tensors[k].is_const:
-                feeds[k] = np.asarray(a)
-        key = (region.nodes,) + tuple((k, a.shape, a.dtype.str) for k, a in feeds.items())
+        args = [np.asarray(a) for a in args]
+        # A model constant passed in (TFLite's IF hands the branches its weights through Switch and
+        # Partial) is planned as that constant: its weights are packed once, and nodes on it fold.
+        known = [a if id(a) in self.const_ids else None for a in args]
+        key = (region.nodes,) + tuple((a.shape, a.dtype.str, None if c is None else id(c)) for a, c in zip(args, known))
         found = self.region_plans.get(key)
         if found is None:
-            inputs = {k: Value(a.shape, a.dtype, model.tensors[k]) for k, a in feeds.items()}
+            inputs = {k: Value(a.shape, a.dtype, model.tensors[k], c) for k, a, c in zip(region.feeds, args, known)}
+            fed = [j for j, c in enumerate(known) if c is None]
             prepared = straight_line.prepare(model, region.nodes, inputs, region.outputs, self.num_threads)
-            plan = straight_line.bind(model, prepared, list(feeds), region.outputs, MEMORY_LIMIT.get())
-            found = self.region_plans[key] = (plan, self.programs)
+            plan = straight_line.bind(model, prepared, [region.feeds[j] for j in fed], region.outputs,
+                                      MEMORY_LIMIT.get())
+            found = self.region_plans[key] = (plan, self.programs, fed)
             self.programs += len(plan.steps)
-        plan, first = found
-        outs = straight_line.run(model, plan, list(feeds.values()), self.times, self.t0, first)
+        plan, first, fed = found
+        outs = straight_line.run(model, plan, [args[j] for j in fed], self.times, self.t0, first)
         return dict(enumerate(outs))
 
     def fire(self, node: Node, args: list[Any]) -> dict[int, Any]:
