@@ -127,14 +127,13 @@ class Interpreter:
     runs: int = 0
     depth: int = 0  # subgraph calls in progress
     consts: dict[int, np.ndarray] = field(default_factory=dict)
+    const_ids: set[int] = field(default_factory=set)  # id() of each array in consts
     layouts: dict[tuple, Layout] = field(default_factory=dict)  # (order, keep, graph inputs) -> Layout
     # (nodes, input signature) -> (plan, its first Program's number, the feeds it is fed by position)
     region_plans: dict[tuple, tuple[CompiledPlan, int, list[int]]] = field(default_factory=dict)
     programs: int = 0  # Program numbers handed to region plans so far (StepTime.program)
     times: list[StepTime] | None = None  # where a profiled run's step times go
     t0: float = 0.0
-
-    const_ids: set[int] = field(default_factory=set)  # id() of each array in consts
 
     def __post_init__(self):
         self.consts = {t.index: t.data for t in self.model.tensors if t.is_const}
