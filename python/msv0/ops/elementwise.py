@@ -125,17 +125,25 @@ def operand_kind(shape: tuple, out: tuple) -> tuple[int, int] | None:
     return None
 
 
-def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: int):
-    """A _core.Binary kernel object for this float32 op and these shapes, or None to use NumPy."""
+def native_operands(a: tuple, b: tuple, out: tuple) -> tuple[int, int, int] | None:
+    """(a's kind, b's kind, row length) for the native element-wise kernels, or None when
+    these shapes need NumPy's general broadcasting."""
     ka, kb = operand_kind(a, out), operand_kind(b, out)
-    if name not in NATIVE_OPS or ka is None or kb is None:
+    if ka is None or kb is None:
         return None
     rows = {k[1] for k in (ka, kb) if k[0] in (ROW, PER_ROW)}  # both operands' rows must agree
     if len(rows) > 1:
         return None
-    inner = rows.pop() if rows else 1
+    return ka[0], kb[0], rows.pop() if rows else 1
+
+
+def native_binary(name: str, a: tuple, b: tuple, out: tuple, activation_type: int):
+    """A _core.Binary kernel object for this float32 op and these shapes, or None to use NumPy."""
+    kinds = native_operands(a, b, out)
+    if name not in NATIVE_OPS or kinds is None:
+        return None
     lo, hi = activation_range(activation_type)
-    return _core.Binary(NATIVE_OPS[name], ka[0], kb[0], inner, a, b, out, lo, hi)
+    return _core.Binary(NATIVE_OPS[name], *kinds, a, b, out, lo, hi)
 
 
 def arithmetic_plan(node, ins, name: str, activation_type: int) -> Plan:
@@ -218,33 +226,40 @@ def add_n(node, ins):
     return Plan([(shape, dtype)], run)
 
 
+# The ufunc, and the op number of the native kernel (csrc/kernels/compare.cc).
 COMPARISONS = {
-    "Equal": np.equal,
-    "NotEqual": np.not_equal,
-    "Less": np.less,
-    "LessEqual": np.less_equal,
-    "Greater": np.greater,
-    "GreaterEqual": np.greater_equal,
+    "Equal": (np.equal, 0),
+    "NotEqual": (np.not_equal, 1),
+    "Less": (np.less, 2),
+    "LessEqual": (np.less_equal, 3),
+    "Greater": (np.greater, 4),
+    "GreaterEqual": (np.greater_equal, 5),
 }
+COMPARE_TYPES = {np.dtype(np.float32): "f", np.dtype(np.int32): "i"}  # dtypes the native kernel takes
 
 
-def _comparison(name: str, ufunc):
+def _comparison(name: str, ufunc, native: int):
     @op(name)
     def build(node, ins):
         expect_inputs(node, ins, 2)
-        same_dtype(node, ins)
+        dtype = same_dtype(node, ins)
         shape = broadcast_shape(node, ins[0].shape, ins[1].shape)
+        # the one exception to "output dtype = input0's"
+        kinds = native_operands(ins[0].shape, ins[1].shape, shape) if dtype in COMPARE_TYPES else None
+        if kinds is not None:
+            kernel = _core.Compare(native, COMPARE_TYPES[dtype], *kinds, ins[0].shape, ins[1].shape, shape)
+            return Plan([(shape, BOOL)], kernel=kernel)
 
         def run(inputs, outputs):
             ufunc(inputs[0], inputs[1], out=outputs[0])
 
-        return Plan([(shape, BOOL)], run)  # the one exception to "output dtype = input0's"
+        return Plan([(shape, BOOL)], run)
 
     return build
 
 
-for _name, _ufunc in COMPARISONS.items():
-    _comparison(_name, _ufunc)
+for _name, (_ufunc, _native) in COMPARISONS.items():
+    _comparison(_name, _ufunc, _native)
 
 
 def _logical(name: str, ufunc):
