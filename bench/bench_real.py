@@ -16,7 +16,8 @@ less than wall time.
 
 --profile adds, per model, where msv0's time goes at 1 thread: each planned step run alone (one
 native Program per native step, so the split between native steps and NumPy steps is visible),
-median thread-CPU time per step, summed per op and per kind (native / NumPy).
+median thread-CPU time per step, summed per op and per kind (native / NumPy). A model that runs
+as data flow is timed by Session.profile instead (wall time of each step in a whole run).
 """
 from __future__ import annotations
 
@@ -86,6 +87,10 @@ def profile(ms: bytes, ms_feeds: dict[str, np.ndarray], repeats: int = 20):
     session = msv0.Session(msv0.load(ms), num_threads=1)
     session.run(ms_feeds)  # plans
     model = session.model
+    if not session._prepared:  # data flow: its regions' native steps and the nodes run alone, as profiled
+        runs = [session.profile(ms_feeds)[1] for _ in range(repeats)]
+        return [(step_label(model, t.nodes), t.op, "NumPy" if t.program is None else "native",
+                 statistics.median(r[j].seconds for r in runs)) for j, t in enumerate(runs[0])]
     (prepared,) = session._prepared.values()
     values, planned, views = prepared.values, prepared.steps, prepared.views
     buffers, _ = allocate(values, [(i, o) for _, _, i, o in planned], model.graph_inputs, model.graph_outputs,

@@ -8,8 +8,10 @@ from typing import Sequence
 import numpy as np
 
 import msv0
+from msv0 import straight_line
 from msv0.builder import Builder
 from msv0.fb.Format import Format
+from msv0.registry import Value
 
 
 @dataclass
@@ -78,7 +80,8 @@ def assert_program_matches_single_calls(model, feeds, num_threads: int, program_
     labels = [s.label for s in plan.steps]
     assert labels == ["native program"] if program_steps is not None else "native program" in labels
     (sig,) = session._idle[0].plans
-    values, planned = session._infer(sig)
+    inputs = {k: Value(shape, model.tensors[k].dtype, model.tensors[k]) for k, shape in zip(model.graph_inputs, sig)}
+    values, planned = straight_line.infer(model, model.main_nodes, inputs, model.graph_outputs)
     if program_steps is not None:
         assert len(planned) == program_steps and all(p.kernel is not None for _, p, _, _ in planned)
     env = {k: v.const for k, v in values.items() if v.const is not None}

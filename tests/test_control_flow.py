@@ -167,3 +167,108 @@ def test_empty_computed_switch_condition_is_model_error():
     b.output(b.node("Merge", [xt, xf]))
     with pytest.raises(msv0.ModelError, match="Switch.*condition is empty"):
         msv0.Session(b.finish()).run([np.ones((2, 3), np.float32), np.ones(2, np.bool_)])
+
+
+def _branch(b, name, ops):
+    """A subgraph applying [(op, constant)...] in turn to its input; returns its index."""
+    s = b.tensor(f"{name}_in")
+    first = len(b.graph.nodes)
+    y = s
+    for k, (op, c) in enumerate(ops):
+        y = b.node(op, [y, scalar(b, f"{name}_c{k}", [c])])
+    return b.subgraph(name, [s], [y], list(range(first, len(b.graph.nodes))))
+
+
+def _if_model():
+    """x*2+1, then (y*3-0.5 if c else (y+4)*-1) in Partial subgraphs, then m*m+1: straight-line
+    regions before the Switch, in each branch and after the Merge."""
+    b = Builder("if_regions")
+    x = b.input("x", (3, 5))
+    c = b.input("c", (1,), np.bool_)
+    then_sub = _branch(b, "then", [("Mul", 3.0), ("Sub", 0.5)])
+    else_sub = _branch(b, "else", [("Add", 4.0), ("Mul", -1.0)])
+    a = b.node("Add", [b.node("Mul", [x, scalar(b, "two", [2.0])]), scalar(b, "one", [1.0])])
+    at, af = b.node("Switch", [c, a], outputs=2)
+    m = b.node("Merge", [b.node("Partial", [at], subGraphIndex=then_sub),
+                         b.node("Partial", [af], subGraphIndex=else_sub)])
+    b.output(b.node("Add", [b.node("Mul", [m, m]), scalar(b, "one_more", [1.0])]))
+    return b.finish()
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_straight_line_regions_run_natively(flag):
+    s = msv0.Session(_if_model())
+    x = np.linspace(-3, 3, 15, dtype=np.float32).reshape(3, 5)
+    a = x * np.float32(2) + np.float32(1)
+    y = a * np.float32(3) - np.float32(0.5) if flag else (a + np.float32(4)) * np.float32(-1)
+    want = y * y + np.float32(1)
+    out, times = s.profile([x, np.array([flag])])
+    np.testing.assert_array_equal(out[s.outputs[0].name], want)
+    np.testing.assert_array_equal(s.run([x, np.array([flag])])[s.outputs[0].name], want)
+    ran = [(s.model.nodes[t.nodes[0]].op, t.program is not None) for t in times]
+    # the regions before the Switch, in the taken branch and after the Merge: each node a native step
+    branch = [("Mul", True), ("Sub", True)] if flag else [("Add", True), ("Mul", True)]
+    assert ran == [("Mul", True), ("Add", True)] + branch + [("Mul", True), ("Add", True)]
+    assert len({t.program for t in times}) == 3
+
+
+def test_region_in_a_loop_fires_once_per_iteration():
+    """i = 0; while i < 5: i = (i + 1) * 1 — a two-node region in a Merge/Switch loop."""
+    b = Builder("loop_region")
+    x = b.input("x", (1,))
+    i_next = b.tensor("i_next")
+    i = b.node("Merge", [x, i_next])
+    i_true, i_false = b.node("Switch", [b.node("Less", [i, scalar(b, "limit", [5.0])], out_dtype=np.bool_), i],
+                             outputs=2)
+    b.node("Mul", [b.node("Add", [i_true, scalar(b, "one", [1.0])]), scalar(b, "unit", [1.0])], outputs=[i_next])
+    b.output(i_false)
+    s = msv0.Session(b.finish())
+    out, times = s.profile([np.array([0.5], np.float32)])
+    np.testing.assert_array_equal(out[s.outputs[0].name], [5.5])
+    assert [s.model.nodes[t.nodes[0]].op for t in times if t.program is not None] == ["Add", "Mul"] * 5
+
+
+def test_node_reading_two_regions_stays_alone():
+    """Neg reads the Switch's output and a value computed before it: its own wave could start
+    before the rest of a region, so it runs alone (from Python), and the rest still match."""
+    b = Builder("mixed")
+    x = b.input("x", (4,))
+    c = b.input("c", (1,), np.bool_)
+    pre = b.node("Mul", [x, scalar(b, "two", [2.0])])
+    pre2 = b.node("Add", [pre, scalar(b, "one", [1.0])])
+    xt, xf = b.node("Switch", [c, x], outputs=2)
+    y = b.node("Add", [b.node("Mul", [xt, pre2]), scalar(b, "three", [3.0])])
+    b.output(b.node("Merge", [y, xf]))
+    s = msv0.Session(b.finish())
+    v = np.array([1, -2, 3.5, 7], np.float32)
+    out, times = s.profile([v, np.array([True])])
+    np.testing.assert_array_equal(out[s.outputs[0].name], v * (v * np.float32(2) + np.float32(1)) + np.float32(3))
+    assert [(s.model.nodes[t.nodes[0]].op, t.program is not None) for t in times] == \
+        [("Mul", True), ("Add", True), ("Mul", False), ("Add", False)]
+
+
+def test_constant_passed_to_a_branch_is_planned_as_constant(monkeypatch):
+    """TFLite's IF hands its branches their weights through Switch and Partial: the branch's
+    region plans them as the constants they are (w * 2 folds; MatMul packs it once), and gives
+    what running each node alone gives."""
+    b = Builder("const_branch")
+    x = b.input("x", (2, 6))
+    c = b.input("c", (1,), np.bool_)
+    w = b.const("w", np.arange(24, dtype=np.float32).reshape(6, 4) - 11)
+    sx, sw = b.tensor("sub_x"), b.tensor("sub_w")
+    first = len(b.graph.nodes)
+    sy = b.node("Add", [b.node("MatMul", [sx, b.node("Mul", [sw, scalar(b, "two", [2.0])])]),
+                        scalar(b, "half", [0.5])])
+    sub = b.subgraph("then", [sx, sw], [sy], list(range(first, len(b.graph.nodes))))
+    xt, wt, xf, wf = b.node("Switch", [c, x, w], outputs=4)
+    m = b.node("Merge", [b.node("Partial", [xt, wt], subGraphIndex=sub), xf])
+    b.output(m)
+    model = b.finish()
+    v = np.linspace(-2, 2, 12, dtype=np.float32).reshape(2, 6)
+    s = msv0.Session(model)
+    out, times = s.profile([v, np.array([True])])
+    got = out[s.outputs[0].name]
+    np.testing.assert_allclose(got, v @ (np.arange(24, dtype=np.float32).reshape(6, 4) - 11) * 2 + 0.5, rtol=1e-6)
+    assert [(s.model.nodes[t.nodes[0]].op, t.program is not None) for t in times] == [("MatMul", True), ("Add", True)]
+    monkeypatch.setattr(msv0.dataflow, "regions", lambda model, order, fixed, keep: [model.nodes[i] for i in order])
+    np.testing.assert_array_equal(msv0.Session(model).run([v, np.array([True])])[s.outputs[0].name], got)

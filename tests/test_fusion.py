@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import fusion, session
+from msv0 import fusion, straight_line
 from msv0.builder import Builder
 from msv0.fb.Format import Format
 from msv0.fb.ActivationType import ActivationType
@@ -57,13 +57,13 @@ def run_both(model_bytes, shape, threads, rng, monkeypatch, band):
         return steps
 
     fuse_blocks = fusion.fuse_blocks
-    monkeypatch.setattr(session, "fuse_blocks", spy)
+    monkeypatch.setattr(straight_line, "fuse_blocks", spy)
     monkeypatch.setattr(fusion, "MIN_ROWS_PER_THREAD", 1)
     monkeypatch.setattr(fusion, "MAX_BAND", band)
     model = msv0.load(model_bytes)
     x = rng.standard_normal(shape).astype(np.float32)
     native = msv0.Session(model, num_threads=threads)
-    monkeypatch.setattr(session, "fuse_blocks", no_fusion)
+    monkeypatch.setattr(straight_line, "fuse_blocks", no_fusion)
     unfused = msv0.Session(model, num_threads=threads)
     (a,) = native.run([x]).values()
     (b,) = unfused.run([x]).values()
@@ -112,12 +112,12 @@ def test_intermediate_with_second_consumer_is_not_fused(rng, monkeypatch):
     monkeypatch.setattr(fusion, "MIN_ROWS_PER_THREAD", 1)
     steps = fusion.fuse_blocks
     seen = []
-    monkeypatch.setattr(session, "fuse_blocks", lambda *a: seen.append(steps(*a)) or seen[-1])
+    monkeypatch.setattr(straight_line, "fuse_blocks", lambda *a: seen.append(steps(*a)) or seen[-1])
     s = msv0.Session(model)
     assert not any(len(nodes) > 1 for nodes, *_ in seen[0])
     xv = rng.standard_normal((1, 8, 8, 4)).astype(np.float32)
     out = s.run([xv])
-    monkeypatch.setattr(session, "fuse_blocks", no_fusion)
+    monkeypatch.setattr(straight_line, "fuse_blocks", no_fusion)
     ref = msv0.Session(model).run([xv])
     for k in ref:
         np.testing.assert_array_equal(out[k], ref[k])

@@ -8,43 +8,168 @@ runs a subgraph in place of the node. While (no r1.1 kernel) and Loop run their 
 the semantics their schema tables define; TensorList* values are Python lists of arrays. The
 ops themselves are in ops/control_flow.py and ops/tensor_list.py; this module is the executor.
 
-Ordinary nodes are planned here at run time, once per input-shape signature, through the same
-op registry the static executor uses; ops whose output shape depends on input values are
-planned on every run with those values known. Graphs with such ops run here too.
+Ordinary nodes (neither control flow nor data-dependent) are grouped into regions: the nodes
+that depend on the same set of tensors from outside them (the graph's inputs and constants
+aside), when they read nothing else from outside. Every node of a region fires in the same
+wave, once those tensors are ready, so the region fires as one unit: it is planned at run time,
+once per input signature, as a straight line (msv0.straight_line, as a plain model's main
+graph) and runs as native Programs. Nodes in no region (those alone in theirs included) are
+planned one by one through the same op registry; ops whose output shape depends on input
+values are planned on every run with those values known. Graphs with such ops run here too.
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from msv0 import straight_line
 from msv0.errors import Error, ModelError, node_error
 from msv0.model import Model, Node
 from msv0.ops.control_flow import MERGE
 from msv0.ops.tensor_list import TensorList
-from msv0.registry import CONTROL, OPS, Plan, Value, build, check_size, fail
+from msv0.registry import CONTROL, MEMORY_LIMIT, OPS, Plan, Value, build, check_size, fail
+from msv0.straight_line import CompiledPlan, StepTime
 
 MAX_NODE_RUNS = 250_000  # a graph that has not finished by then is taken to loop forever
 MAX_CALL_DEPTH = 64  # nested Partial/While/Loop calls; r1.1 models nest a few levels
 
 
+@dataclass(frozen=True)
+class Region:
+    """Ordinary nodes that fire as one unit. `inputs` has one entry per read of a tensor from
+    outside (as the interpreter counts reads); `outputs` are the tensors read outside or kept."""
+
+    nodes: tuple[int, ...]  # in an order that runs them
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    feeds: tuple[int, ...]  # the inputs that are not constants, once each: what its plan is fed
+
+
+Unit = Node | Region
+
+
+def regions(model: Model, order: Sequence[int], fixed: set[int], keep: Sequence[int]) -> list[Unit]:
+    """The graph `order` as units: each region of two or more nodes, and every other node.
+    `fixed`: the tensors ready throughout (constants and the graph's inputs)."""
+    nodes = [model.nodes[i] for i in order]
+    writers: dict[int, int] = {}
+    for node in nodes:
+        for k in node.outputs:
+            writers[k] = writers.get(k, 0) + 1
+
+    def ordinary(node: Node) -> bool:
+        return (node.op not in CONTROL and not OPS[node.op].data_dependent(node)
+                and all(writers[k] == 1 and k not in fixed and k not in node.inputs for k in node.outputs))
+
+    producer = {k: node.index for node in nodes if ordinary(node) for k in node.outputs}
+    # Kahn's order over the ordinary nodes; a node on a cycle of them never fires, and stays alone.
+    deps = {node.index: {producer[k] for k in node.inputs if k in producer} for node in nodes if ordinary(node)}
+    users: dict[int, list[int]] = {}
+    for i, ds in deps.items():
+        for d in ds:
+            users.setdefault(d, []).append(i)
+    waiting = {i: len(ds) for i, ds in deps.items()}
+    ready = deque(i for i in deps if not waiting[i])
+    # trigger: the tensors from outside the ordinary nodes that a node depends on
+    trigger: dict[int, frozenset[int]] = {}
+    while ready:
+        i = ready.popleft()
+        node = model.nodes[i]
+        outside = {k for k in node.inputs if k not in fixed and k not in producer}
+        trigger[i] = frozenset(outside.union(*(trigger[d] for d in deps[i])))
+        for u in users.get(i, ()):
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
+    groups: dict[frozenset[int], list[int]] = {}
+    for i in trigger:  # in Kahn's order
+        groups.setdefault(trigger[i], []).append(i)
+    kept = set(keep)
+    found: dict[int, Region] = {}  # first node -> region
+    member: set[int] = set()
+    for t, group in groups.items():
+        inside = {k for i in group for k in model.nodes[i].outputs}
+        reads = [k for i in group for k in model.nodes[i].inputs]
+        # A node reading a tensor of another region could fire before the rest of its own.
+        if len(group) < 2 or any(k not in fixed and k not in t and k not in inside for k in reads):
+            continue
+        members = set(group)
+        read_outside = {k for node in nodes if node.index not in members for k in node.inputs}
+        outputs = tuple(k for i in group for k in model.nodes[i].outputs if k in read_outside or k in kept)
+        inputs = tuple(k for k in reads if k not in inside)
+        feeds = tuple(dict.fromkeys(k for k in inputs if not model.tensors[k].is_const))
+        found[min(group, key=order.index)] = Region(tuple(group), inputs, outputs, feeds)
+        member |= members
+    return [found[node.index] if node.index in found else node for node in nodes
+            if node.index in found or node.index not in member]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A graph's units and what the interpreter looks up while running them."""
+
+    units: list[Unit]
+    merge: list[bool]  # per unit: whether it is a Merge node
+    reads: list[tuple[int, ...]]  # per unit: its inputs that are not fixed, once per read
+    consumers: dict[int, list[int]]  # tensor -> the units reading it, once per read
+    fixed: frozenset[int]  # tensors ready throughout: constants and the graph's inputs
+
+
 @dataclass
 class Interpreter:
     model: Model
+    num_threads: int = 1  # for the regions' plans
     plans: dict[tuple, Plan] = field(default_factory=dict)
     runs: int = 0
     depth: int = 0  # subgraph calls in progress
     consts: dict[int, np.ndarray] = field(default_factory=dict)
+    const_ids: set[int] = field(default_factory=set)  # id() of each array in consts
+    layouts: dict[tuple, Layout] = field(default_factory=dict)  # (order, keep, graph inputs) -> Layout
+    # (nodes, input signature) -> (plan, its first Program's number, the feeds it is fed by position)
+    region_plans: dict[tuple, tuple[CompiledPlan, int, list[int]]] = field(default_factory=dict)
+    programs: int = 0  # Program numbers handed to region plans so far (StepTime.program)
+    times: list[StepTime] | None = None  # where a profiled run's step times go
+    t0: float = 0.0
 
     def __post_init__(self):
         self.consts = {t.index: t.data for t in self.model.tensors if t.is_const}
+        self.const_ids = {id(a) for a in self.consts.values()}
+
+    def start(self, times: list[StepTime] | None) -> None:
+        """Begin a run of the main graph (profiled when `times` is a list)."""
+        self.runs = 0
+        self.times = times
+        self.t0 = time.perf_counter()
 
     def count(self, node: Node) -> None:
         self.runs += 1
         if self.runs > MAX_NODE_RUNS:
             raise ModelError(f"{node.label}: the graph ran {MAX_NODE_RUNS} nodes without finishing")
+
+    def count_region(self, region: Region) -> None:
+        if self.runs + len(region.nodes) > MAX_NODE_RUNS:
+            for i in region.nodes:  # raises at the node that crosses the limit
+                self.count(self.model.nodes[i])
+        self.runs += len(region.nodes)
+
+    def layout(self, order: tuple[int, ...], env: dict[int, Any], keep: tuple[int, ...]) -> Layout:
+        key = (order, keep, tuple(env))
+        found = self.layouts.get(key)
+        if found is None:
+            fixed = frozenset(env) | frozenset(self.consts)
+            units = regions(self.model, order, fixed, keep)
+            consumers: dict[int, list[int]] = {}
+            for pos, unit in enumerate(units):
+                for k in unit.inputs:
+                    consumers.setdefault(k, []).append(pos)
+            merge = [isinstance(unit, Node) and unit.op == MERGE for unit in units]
+            reads = [tuple(k for k in unit.inputs if k not in fixed) for unit in units]
+            found = self.layouts[key] = Layout(units, merge, reads, consumers, fixed)
+        return found
 
     def call(self, sub, args: list[Any], caller: Node) -> list[Any]:
         """Run subgraph `sub` with its inputs bound to args; return its outputs."""
@@ -63,14 +188,11 @@ class Interpreter:
 
     def run(self, order: tuple[int, ...], env: dict[int, Any], keep: tuple[int, ...]) -> None:
         model = self.model
-        nodes = [model.nodes[i] for i in order]
-        consumers: dict[int, list[int]] = {}
-        for pos, node in enumerate(nodes):
-            for k in node.inputs:
-                consumers.setdefault(k, []).append(pos)
-        for k, v in self.consts.items():
-            env.setdefault(k, v)
-        fixed = {k for k in env}  # constants and inputs stay ready
+        layout = self.layout(order, env, keep)
+        units, merge, reads, consumers, fixed = layout.units, layout.merge, layout.reads, layout.consumers, layout.fixed
+        inputs = dict(env)
+        env.update(self.consts)
+        env.update(inputs)  # an input named like a constant keeps its value
         pending: dict[int, int] = {}  # reads left before a produced tensor stops being ready
 
         def merge_half(node: Node) -> list[int] | None:
@@ -81,28 +203,33 @@ class Interpreter:
                     return half
             return None
 
-        def ready(node: Node) -> bool:
-            if node.op == MERGE:
-                return merge_half(node) is not None
-            return all(k in env for k in node.inputs)
+        def ready(pos: int) -> bool:
+            if merge[pos]:
+                return merge_half(units[pos]) is not None
+            return all(k in env for k in reads[pos])
 
-        queue = deque(pos for pos, node in enumerate(nodes) if ready(node))
+        queue = deque(pos for pos in range(len(units)) if ready(pos))
         queued = set(queue)
         while queue:
             pos = queue.popleft()
             queued.discard(pos)
-            node = nodes[pos]
-            if not ready(node):  # an input was consumed since it was queued
+            unit = units[pos]
+            if not ready(pos):  # an input was consumed since it was queued
                 continue
-            self.count(node)
-            if node.op == MERGE:
-                if len(node.inputs) % 2 or len(node.outputs) != len(node.inputs) // 2:
-                    raise fail(node, "Merge expects 2N inputs and N outputs")
-                used = merge_half(node)
+            if isinstance(unit, Region):
+                self.count_region(unit)
+                used = reads[pos]
+                produced = self.fire_region(unit, [env[k] for k in unit.feeds])
+            elif merge[pos]:
+                self.count(unit)
+                if len(unit.inputs) % 2 or len(unit.outputs) != len(unit.inputs) // 2:
+                    raise fail(unit, "Merge expects 2N inputs and N outputs")
+                used = merge_half(unit)
                 produced = {k: env[t] for k, t in enumerate(used)}
             else:
-                used = list(node.inputs)
-                produced = self.fire(node, [env[k] for k in used])
+                self.count(unit)
+                used = reads[pos]
+                produced = self.fire(unit, [env[k] for k in unit.inputs])
             for k in used:
                 if k in pending:
                     pending[k] -= 1
@@ -110,16 +237,41 @@ class Interpreter:
                         del pending[k]
                         env.pop(k, None)
             for slot, value in produced.items():
-                k = node.outputs[slot]
+                k = unit.outputs[slot]
                 if k in fixed:  # it would make itself ready again, forever
-                    raise fail(node, f"writes {model.tensors[k].label}, a constant or an input of its graph")
+                    raise fail(unit, f"writes {model.tensors[k].label}, a constant or an input of its graph")
                 env[k] = value
                 if k not in fixed:
                     pending[k] = len(consumers.get(k, ()))
                 for c in consumers.get(k, ()):
-                    if c not in queued and ready(nodes[c]):
+                    if c not in queued and ready(c):
                         queue.append(c)
                         queued.add(c)
+
+    def fire_region(self, region: Region, args: list[Any]) -> dict[int, Any]:
+        """Run a region's plan on the values of its feeds."""
+        model = self.model
+        for k, a in zip(region.feeds, args):
+            if isinstance(a, TensorList):
+                reader = next(model.nodes[i] for i in region.nodes if k in model.nodes[i].inputs)
+                raise fail(reader, "a TensorList reached an op that takes tensors")
+        args = [np.asarray(a) for a in args]
+        # A model constant passed in (TFLite's IF hands the branches its weights through Switch and
+        # Partial) is planned as that constant: its weights are packed once, and nodes on it fold.
+        known = [a if id(a) in self.const_ids else None for a in args]
+        key = (region.nodes,) + tuple((a.shape, a.dtype.str, None if c is None else id(c)) for a, c in zip(args, known))
+        found = self.region_plans.get(key)
+        if found is None:
+            inputs = {k: Value(a.shape, a.dtype, model.tensors[k], c) for k, a, c in zip(region.feeds, args, known)}
+            fed = [j for j, c in enumerate(known) if c is None]
+            prepared = straight_line.prepare(model, region.nodes, inputs, region.outputs, self.num_threads)
+            plan = straight_line.bind(model, prepared, [region.feeds[j] for j in fed], region.outputs,
+                                      MEMORY_LIMIT.get())
+            found = self.region_plans[key] = (plan, self.programs, fed)
+            self.programs += len(plan.steps)
+        plan, first, fed = found
+        outs = straight_line.run(model, plan, [args[j] for j in fed], self.times, self.t0, first)
+        return dict(enumerate(outs))
 
     def fire(self, node: Node, args: list[Any]) -> dict[int, Any]:
         if node.op in CONTROL:
@@ -150,8 +302,11 @@ class Interpreter:
             if not dynamic:
                 self.plans[key] = plan
         outs = [np.empty(s, d) for s, d in plan.outputs]
+        start = time.perf_counter()
         try:
             plan.run(arrays, outs)
+            if self.times is not None:
+                self.times.append(StepTime((node.index,), node.op, start - self.t0, time.perf_counter() - start, None))
         except Error:
             raise
         except Exception as e:

@@ -1,10 +1,9 @@
 """Session: plans a model once per input-shape signature, then runs the plan.
 
-Planning walks the main graph in file order: each node's registered build function infers
-its output shapes and prepares its kernel (weights packed here, once); nodes whose inputs are
-all constant run at plan time (constant folding, which also settles shape arithmetic); the
-intermediates get offsets in one arena from their live ranges. Running copies the feeds into
-their buffers, calls each step, and returns fresh copies of the outputs.
+A plain model's main graph is planned as one straight line (msv0.straight_line); a model with
+control flow or data-dependent shapes runs as data flow (msv0.dataflow), whose straight-line
+regions are planned the same way. Running copies the feeds into their buffers, calls each
+step, and returns fresh copies of the outputs.
 """
 from __future__ import annotations
 
@@ -18,49 +17,16 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from msv0 import _core
+from msv0 import _core, straight_line
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
 from msv0.dataflow import Interpreter
-from msv0.fusion import fuse_blocks
-from msv0.errors import Error, InputError, ModelError, UnsupportedOpError, node_error
+from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
-from msv0.planner import allocate
-from msv0.registry import (CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, WEIGHTS, Plan, RunFn,
-                           Shape, Value, build, check_size)
+from msv0.registry import CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, WEIGHTS, Shape, Value
+from msv0.straight_line import CompiledPlan, Prepared, StepTime, step_label, step_op  # noqa: F401  (the API's names)
 
 Signature = tuple[Shape, ...]
 PRECISIONS = ("fp32", "bf16")
-
-
-@dataclass
-class Step:
-    label: str
-    run: RunFn
-    inputs: list[np.ndarray]
-    outputs: list[np.ndarray]
-    # The nodes each timed unit stands for: one entry, or one per native step of a Program.
-    nodes: list[tuple[int, ...]]
-    program: object = None  # the _core.Program a "native program" step runs
-
-
-@dataclass(frozen=True)
-class StepTime:
-    """One step of a profiled run: the nodes it ran (several for a fused block), its time span
-    in seconds from the run's start, and the native Program it ran in (None: run from Python)."""
-
-    nodes: tuple[int, ...]
-    op: str
-    start: float
-    seconds: float
-    program: int | None
-
-
-@dataclass
-class CompiledPlan:
-    inputs: list[np.ndarray]  # buffers the feeds are copied into
-    steps: list[Step]
-    outputs: list[np.ndarray]  # views whose contents become the results
-    arena_bytes: int
 
 
 @dataclass(frozen=True)
@@ -75,16 +41,6 @@ class PlanInfo:
 
 
 @dataclass
-class Prepared:
-    """A shape signature's plan before any buffer exists: shared by every concurrent caller
-    (kernel objects and their packed weights are built once)."""
-
-    values: dict[int, Value]
-    steps: list[tuple[tuple[int, ...], Plan, list[int], list[int]]]  # (nodes, plan, inputs, outputs)
-    views: dict[int, int]  # tensor -> the computed tensor whose bytes it is (Reshape and kin)
-
-
-@dataclass
 class Context:
     """What one caller of run() holds for the length of the call: a thread pool and, per shape
     signature, an arena with its steps bound to it (or a data-flow interpreter). Concurrent
@@ -93,20 +49,6 @@ class Context:
     pool: object  # _core.ThreadPool
     interpreter: Interpreter | None
     plans: dict[Signature, CompiledPlan] = field(default_factory=dict)
-
-
-def _run_program(program) -> RunFn:
-    return lambda inputs, outputs: program.run()
-
-
-def step_label(model: Model, nodes: tuple[int, ...]) -> str:
-    labels = [model.nodes[i].label for i in nodes]
-    return labels[0] if len(labels) == 1 else "fused " + " + ".join(labels)
-
-
-def step_op(model: Model, nodes: tuple[int, ...]) -> str:
-    """The op type a step counts as in a profile: a fused block is its ops joined by '+'."""
-    return "+".join(model.nodes[i].op for i in nodes)
 
 
 def check_supported(model: Model) -> None:
@@ -187,7 +129,9 @@ class Session:
     def profile(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]
                 ) -> tuple[dict[str, np.ndarray], list[StepTime]]:
         """run() that also times each step (each native step of a Program too, by a clock read
-        in C++ around it). A model that runs as data flow gives one step spanning its nodes."""
+        in C++ around it). In a model that runs as data flow, the steps are those of its
+        straight-line regions and the other nodes it ran, control-flow nodes left out (a node
+        in a loop or a subgraph called twice appears once per run of it)."""
         times: list[StepTime] = []
         return self._run(feeds, times), times
 
@@ -202,12 +146,7 @@ class Session:
             with self._planning():  # a re-plan (or data flow) builds ops now
                 if not self._dataflow:
                     return self._run_plan(ctx, arrays, times)
-                start = time.perf_counter()
-                result = self._run_dataflow(ctx, arrays)
-            if times is not None:
-                nodes = tuple(self.model.main_nodes)
-                times.append(StepTime(nodes, "data flow", 0.0, time.perf_counter() - start, None))
-            return result
+                return self._run_dataflow(ctx, arrays, times)
         finally:
             _core.ThreadPool.unbind()
             with self._lock:
@@ -225,7 +164,7 @@ class Session:
                 var.reset(token)
 
     def _new_context(self) -> Context:
-        return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model) if self._dataflow else None)
+        return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model, self.num_threads) if self._dataflow else None)
 
     def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         sig = tuple(a.shape for a in arrays)
@@ -239,37 +178,13 @@ class Session:
                 except ModelError as e:
                     raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
             plan = ctx.plans[sig] = self._bind(prepared)
-        for buf, a in zip(plan.inputs, arrays):
-            np.copyto(buf, a)
-        t0 = time.perf_counter()
-        for k, step in enumerate(plan.steps):
-            try:
-                if times is None:
-                    step.run(step.inputs, step.outputs)
-                else:
-                    self._timed(step, k, t0, times)
-            except Error:
-                raise
-            except Exception as e:
-                raise node_error(step.label, e) from e
-        names = [self.model.tensors[i].name for i in self.model.graph_outputs]
-        return {name: out.copy() for name, out in zip(names, plan.outputs)}
+        outs = straight_line.run(self.model, plan, arrays, times, time.perf_counter())
+        return {self.model.tensors[k].name: out for k, out in zip(self.model.graph_outputs, outs)}
 
-    def _timed(self, step: Step, k: int, t0: float, times: list[StepTime]) -> None:
-        start = time.perf_counter()
-        if step.program is None:
-            step.run(step.inputs, step.outputs)
-            spans = [(0.0, time.perf_counter() - start)]
-        else:
-            spans = step.program.run_timed()
-        program = None if step.program is None else k
-        for nodes, (a, b) in zip(step.nodes, spans):
-            times.append(StepTime(nodes, step_op(self.model, nodes), start - t0 + a, b - a, program))
-
-    def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         model = self.model
         env = {k: a.copy() for k, a in zip(model.graph_inputs, arrays)}
-        ctx.interpreter.runs = 0
+        ctx.interpreter.start(times)
         ctx.interpreter.run(model.main_nodes, env, model.graph_outputs)
         result = {}
         for k in model.graph_outputs:
@@ -310,101 +225,12 @@ class Session:
     def _prepare(self, sig: Signature) -> Prepared:
         """Shape inference, kernel objects and fusion for one signature, cached for every caller."""
         model = self.model
+        inputs = {t.index: Value(tuple(shape), t.dtype, t) for t, shape in zip(self._input_tensors, sig)}
         with self._planning():
-            values, planned = self._infer(sig)
-        uses: dict[int, int] = {}
-        for k in [k for _, _, ins, _ in planned for k in ins] + list(model.graph_outputs):
-            uses[k] = uses.get(k, 0) + 1
-        planned = fuse_blocks(planned, uses, self.num_threads)
-        # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
-        views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
-                 if values[ins[j]].const is None}
-        prepared = Prepared(values, planned, views)
+            prepared = straight_line.prepare(model, model.main_nodes, inputs, model.graph_outputs, self.num_threads)
         with self._lock:
             return self._prepared.setdefault(sig, prepared)
 
     def _bind(self, prepared: Prepared) -> CompiledPlan:
-        """An arena for one context, and the steps bound to its buffers."""
-        model = self.model
-        values, planned, views = prepared.values, prepared.steps, prepared.views
-        buffers, total = allocate(values, [(ins, outs) for _, _, ins, outs in planned], model.graph_inputs,
-                                  model.graph_outputs, self.memory_limit, views)
-
-        def array(k: int) -> np.ndarray:
-            return values[k].const if values[k].const is not None else buffers[k]
-
-        steps: list[Step] = []
-        program = None
-        for nodes, plan, ins, outs in planned:
-            if plan.views and all(k in views for k in outs):  # its outputs already are its inputs' bytes
-                continue
-            in_arrays, out_arrays = [array(k) for k in ins], [buffers[k] for k in outs]
-            if plan.kernel is None:
-                steps.append(Step(step_label(model, nodes), plan.run, in_arrays, out_arrays, [nodes]))
-                program = None
-                continue
-            if program is None:  # start a run of native steps
-                program = _core.Program()
-                steps.append(Step("native program", _run_program(program), [], [], [], program))
-            steps[-1].nodes.append(nodes)
-            program.add(plan.kernel, [np.require(a, requirements="C") for a in in_arrays[:plan.kernel_inputs]], out_arrays)
-        return CompiledPlan([buffers[k] for k in model.graph_inputs], steps,
-                            [array(k) for k in model.graph_outputs], total)
-
-    def _infer(self, sig: Signature) -> tuple[dict[int, Value], list[tuple[tuple[int, ...], Plan, list[int], list[int]]]]:
-        """Shape inference and kernel preparation over the main graph: what is known of every
-        tensor, and the steps left to run (nodes on constants were run here, folded)."""
-        model = self.model
-        values: dict[int, Value] = {}
-        for t in model.tensors:
-            if t.is_const:
-                data = t.data
-                values[t.index] = Value(tuple(data.shape) if data.ndim else t.shape, t.dtype, t, data)
-        for t, shape in zip(self._input_tensors, sig):
-            check_size(f"graph input {t.label}", shape, t.dtype)
-            values[t.index] = Value(tuple(shape), t.dtype, t)
-
-        planned: list[tuple[tuple[int, ...], Plan, list[int], list[int]]] = []
-        for i in model.main_nodes:
-            node = model.nodes[i]
-            ins = []
-            for k in node.inputs:
-                if k not in values:
-                    raise ModelError(f"{node.label}: input {model.tensors[k].label} is neither constant, "
-                                     "a graph input, nor produced by an earlier node")
-                ins.append(values[k])
-            try:
-                plan: Plan = build(node, ins)
-            except Error:
-                raise
-            except Exception as e:
-                raise node_error(node.label, e) from e
-            if len(plan.outputs) != len(node.outputs):
-                raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
-            for k, (shape, dtype) in zip(node.outputs, plan.outputs):
-                check_size(f"{node.label}: output {model.tensors[k].label}", shape, dtype)
-                if k in values:  # a graph input or a constant, which not even a folded value replaces
-                    raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
-            if plan.known is not None or (plan.foldable and all(v.const is not None for v in ins)):
-                if plan.known is not None:
-                    outs = [np.array(v) for v in plan.known]
-                else:
-                    outs = [np.empty(s, d) for s, d in plan.outputs]
-                    try:
-                        plan.run([v.const for v in ins], outs)
-                    except Error:
-                        raise
-                    except Exception as e:
-                        raise node_error(node.label, e) from e
-                for k, o in zip(node.outputs, outs):
-                    o.flags.writeable = False
-                    values[k] = Value(o.shape, o.dtype, model.tensors[k], o)
-                continue
-            for k, (shape, dtype) in zip(node.outputs, plan.outputs):
-                values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
-            planned.append(((i,), plan, list(node.inputs), list(node.outputs)))
-
-        for k in model.graph_outputs:
-            if k not in values:
-                raise ModelError(f"graph output {model.tensors[k].label} is never produced")
-        return values, planned
+        return straight_line.bind(self.model, prepared, self.model.graph_inputs, self.model.graph_outputs,
+                                  self.memory_limit)

@@ -7,6 +7,7 @@ xfail naming the issue-12 class and the error, so the test flips when that class
 network access to PyPI (and no cached wheels) the tests skip."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("onnx")
@@ -15,6 +16,7 @@ pytest.importorskip("tflite")
 pytest.importorskip("ai_edge_litert.interpreter")
 
 import msv0  # noqa: E402
+import msv0.dataflow  # noqa: E402
 from msv0.convert import convert  # noqa: E402
 
 import realmodels as rm  # noqa: E402
@@ -46,3 +48,25 @@ def test_matches_own_runtime(m: rm.RealModel):
         spread = rm.rounding_spread(source, feeds, want)
         for k, err in errors.items():
             assert err <= max(TOLERANCE, spread[k]), (k, err, spread[k])
+
+
+@pytest.mark.parametrize("name", ["oww_hey_jarvis_tflite", "oww_hey_jarvis_onnx"])
+def test_control_flow_regions_run_natively(name, monkeypatch):
+    """The wake-word heads run as data flow (an If became Switch/Partial/Merge): their
+    straight-line regions run as native Programs and give exactly what running each node alone
+    gives."""
+    m = rm.BY_NAME[name]
+    try:
+        data, feeds = rm.source_bytes(m)
+    except rm.Unavailable as e:
+        pytest.skip(str(e))
+    model = msv0.load(convert(data))
+    f = rm.to_msv0_feeds(m, feeds)
+    session = msv0.Session(model)
+    got, times = session.profile(f)
+    ops = {model.nodes[i].op for t in times if t.program is not None for i in t.nodes}
+    assert session._dataflow and {"FullConnection", "Activation"} <= ops
+    monkeypatch.setattr(msv0.dataflow, "regions", lambda model, order, fixed, keep: [model.nodes[i] for i in order])
+    alone = msv0.Session(model).run(f)
+    for k in got:
+        np.testing.assert_array_equal(got[k], alone[k])

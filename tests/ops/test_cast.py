@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 import msv0
+from msv0 import _core
+from msv0.builder import Builder
 from msv0.fb.TypeId import TypeId
 from oprun import run_op
 
@@ -23,6 +25,25 @@ def test_cast_pairs(rng):
     np.testing.assert_array_equal(y, v)
     (y,) = run_op("Cast", [v], out_dtypes=[np.int32], dstT=TypeId.kNumberTypeInt32)
     np.testing.assert_array_equal(y, v)
+
+
+@pytest.mark.parametrize("src", [np.bool_, np.uint8, np.int32])
+@pytest.mark.parametrize("size", [1, 15, 16, 67])  # a tail only, whole vectors of every width, both
+def test_native_cast_to_float32(isa, rng, src, size):
+    """The C++ cast (csrc/kernels/cast_f32.cc) on every ISA tier against NumPy's astype; int32
+    beyond 2^24 rounds to nearest even in both."""
+    if src == np.int32:
+        v = rng.integers(-(2**31), 2**31, size, dtype=np.int64).astype(np.int32)
+    else:
+        v = rng.integers(0, 2 if src == np.bool_ else 256, size).astype(src)
+    y = np.full(size, np.nan, np.float32)
+    _core.CastF32(np.dtype(src).char, (size,))([v], [y])
+    np.testing.assert_array_equal(y, v.astype(np.float32))
+    b = Builder("cast")
+    b.output(b.node("Cast", [b.input("x", (size,), src)], out_dtype=np.float32, dstT=TypeId.kNumberTypeFloat32))
+    s = msv0.Session(b.finish())
+    assert s.plan_info.steps[0][1] is not None  # a native Program step
+    np.testing.assert_array_equal(s.run([v])[s.outputs[0].name], v.astype(np.float32))
 
 
 @pytest.mark.parametrize("src,dst,srcT", [(np.float32, TypeId.kNumberTypeUInt8, 0), (np.int64, TypeId.kNumberTypeFloat32, 0),

@@ -6,7 +6,8 @@ import pytest
 
 import msv0
 from msv0 import _core
-from msv0.ops.elementwise import native_binary
+from msv0.builder import Builder
+from msv0.ops.elementwise import native_binary, binary_layout
 from oprun import Const, run_op, ort_run
 
 # (shape a, shape b): r1.1 broadcasting corners.
@@ -251,6 +252,35 @@ def test_native_binary_keeps_nan_without_activation(isa, size):
     (y,) = run_op("Add", [a, np.ones(size, np.float32)], activationType=1)  # r1.1: x > 0 ? x : 0
     np.testing.assert_array_equal(y[nan], 0)
     np.testing.assert_array_equal(y[~nan], np.where(np.isinf(a[~nan]), np.inf, 2))
+
+
+@pytest.mark.parametrize("sa,sb", NATIVE_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_native_comparison_kernel(isa, rng, sa, sb, dtype):
+    """The C++ comparisons (csrc/kernels/compare.cc) on full / row / one-value / per-row
+    operands, every ISA tier: each op against NumPy, NaN and infinities among the floats, every
+    output byte written (the output starts as a pattern that is neither 0 nor 1)."""
+    a = rng.integers(-3, 4, sa).astype(dtype)
+    b = rng.integers(-3, 4, sb).astype(dtype)
+    if dtype == np.float32:
+        a.flat[::5], b.flat[::3] = np.nan, np.inf
+    out = np.broadcast_shapes(sa, sb)
+    for k, name in enumerate(COMPARISONS):
+        kernel = _core.Compare(k, np.dtype(dtype).char, *binary_layout(sa, sb, out), sa, sb, out)
+        raw = np.full(out, 7, np.uint8)
+        kernel([a, b], [raw.view(np.bool_)])
+        np.testing.assert_array_equal(raw, COMPARISONS[name](a, b), err_msg=name)
+        (y,) = run_op(name, [a, b], out_dtypes=[np.bool_])
+        np.testing.assert_array_equal(y, COMPARISONS[name](a, b), err_msg=name)
+
+
+def test_comparison_is_native_on_float32_and_int32_only():
+    b = Builder("cmp")
+    x, n = b.input("x", (5, 1), np.int32), b.input("n", (5, 1), np.int64)
+    b.output(b.node("Equal", [x, b.const("r", np.arange(7, dtype=np.int32).reshape(1, 7))], out_dtype=np.bool_),
+             b.node("Equal", [n, b.const("r64", np.arange(7).reshape(1, 7))], out_dtype=np.bool_))
+    s = msv0.Session(b.finish())
+    assert [p is not None for _, p in s.plan_info.steps] == [True, False]
 
 
 GUARD = 37  # floats of NaN on each side of the output, checked untouched

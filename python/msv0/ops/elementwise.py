@@ -226,33 +226,40 @@ def add_n(node, ins):
     return Plan([(shape, dtype)], run)
 
 
+# The ufunc, and the op number of the native kernel (csrc/kernels/compare.cc).
 COMPARISONS = {
-    "Equal": np.equal,
-    "NotEqual": np.not_equal,
-    "Less": np.less,
-    "LessEqual": np.less_equal,
-    "Greater": np.greater,
-    "GreaterEqual": np.greater_equal,
+    "Equal": (np.equal, 0),
+    "NotEqual": (np.not_equal, 1),
+    "Less": (np.less, 2),
+    "LessEqual": (np.less_equal, 3),
+    "Greater": (np.greater, 4),
+    "GreaterEqual": (np.greater_equal, 5),
 }
+COMPARE_TYPES = {np.dtype(np.float32): "f", np.dtype(np.int32): "i"}  # dtypes the native kernel takes
 
 
-def _comparison(name: str, ufunc):
+def _comparison(name: str, ufunc, native: int):
     @op(name)
     def build(node, ins):
         expect_inputs(node, ins, 2)
-        same_dtype(node, ins)
+        dtype = same_dtype(node, ins)
         shape = broadcast_shape(node, ins[0].shape, ins[1].shape)
+        # the one exception to "output dtype = input0's"
+        kinds = binary_layout(ins[0].shape, ins[1].shape, shape) if dtype in COMPARE_TYPES else None
+        if kinds is not None:
+            kernel = _core.Compare(native, COMPARE_TYPES[dtype], *kinds, ins[0].shape, ins[1].shape, shape)
+            return Plan([(shape, BOOL)], kernel=kernel)
 
         def run(inputs, outputs):
             ufunc(inputs[0], inputs[1], out=outputs[0])
 
-        return Plan([(shape, BOOL)], run)  # the one exception to "output dtype = input0's"
+        return Plan([(shape, BOOL)], run)
 
     return build
 
 
-for _name, _ufunc in COMPARISONS.items():
-    _comparison(_name, _ufunc)
+for _name, (_ufunc, _native) in COMPARISONS.items():
+    _comparison(_name, _ufunc, _native)
 
 
 def _logical(name: str, ufunc):
