@@ -17,9 +17,9 @@ from msv0.registry import Plan, as_float32, expect_inputs, fail, op
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     """fp32 Activation SIGMOID: 1 above 16.619047, exp(x) below -9, else 1/(1+exp(-x))."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # exp of the branches np.where discards may overflow
         mid = np.float32(1) / (np.float32(1) + np.exp(-x))
-    return np.where(x > np.float32(16.619047), np.float32(1), np.where(x < np.float32(-9), np.exp(x), mid))
+        return np.where(x > np.float32(16.619047), np.float32(1), np.where(x < np.float32(-9), np.exp(x), mid))
 
 
 def _tanh(x: np.ndarray) -> np.ndarray:
