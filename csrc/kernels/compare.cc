@@ -1,23 +1,19 @@
 // Comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual) of two float32 or two
-// int32 operands into bool, on binary_f32.cc's operand kinds (full, a row repeated, one value,
+// int32 operands into bool, on binary_loop.h's operand kinds (full, a row repeated, one value,
 // one value per row): a one-hot encoder's Equal of [N, 1] ids against a [1, C] range is a
 // per-row operand against a row. The output is flat; elements [e0, e1) split over threads, and
 // each run of a row is one loop the compiler vectorizes for the tier.
-#include "kernels/kernel.h"
+#include "kernels/binary_loop.h"
 
 namespace msv0 {
 
 enum CompareOp : int32_t { kEqual = 0, kNotEqual = 1, kLess = 2, kLessEqual = 3, kGreater = 4, kGreaterEqual = 5 };
-// How an operand maps onto the flat output, numbered as binary_f32.cc's kinds (both take
-// msv0.ops.elementwise.operand_kind's): every element, a row of `inner` repeated, one value, or
-// one value per row of `inner`.
-enum CompareOperand : int32_t { kCmpFull = 0, kCmpRow = 1, kCmpOne = 2, kCmpPerRow = 3 };
 
 struct CompareArgs {
   const void* a;
   const void* b;
   bool* y;
-  int64_t size, inner;  // output elements; row length for kCmpRow / kCmpPerRow operands
+  int64_t size, inner;  // output elements; row length for row and per-row operands
   int32_t op, a_kind, b_kind;
   bool is_int;  // int32 operands, else float32
 };
@@ -42,21 +38,13 @@ bool holds(T a, T b) {  // IEEE: every comparison with NaN is false but NotEqual
   return a >= b;
 }
 
-template <typename T>
-const T* operand(const void* p, int32_t kind, int64_t e, int64_t col, int64_t inner) {
-  const T* q = static_cast<const T*>(p);
-  if (kind == kCmpFull) return q + e;
-  if (kind == kCmpRow) return q + col;
-  return kind == kCmpPerRow ? q + e / inner : q;
-}
-
 template <int Op, typename T>
 void segment(const CompareArgs& g, int64_t e, int64_t len, int64_t col) {
-  const T* a = operand<T>(g.a, g.a_kind, e, col, g.inner);
-  const T* b = operand<T>(g.b, g.b_kind, e, col, g.inner);
+  const T* a = binary_operand(static_cast<const T*>(g.a), g.a_kind, e, col, g.inner);
+  const T* b = binary_operand(static_cast<const T*>(g.b), g.b_kind, e, col, g.inner);
   bool* y = g.y + e;
   // A segment lies inside one row, so a per-row operand is one value in it.
-  const bool a_one = g.a_kind >= kCmpOne, b_one = g.b_kind >= kCmpOne;
+  const bool a_one = g.a_kind >= kOperandOne, b_one = g.b_kind >= kOperandOne;
   if (a_one && b_one) {
     const bool v = holds<Op>(*a, *b);
     for (int64_t i = 0; i < len; ++i) y[i] = v;
@@ -73,8 +61,7 @@ void segment(const CompareArgs& g, int64_t e, int64_t len, int64_t col) {
 
 template <int Op, typename T>
 void run_range(const CompareArgs& g, int64_t e0, int64_t e1) {
-  const bool rows = g.a_kind == kCmpRow || g.b_kind == kCmpRow || g.a_kind == kCmpPerRow ||
-                    g.b_kind == kCmpPerRow;
+  const bool rows = binary_has_rows(g.a_kind, g.b_kind);
   while (e0 < e1) {
     const int64_t col = rows ? e0 % g.inner : 0;
     const int64_t len = rows ? min_i(e1 - e0, g.inner - col) : e1 - e0;
@@ -118,12 +105,6 @@ MSV0_EXPORT(compare)
 namespace msv0 {
 namespace {
 
-int64_t operand_elements(int32_t kind, int64_t size, int64_t inner) {
-  if (kind == kCmpFull) return size;
-  if (kind == kCmpRow) return inner;
-  return kind == kCmpPerRow ? size / inner : 1;
-}
-
 // y = a op b on arrays of the dtype and shapes fixed here.
 class Compare : public NativeOp {
  public:
@@ -132,17 +113,7 @@ class Compare : public NativeOp {
       : fn_(MSV0_DISPATCH(compare)) {
     if (op < kEqual || op > kGreaterEqual) throw ArgError("unknown comparison " + std::to_string(op));
     if (type != 'f' && type != 'i') throw ArgError("type must be 'f' (float32) or 'i' (int32)");
-    for (int32_t k : {a_kind, b_kind})
-      if (k < kCmpFull || k > kCmpPerRow) throw ArgError("unknown operand kind " + std::to_string(k));
-    const int64_t size = elements(checked_shape(y_shape, y_shape.size(), "y_shape"));
-    const bool rows = a_kind == kCmpRow || b_kind == kCmpRow || a_kind == kCmpPerRow ||
-                      b_kind == kCmpPerRow;
-    if (inner < 1 || (rows && size % inner))
-      throw ArgError("bad sizes: " + std::to_string(size) + " elements, rows of " + std::to_string(inner));
-    if (elements(checked_shape(a_shape, a_shape.size(), "a_shape")) != operand_elements(a_kind, size, inner))
-      throw ArgError("a_shape: wrong number of elements for its kind");
-    if (elements(checked_shape(b_shape, b_shape.size(), "b_shape")) != operand_elements(b_kind, size, inner))
-      throw ArgError("b_shape: wrong number of elements for its kind");
+    const int64_t size = binary_size(a_kind, b_kind, inner, a_shape, b_shape, y_shape);
     g_ = CompareArgs{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind, type == 'i'};
     set_operands({{a_shape, type}, {b_shape, type}}, {{y_shape, '?'}});
   }
