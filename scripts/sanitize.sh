@@ -32,6 +32,9 @@ source "$VENV/bin/activate"
 python -m pip install -q '.[test]' -C build-dir="$DIR/build" -C cmake.build-type=RelWithDebInfo \
   -C "cmake.define.CMAKE_CXX_FLAGS=$FLAGS" -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=$FLAGS" "${build_args[@]}"
 [ $# -gt 0 ] || set -- -m "not slow" tests
+# With tiers left out, a tier's GEMM tile is the next one down's: the test of each tier's tile
+# cannot hold.
+[ -z "${MSV0_SAN_TIERS:-}" ] || set -- "$@" --deselect tests/ops/test_gemm.py::test_gemm_tile_of_the_active_tier
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)" \
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
