@@ -12,49 +12,27 @@
 
 namespace msv0 {
 
-// Waiting: a thread with nothing to do polls for `spin` (consecutive layers post jobs
-// microseconds apart, and a futex wake-up costs more than a small layer's work), then sleeps.
-// Under contention (other processes on the cores) a parallel job can cost more than it saves:
-// a worker descheduled in the middle of a task makes the caller wait a scheduler slice, and a
-// woken worker that arrives after the caller took every task cost a wake-up for nothing. Such
-// a job sends the pool serial for a back-off of jobs, doubled while probes stay bad and halved
-// by each good one, so N threads stay about as fast as one when the cores are not free.
 class ThreadPool {
  public:
-  // spin_us < 0: MSV0_SPIN_US from the environment, else kDefaultSpinUs.
-  explicit ThreadPool(int num_threads, int spin_us = -1);
+  explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  static constexpr int kDefaultSpinUs = 50;
-  static constexpr uint32_t kMaxBackoff = 1024;  // jobs run serially before a probe, at most
-
   int size() const { return static_cast<int>(workers_.size()) + 1; }
-  int spin_us() const { return spin_us_; }
   // Runs fn(task) for task in [0, tasks) on the workers and the caller; returns when all ran.
   // Thread i first runs tasks [i * tasks / size(), (i + 1) * tasks / size()).
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
 
-  struct Stats {
-    uint64_t parallel = 0;  // jobs posted to the workers
-    uint64_t serial = 0;    // jobs the caller ran alone while backing off
-    uint64_t contended = 0;  // parallel jobs judged slower than serial
-  };
-  Stats stats() const;
-
  private:
   void worker_loop(int self);
-  int64_t drain(int self);  // returns the tasks it ran
-  bool post_and_drain(int64_t tasks, const std::function<void(int64_t)>& fn);
+  void drain(int self);
 
   std::vector<std::thread> workers_;
-  const int spin_us_;
-  mutable std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
-  std::mutex mu_;      // pairs with wake_ and done_ for threads that stopped spinning
-  std::condition_variable wake_, done_;
+  std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
+  std::mutex mu_;      // pairs with wake_ for workers that stopped spinning
+  std::condition_variable wake_;
   bool stop_ = false;  // guarded by mu_
-  int sleeping_ = 0;   // workers blocked on wake_, guarded by mu_
   // The current job. Written by run() only while no worker holds it (pending_ == 0), then
   // published by the release increment of generation_; a worker reads it after acquiring
   // generation_ and gives it back by decrementing pending_.
@@ -72,9 +50,6 @@ class ThreadPool {
   };
   std::vector<Block> blocks_;
   std::atomic<int> pending_{0};  // workers that have not finished the current generation
-  // Back-off state, touched by the caller under run_mu_ only.
-  uint32_t backoff_ = 0, serial_left_ = 0;
-  Stats stats_;
 };
 
 ThreadPool* bound_pool();

@@ -1,6 +1,5 @@
 // Python view of the runtime: ISA tiers, the cap, thread pools.
 #include <memory>
-#include <optional>
 
 #include "runtime/bind.h"
 #include "runtime/dispatch.h"
@@ -40,38 +39,11 @@ MSV0_BIND(m) {
         "on; forbidden, they take the tier's plain slot (tests and benchmarks of both).");
 
   py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool")
-      .def(py::init([](int n, int spin_us) {
+      .def(py::init([](int n) {
              if (n < 1 || n > 1024) throw ArgError("num_threads must be in [1, 1024]");
-             if (spin_us < -1 || spin_us > 1000000) throw ArgError("spin_us must be in [0, 1000000], or -1");
-             return std::make_shared<ThreadPool>(n, spin_us);
-           }), py::arg("num_threads"), py::arg("spin_us") = -1,
-           "spin_us: how long an idle thread polls before it sleeps (-1: MSV0_SPIN_US, else the default).")
+             return std::make_shared<ThreadPool>(n);
+           }), py::arg("num_threads"))
       .def_property_readonly("num_threads", &ThreadPool::size)
-      .def_property_readonly("spin_us", &ThreadPool::spin_us)
-      .def_property_readonly("stats", [](const ThreadPool& p) {
-             const ThreadPool::Stats s = p.stats();
-             py::dict d;
-             d["parallel"] = s.parallel;
-             d["serial"] = s.serial;
-             d["contended"] = s.contended;
-             return d;
-           }, "Jobs posted to the workers, jobs run serially while backing off, and parallel jobs judged contended.")
-      .def("run", [](ThreadPool& p, int64_t tasks, const py::function& fn) {
-             std::optional<py::error_already_set> error;  // a worker must not throw: kept, raised here
-             {
-               py::gil_scoped_release unlocked;
-               p.run(tasks, [&](int64_t t) {
-                 py::gil_scoped_acquire locked;
-                 if (error) return;
-                 try {
-                   fn(t);
-                 } catch (py::error_already_set& e) {
-                   error = std::move(e);
-                 }
-               });
-             }
-             if (error) throw *error;
-           }, py::arg("tasks"), py::arg("fn"), "Call fn(task) for task in range(tasks) on the pool (tests its policy).")
       .def("bind", [](ThreadPool& p) { bind_pool(&p); },
            "Make this pool the one kernels called from this thread use.")
       .def_static("unbind", [] { bind_pool(nullptr); });
