@@ -108,15 +108,24 @@ def regions(model: Model, order: Sequence[int], fixed: set[int], keep: Sequence[
             if node.index in found or node.index not in member]
 
 
+def _halves(node: Node) -> tuple[tuple[tuple[int, ...], frozenset[int]], ...]:
+    """A Merge's input halves, right first (r1.1 checks that one first), each with its set."""
+    n = len(node.inputs) // 2
+    return tuple((half, frozenset(half)) for half in (node.inputs[n:], node.inputs[:n]))
+
+
 @dataclass(frozen=True)
 class Layout:
     """A graph's units and what the interpreter looks up while running them."""
 
     units: list[Unit]
-    merge: list[bool]  # per unit: whether it is a Merge node
+    # per unit: a Merge's halves of inputs, right first, each as (tensors, their set); else None
+    merge: list[tuple[tuple[tuple[int, ...], frozenset[int]], ...] | None]
     reads: list[tuple[int, ...]]  # per unit: its inputs that are not fixed, once per read
+    needs: list[frozenset[int]]  # per unit: the set of its reads, all ready before it fires
     consumers: dict[int, list[int]]  # tensor -> the units reading it, once per read
     fixed: frozenset[int]  # tensors ready throughout: constants and the graph's inputs
+    first: tuple[int, ...]  # the units ready when the graph starts (only fixed tensors exist then)
 
 
 @dataclass
@@ -166,9 +175,12 @@ class Interpreter:
             for pos, unit in enumerate(units):
                 for k in unit.inputs:
                     consumers.setdefault(k, []).append(pos)
-            merge = [isinstance(unit, Node) and unit.op == MERGE for unit in units]
+            merge = [_halves(unit) if isinstance(unit, Node) and unit.op == MERGE else None for unit in units]
             reads = [tuple(k for k in unit.inputs if k not in fixed) for unit in units]
-            found = self.layouts[key] = Layout(units, merge, reads, consumers, fixed)
+            needs = [frozenset(r) for r in reads]
+            first = tuple(pos for pos in range(len(units))
+                          if (fixed >= needs[pos] if merge[pos] is None else any(fixed >= h for _, h in merge[pos])))
+            found = self.layouts[key] = Layout(units, merge, reads, needs, consumers, fixed, first)
         return found
 
     def call(self, sub, args: list[Any], caller: Node) -> list[Any]:
@@ -189,26 +201,27 @@ class Interpreter:
     def run(self, order: tuple[int, ...], env: dict[int, Any], keep: tuple[int, ...]) -> None:
         model = self.model
         layout = self.layout(order, env, keep)
-        units, merge, reads, consumers, fixed = layout.units, layout.merge, layout.reads, layout.consumers, layout.fixed
+        units, merge, reads, needs, consumers, fixed = (layout.units, layout.merge, layout.reads, layout.needs,
+                                                        layout.consumers, layout.fixed)
         inputs = dict(env)
         env.update(self.consts)
         env.update(inputs)  # an input named like a constant keeps its value
+        ready_now = env.keys()  # a live view: a tensor is ready while it is in env
         pending: dict[int, int] = {}  # reads left before a produced tensor stops being ready
 
-        def merge_half(node: Node) -> list[int] | None:
-            n = len(node.inputs) // 2
-            right, left = list(node.inputs[n:]), list(node.inputs[:n])
-            for half in (right, left):
-                if all(k in env for k in half):
+        def merge_half(halves) -> tuple[int, ...] | None:
+            for half, need in halves:
+                if ready_now >= need:
                     return half
             return None
 
         def ready(pos: int) -> bool:
-            if merge[pos]:
-                return merge_half(units[pos]) is not None
-            return all(k in env for k in reads[pos])
+            halves = merge[pos]
+            if halves is None:
+                return ready_now >= needs[pos]
+            return merge_half(halves) is not None
 
-        queue = deque(pos for pos in range(len(units)) if ready(pos))
+        queue = deque(layout.first)
         queued = set(queue)
         while queue:
             pos = queue.popleft()
@@ -220,11 +233,11 @@ class Interpreter:
                 self.count_region(unit)
                 used = reads[pos]
                 produced = self.fire_region(unit, [env[k] for k in unit.feeds])
-            elif merge[pos]:
+            elif merge[pos] is not None:
                 self.count(unit)
                 if len(unit.inputs) % 2 or len(unit.outputs) != len(unit.inputs) // 2:
                     raise fail(unit, "Merge expects 2N inputs and N outputs")
-                used = merge_half(unit)
+                used = merge_half(merge[pos])
                 produced = {k: env[t] for k, t in enumerate(used)}
             else:
                 self.count(unit)
@@ -258,10 +271,11 @@ class Interpreter:
         args = [np.asarray(a) for a in args]
         # A model constant passed in (TFLite's IF hands the branches its weights through Switch and
         # Partial) is planned as that constant: its weights are packed once, and nodes on it fold.
-        known = [a if id(a) in self.const_ids else None for a in args]
-        key = (region.nodes,) + tuple((a.shape, a.dtype.str, None if c is None else id(c)) for a, c in zip(args, known))
+        const_ids = self.const_ids
+        key = (region.nodes, *[(a.shape, a.dtype, id(a) if id(a) in const_ids else None) for a in args])
         found = self.region_plans.get(key)
         if found is None:
+            known = [a if id(a) in const_ids else None for a in args]
             inputs = {k: Value(a.shape, a.dtype, model.tensors[k], c) for k, a, c in zip(region.feeds, args, known)}
             fed = [j for j, c in enumerate(known) if c is None]
             prepared = straight_line.prepare(model, region.nodes, inputs, region.outputs, self.num_threads)

@@ -92,6 +92,8 @@ class Session:
         self.precision = precision  # what runs: "bf16" only where the CPU has it
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
+        self._input_names = [t.name for t in self._input_tensors]
+        self._input_dtypes = [t.dtype for t in self._input_tensors]
         # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
         # planned node by node.
         nodes = self.model.nodes
@@ -143,9 +145,9 @@ class Session:
             ctx = self._new_context()
         ctx.pool.bind()
         try:
-            with self._planning():  # a re-plan (or data flow) builds ops now
-                if not self._dataflow:
-                    return self._run_plan(ctx, arrays, times)
+            if not self._dataflow:
+                return self._run_plan(ctx, arrays, times)
+            with self._planning():  # data flow builds ops as it runs
                 return self._run_dataflow(ctx, arrays, times)
         finally:
             _core.ThreadPool.unbind()
@@ -198,12 +200,11 @@ class Session:
         return result
 
     def _check_feeds(self, feeds) -> list[np.ndarray]:
-        tensors = self._input_tensors
+        tensors, names = self._input_tensors, self._input_names
         if isinstance(feeds, Mapping):
-            names = [t.name for t in tensors]
-            missing = [n for n in names if n not in feeds]
-            extra = [n for n in feeds if n not in names]
-            if missing or extra:
+            if len(feeds) != len(names) or not all(n in feeds for n in names):
+                missing = [n for n in names if n not in feeds]
+                extra = [n for n in feeds if n not in names]
                 raise InputError(f"feeds do not match the model inputs {names}: missing {missing}, unexpected {extra}")
             values = [feeds[n] for n in names]
         else:
@@ -211,10 +212,10 @@ class Session:
             if len(values) != len(tensors):
                 raise InputError(f"the model has {len(tensors)} input(s), got {len(values)}")
         arrays = []
-        for t, v in zip(tensors, values):
+        for t, dtype, v in zip(tensors, self._input_dtypes, values):
             a = np.asarray(v)
-            if a.dtype != t.dtype:
-                raise InputError(f"input '{t.name}': expected dtype {t.dtype}, got {a.dtype}")
+            if a.dtype != dtype:
+                raise InputError(f"input '{t.name}': expected dtype {dtype}, got {a.dtype}")
             if a.ndim != len(t.shape):
                 raise InputError(f"input '{t.name}': expected shape {t.shape}, got {a.shape}")
             if 0 in a.shape:  # kernels divide work by dims; an empty batch has nothing to run
