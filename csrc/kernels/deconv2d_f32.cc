@@ -1,8 +1,9 @@
 // DeConv2D (transposed conv), NHWC float32 (format-v0.md §5). One SGEMM turns every input
 // pixel into its kh x kw x oc contributions (col = x · W, W [c, kh*kw*oc] as stored), then a
 // gather per output row sums the contributions that land on each output pixel of the cropped
-// window starting at (pt, pl), adds the bias and clamps. Gathering instead of scattering lets
-// output rows run in parallel with no write conflicts.
+// window starting at (pt, pl) (its taps listed per output row and column, transposed_window.h),
+// adds the bias and clamps. Gathering instead of scattering lets output rows run in parallel with
+// no write conflicts.
 #include "kernels/gemm_f32.h"
 
 #include "kernels/kernel.h"
@@ -14,13 +15,12 @@ struct DeconvArgs {
   const float* col;  // n*h*w rows of kh*kw*oc floats, (ky, kx, o) order
   const float* bias;  // oc floats, or null
   float* y;           // n x oh x ow x oc
-  int64_t n, h, w, oh, ow, oc;
-  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+  int64_t n, h, w, oh, ow, oc, kh, kw;
+  TapList rows, cols;  // the (tap, input index) pairs of each output row and column
   float lo, hi;
 };
 
-// Output rows [r0, r1) of the flattened (n, oh). pt/pl may be negative (SAME_UPPER with a
-// stride wider than the dilated kernel); output pixels no tap reaches get bias only.
+// Output rows [r0, r1) of the flattened (n, oh); output pixels no tap reaches get bias only.
 using Deconv2dFn = void (*)(const DeconvArgs&, int64_t r0, int64_t r1);
 MSV0_DECLARE(deconv2d_f32_col2im, Deconv2dFn)
 
@@ -29,29 +29,27 @@ MSV0_DECLARE(deconv2d_f32_col2im, Deconv2dFn)
 #if !MSV0_ONCE
 namespace msv0 {
 namespace MSV0_ISA {
-namespace {
-
-}  // namespace
-
 void deconv2d_f32_col2im(const DeconvArgs& a, int64_t r0, int64_t r1) {
-  const int64_t taps = a.kh * a.kw * a.oc;
+  const int64_t oc = a.oc, ow = a.ow;
+  const int64_t row_floats = a.kw * oc;  // one ky's slice of a col row
+  const int64_t taps = row_floats * a.kh;  // a whole col row
+  const int64_t* row_start = a.rows.start;
+  const int64_t* col_start = a.cols.start;
+  const int64_t* col_src = a.cols.src;
+  const int64_t* col_tap = a.cols.tap;
   const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t b = r / a.oh, oy = r % a.oh;
-    for (int64_t ox = 0; ox < a.ow; ++ox) {
-      float* out = a.y + (r * a.ow + ox) * a.oc;
-      for (int64_t c = 0; c < a.oc; c += VecF::kLanes) {
-        const int64_t lanes = min_i(VecF::kLanes, a.oc - c);
+    float* out = a.y + r * ow * oc;
+    const int64_t j0 = row_start[oy], j1 = row_start[oy + 1];
+    for (int64_t ox = 0; ox < ow; ++ox, out += oc) {
+      const int64_t i0 = col_start[ox], i1 = col_start[ox + 1];
+      for (int64_t c = 0; c < oc; c += VecF::kLanes) {
+        const int64_t lanes = min_i(VecF::kLanes, oc - c);
         VecF acc = a.bias ? VecF::load_tail(a.bias + c, lanes) : VecF::zero();
-        for (int64_t ky = 0; ky < a.kh; ++ky) {
-          int64_t iy;
-          if (!transposed_source(oy + a.pt, ky, a.sh, a.dh, a.h, &iy)) continue;
-          for (int64_t kx = 0; kx < a.kw; ++kx) {
-            int64_t ix;
-            if (!transposed_source(ox + a.pl, kx, a.sw, a.dw, a.w, &ix)) continue;
-            const float* src = a.col + ((b * a.h + iy) * a.w + ix) * taps + (ky * a.kw + kx) * a.oc + c;
-            acc = acc + VecF::load_tail(src, lanes);
-          }
+        for (int64_t j = j0; j < j1; ++j) {
+          const float* col_row = a.col + (b * a.h + a.rows.src[j]) * a.w * taps + a.rows.tap[j] * row_floats + c;
+          for (int64_t i = i0; i < i1; ++i) acc = acc + VecF::load_tail(col_row + col_src[i] * taps + col_tap[i] * oc, lanes);
         }
         clamp(acc, lo, hi).store_tail(out + c, lanes);
       }
@@ -96,8 +94,10 @@ class Deconv2d : public NativeOp {
     }
     const int64_t cols = kh * kw * oc;
     b_ = pack_b(in_ptr<float>(weight, "weight"), cols, false, cols, c, nullptr);
-    a_ = DeconvArgs{nullptr, bias_.empty() ? nullptr : bias_.data(), nullptr, x[0], x[1], x[2], y[1], y[2], oc,
-                    kh, kw, sh, sw, dh, dw, pt, pl, lo, hi};
+    rows_ = TapTable(y[1], pt, kh, sh, dh, x[1]);
+    cols_ = TapTable(y[2], pl, kw, sw, dw, x[2]);
+    a_ = DeconvArgs{nullptr, bias_.empty() ? nullptr : bias_.data(), nullptr, x[0], x[1], x[2], y[1], y[2], oc, kh,
+                    kw, rows_.list(), cols_.list(), lo, hi};
     set_operands({{x}}, {{y}});
   }
 
@@ -117,6 +117,7 @@ class Deconv2d : public NativeOp {
   const SgemmConfig* gemm_;
   Deconv2dFn fn_;
   std::shared_ptr<const PackedB> b_;
+  TapTable rows_, cols_;
   std::vector<float> bias_;  // oc floats, added by the gather
   DeconvArgs a_;
 };

@@ -1,7 +1,7 @@
 // DeDepthwiseConv2D (transposed depthwise conv), NHWC float32 (format-v0.md §5). Each output
-// pixel gathers the taps that land on it: input (iy, ix) tap (ky, kx) reaches full-output row
-// iy*sh + ky*dh, cropped by (pt, pl). Channels are the vector lanes; gathering instead of
-// scattering lets output rows run in parallel with no write conflicts.
+// pixel gathers the taps that land on it (listed per output row and column, transposed_window.h).
+// Channels are the vector lanes; gathering instead of scattering lets output rows run in
+// parallel with no write conflicts.
 #include "kernels/kernel.h"
 #include "kernels/transposed_window.h"
 
@@ -12,13 +12,12 @@ struct DedwArgs {
   const float* w;     // kh x kw x c
   const float* bias;  // c floats
   float* y;           // n x oh x ow x c
-  int64_t n, h, w_in, c, oh, ow;
-  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+  int64_t n, h, w_in, c, oh, ow, kw;
+  TapList rows, cols;  // the (tap, input index) pairs of each output row and column
   float lo, hi;
 };
 
-// Output rows [r0, r1) of the flattened (n, oh). pt/pl may be negative (SAME_UPPER with a
-// stride wider than the dilated kernel); output pixels no tap reaches get the bias only.
+// Output rows [r0, r1) of the flattened (n, oh); output pixels no tap reaches get the bias only.
 using DedwFn = void (*)(const DedwArgs&, int64_t r0, int64_t r1);
 MSV0_DECLARE(dedwconv2d_f32, DedwFn)
 
@@ -33,15 +32,13 @@ namespace {
 template <bool Tail>
 void pixel(const DedwArgs& a, int64_t b, int64_t oy, int64_t ox, int64_t c, int64_t lanes, float* out) {
   VecF acc = VecF::zero();
-  for (int64_t ky = 0; ky < a.kh; ++ky) {
-    int64_t iy;
-    if (!transposed_source(oy + a.pt, ky, a.sh, a.dh, a.h, &iy)) continue;
-    for (int64_t kx = 0; kx < a.kw; ++kx) {
-      int64_t ix;
-      if (!transposed_source(ox + a.pl, kx, a.sw, a.dw, a.w_in, &ix)) continue;
-      const float* src = a.x + ((b * a.h + iy) * a.w_in + ix) * a.c + c;
-      acc = fmadd(load_n<Tail>(src, lanes), load_n<Tail>(a.w + (ky * a.kw + kx) * a.c + c, lanes), acc);
-    }
+  const TapList& rows = a.rows;
+  const TapList& cols = a.cols;
+  for (int64_t j = rows.start[oy]; j < rows.start[oy + 1]; ++j) {
+    const float* x_row = a.x + (b * a.h + rows.src[j]) * a.w_in * a.c + c;
+    const float* w_row = a.w + rows.tap[j] * a.kw * a.c + c;
+    for (int64_t i = cols.start[ox]; i < cols.start[ox + 1]; ++i)
+      acc = fmadd(load_n<Tail>(x_row + cols.src[i] * a.c, lanes), load_n<Tail>(w_row + cols.tap[i] * a.c, lanes), acc);
   }
   acc = acc + load_n<Tail>(a.bias + c, lanes);
   store_n<Tail>(clamp(acc, VecF::splat(a.lo), VecF::splat(a.hi)), out + c, lanes);
@@ -102,8 +99,10 @@ class Dedwconv2d : public NativeOp {
       const float* pb = in_ptr<float>(*bias, "bias");
       bias_.assign(pb, pb + c);
     }
-    a_ = DedwArgs{nullptr, w_.data(), bias_.data(), nullptr, x[0], x[1], x[2], c, y[1], y[2],
-                  kh, kw, sh, sw, dh, dw, pt, pl, lo, hi};
+    rows_ = TapTable(y[1], pt, kh, sh, dh, x[1]);
+    cols_ = TapTable(y[2], pl, kw, sw, dw, x[2]);
+    a_ = DedwArgs{nullptr, w_.data(), bias_.data(), nullptr, x[0], x[1], x[2], c, y[1], y[2], kw,
+                  rows_.list(), cols_.list(), lo, hi};
     set_operands({{x}}, {{y}});
   }
 
@@ -119,6 +118,7 @@ class Dedwconv2d : public NativeOp {
 
  private:
   DedwFn fn_;
+  TapTable rows_, cols_;
   std::vector<float> w_, bias_;
   DedwArgs a_;
 };
