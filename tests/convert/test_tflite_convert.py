@@ -12,6 +12,7 @@ litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
+from msv0.fb.ActivationType import ActivationType  # noqa: E402
 from tflitewriter import TFLiteWriter  # noqa: E402
 
 SAME, VALID = 0, 1
@@ -62,6 +63,31 @@ def _conv(pad, stride, act, dil=1):
                                                 (VALID, 2, RELU_N1_TO_1, 1)])
 def test_conv2d(pad, stride, act, dil):
     check(*_conv(pad, stride, act, dil))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_separate_relu_runs_in_its_conv(shared):
+    """A RELU/RELU6 operator that alone reads a CONV_2D's, DEPTHWISE_CONV_2D's or ADD's result
+    becomes that op's activationType; read by something else too, it stays an Activation."""
+    w = TFLiteWriter()
+    x = w.input("x", [1, 6, 5, 4])
+    c = w.op("CONV_2D", [x, w.const(f32(4, 3, 3, 4)), w.const(f32(4))], [1, 6, 5, 4], "Conv2DOptions",
+             padding=SAME, stride_h=1, stride_w=1, fused_activation_function=NONE, dilation_h_factor=1,
+             dilation_w_factor=1)
+    r = w.op("RELU6", [c], [1, 6, 5, 4])
+    d = w.op("DEPTHWISE_CONV_2D", [r, w.const(f32(1, 3, 3, 4)), w.const(f32(4))], [1, 6, 5, 4],
+             "DepthwiseConv2DOptions", padding=SAME, stride_h=1, stride_w=1, depth_multiplier=1,
+             fused_activation_function=NONE, dilation_h_factor=1, dilation_w_factor=1)
+    a = w.op("ADD", [w.op("RELU", [d], [1, 6, 5, 4]), x], [1, 6, 5, 4], "AddOptions", fused_activation_function=NONE)
+    y = w.op("RELU", [a], [1, 6, 5, 4])
+    w.output(y)
+    if shared:
+        w.output(w.op("MUL", [c, x], [1, 6, 5, 4], "MulOptions", fused_activation_function=NONE))
+    m = check(w, {"x": f32(1, 6, 5, 4, lo=-3, hi=3)})
+    ops = [(n.op, int(getattr(n.attrs, "activationType", 0))) for n in m.nodes]
+    conv = [("Conv2D", 0), ("Activation", 0)] if shared else [("Conv2D", ActivationType.RELU6)]
+    assert ops[:len(conv)] == conv
+    assert ops[len(conv):len(conv) + 2] == [("DepthwiseConv2D", ActivationType.RELU), ("Add", ActivationType.RELU)]
 
 
 @pytest.mark.parametrize("mult", [1, 2])

@@ -8,6 +8,7 @@ and are then written in the layout that node asks for.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,10 +48,15 @@ def dense_order_matches(shape, perm) -> bool:
     return big == sorted(big)
 
 
+# v0 ops whose activationType field applies RELU or RELU6 to their output (format-v0.md §5).
+APPLIES_ACTIVATION = frozenset({"Conv2D", "DepthwiseConv2D", "DeConv2D", "FullConnection", "Add"})
+
+
 class Emitter:
     def __init__(self, name: str):
         self.b = Builder(name)
         self._count = 0
+        self._writer: dict[int, Any] = {}  # tensor index -> the node (CNodeT) that writes it
 
     def _name(self, base: str) -> str:
         self._count += 1
@@ -74,7 +80,21 @@ class Emitter:
         idx = [self.b.tensor(f"{name}:{k}" if len(outs) > 1 else name, np.dtype(dt), shape=shape)
                for k, (shape, dt) in enumerate(outs)]
         self.b.node(op, inputs, outputs=idx, name=name, **attrs)
+        for i in idx:
+            self._writer[i] = self.b.graph.nodes[-1]
         return idx
+
+    def fuse_activation(self, v: Val, act: int) -> bool:
+        """Make act (RELU or RELU6) the activationType of the node that wrote v, if its op applies
+        one and it has none yet; the caller knows that nothing else reads v."""
+        node = self._writer.get(v.index)
+        if node is None or len(node.outputIndex) != 1:
+            return False
+        attrs = node.primitive.value
+        if type(attrs).__name__.removesuffix("T") not in APPLIES_ACTIVATION or attrs.activationType:
+            return False
+        attrs.activationType = act
+        return True
 
     def op(self, op: str, ins: list[Val], shape, dtype, name: str, nhwc: bool = False, /, **attrs) -> Val:
         """One-output op; ins must already be in the layout the op wants."""

@@ -12,6 +12,8 @@ Reading needs the optional `tflite` package (generated FlatBuffers accessors).
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
@@ -275,6 +277,7 @@ def binary(o: Op):
     o.set(_fused(o, y, act))
 
 
+OWN_ACT_CODES = ("RELU", "RELU6")  # the activations a v0 op's activationType applies
 ACT = {"RELU": ActivationType.RELU, "RELU6": ActivationType.RELU6, "LOGISTIC": ActivationType.SIGMOID,
        "TANH": ActivationType.TANH, "HARD_SWISH": ActivationType.HSWISH}
 
@@ -282,6 +285,12 @@ ACT = {"RELU": ActivationType.RELU, "RELU6": ActivationType.RELU6, "LOGISTIC": A
 @handles(*ACT, "LEAKY_RELU")
 def activation(o: Op):
     x = o.inp(0)
+    # A RELU/RELU6 that is the only reader of a conv's, FC's or ADD's result runs in that op, as
+    # TFLite's own fused activations do (LiteRT's delegate fuses such pairs too).
+    if (o.code in OWN_ACT_CODES and o.conv.readers[o.inputs[0]] == 1 and x.index is not None
+            and o.e.fuse_activation(x, ACT[o.code])):
+        o.set(x)
+        return
     kw = {"alpha": float(o.options("LeakyReluOptions").Alpha())} if o.code == "LEAKY_RELU" else {}
     o.set(o.op("Activation", [x], x.shape, x.dtype, type=ACT.get(o.code, ActivationType.LEAKY_RELU), **kw))
 
@@ -474,6 +483,10 @@ class _Converter:
         self.claimed: set[int] = parent.claimed if parent else set()
         self.vals: dict[int, Val] = {}
         self.bad: list[tuple[str, str, str]] = []  # (operator, op code, reason)
+        # tensor -> how many operators read it, an output of the subgraph counting as one more
+        ops = (g.Operators(k) for k in range(g.OperatorsLength()))
+        self.readers = collections.Counter(int(t) for op in ops if op.InputsLength() for t in op.InputsAsNumpy())
+        self.readers.update(int(t) for t in (g.OutputsAsNumpy() if g.OutputsLength() else ()))
 
     def constant_in(self, g, i) -> np.ndarray | None:
         """Tensor i of another subgraph g as a constant, if it is a plain one."""
