@@ -22,6 +22,7 @@ from msv0.fusion import fuse_blocks
 from msv0.model import Model
 from msv0.planner import allocate
 from msv0.registry import Plan, RunFn, Value, build, check_size
+from msv0.resize_x2 import fuse_resizes
 
 PlannedStep = tuple[tuple[int, ...], Plan, list[int], list[int]]  # (nodes, plan, inputs, outputs)
 
@@ -148,7 +149,7 @@ def prepare(model: Model, order: Sequence[int], inputs: Mapping[int, Value], out
     uses: dict[int, int] = {}
     for k in [k for _, _, ins, _ in planned for k in ins] + list(outputs):
         uses[k] = uses.get(k, 0) + 1
-    planned = fuse_blocks(planned, uses, num_threads)
+    planned = fuse_blocks(fuse_resizes(model, planned, values, uses), uses, num_threads)
     # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
     views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
              if values[ins[j]].const is None}
