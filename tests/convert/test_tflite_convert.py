@@ -90,6 +90,30 @@ def test_separate_relu_runs_in_its_conv(shared):
     assert ops[len(conv):len(conv) + 2] == [("DepthwiseConv2D", ActivationType.RELU), ("Add", ActivationType.RELU)]
 
 
+@pytest.mark.parametrize("case", ["depthwise", "conv_same", "two_readers", "nonzero"])
+def test_zero_pad_before_a_conv_is_its_padding(case):
+    """A zero PAD of H and W that one conv alone reads becomes that conv's padding."""
+    w = TFLiteWriter()
+    x = w.input("x", [1, 7, 6, 4])
+    pads = w.const(np.array([[0, 0], [1, 2], [2, 1], [0, 0]], np.int32))
+    if case == "nonzero":
+        p = w.op("PADV2", [x, pads, w.const(np.array([0.5], np.float32))], [1, 10, 9, 4])
+    else:
+        p = w.op("PAD", [x, pads], [1, 10, 9, 4])
+    geometry = dict(stride_h=2, stride_w=2, fused_activation_function=NONE, dilation_h_factor=1, dilation_w_factor=1)
+    if case == "conv_same":
+        y = w.op("CONV_2D", [p, w.const(f32(3, 3, 3, 4)), w.const(f32(3))], [1, 5, 5, 3], "Conv2DOptions",
+                 padding=SAME, **geometry)
+    else:
+        y = w.op("DEPTHWISE_CONV_2D", [p, w.const(f32(1, 3, 3, 4)), w.const(f32(4))], [1, 4, 4, 4],
+                 "DepthwiseConv2DOptions", padding=VALID, depth_multiplier=1, **geometry)
+    w.output(y)
+    if case == "two_readers":
+        w.output(w.op("RELU", [p], [1, 10, 9, 4]))
+    m = check(w, {"x": f32(1, 7, 6, 4, lo=-3, hi=3)})
+    assert ("Pad" in [n.op for n in m.nodes]) == (case in ("two_readers", "nonzero"))
+
+
 @pytest.mark.parametrize("mult", [1, 2])
 def test_depthwise(mult):
     w = TFLiteWriter()

@@ -163,7 +163,10 @@ def conv(o: Op):
     opt = o.options("DepthwiseConv2DOptions" if dw else "Conv2DOptions")
     s, d = (opt.StrideH(), opt.StrideW()), (opt.DilationHFactor(), opt.DilationWFactor())
     k = w.shape[1:3]
-    up, down, left, right = _pads(opt.Padding(), x.shape[1:3], k, s, d)
+    top, bottom, left, right = o.conv.conv_pads.get(o.inputs[0], (0, 0, 0, 0))  # a zero PAD folded in
+    padded = (x.shape[1] + top + bottom, x.shape[2] + left + right)
+    pads = _pads(opt.Padding(), padded, k, s, d)
+    up, down, left, right = pads[0] + top, pads[1] + bottom, pads[2] + left, pads[3] + right
     attrs = dict(padMode=PadMode.NOTSET, padUp=up, padDown=down, padLeft=left, padRight=right, strideH=s[0], strideW=s[1],
                  kernelH=k[0], kernelW=k[1], dilateH=d[0], dilateW=d[1],
                  activationType=_own_act(opt.FusedActivationFunction()))
@@ -287,7 +290,7 @@ def activation(o: Op):
     x = o.inp(0)
     # A RELU/RELU6 that is the only reader of a conv's, FC's or ADD's result runs in that op, as
     # TFLite's own fused activations do (LiteRT's delegate fuses such pairs too).
-    if (o.code in OWN_ACT_CODES and o.conv.readers[o.inputs[0]] == 1 and x.index is not None
+    if (o.code in OWN_ACT_CODES and len(o.conv.readers[o.inputs[0]]) == 1 and x.index is not None
             and o.e.fuse_activation(x, ACT[o.code])):
         o.set(x)
         return
@@ -331,6 +334,13 @@ def pad(o: Op):
     p = o.const(1, "paddings").astype(np.int64)
     value = o.const(2, "constant_values") if len(o.inputs) > 2 else None
     value = 0.0 if value is None else float(value.reshape(-1)[0])
+    # Zeros around H and W of what one conv alone reads are that conv's own padding (as in
+    # MediaPipe's BlazeFace-style nets: a PAD before each VALID depthwise conv).
+    if (value == 0 and p.shape == (4, 2) and (p >= 0).all() and not p[0].any() and not p[3].any()
+            and o.inp(0).const is None and o.conv.readers[o.outputs[0]] in (["CONV_2D"], ["DEPTHWISE_CONV_2D"])):
+        o.conv.conv_pads[o.outputs[0]] = (int(p[1, 0]), int(p[1, 1]), int(p[2, 0]), int(p[2, 1]))
+        o.set(o.inp(0))
+        return
     o.set(o.op("Pad", [o.inp(0)], shape, dtype, paddings=[int(v) for v in p.reshape(-1)], paddingMode=PaddingMode.CONSTANT,
                constantValue=value))
 
@@ -483,10 +493,16 @@ class _Converter:
         self.claimed: set[int] = parent.claimed if parent else set()
         self.vals: dict[int, Val] = {}
         self.bad: list[tuple[str, str, str]] = []  # (operator, op code, reason)
-        # tensor -> how many operators read it, an output of the subgraph counting as one more
-        ops = (g.Operators(k) for k in range(g.OperatorsLength()))
-        self.readers = collections.Counter(int(t) for op in ops if op.InputsLength() for t in op.InputsAsNumpy())
-        self.readers.update(int(t) for t in (g.OutputsAsNumpy() if g.OutputsLength() else ()))
+        # tensor -> the op codes of the operators reading it, "output" for an output of the subgraph
+        self.readers: dict[int, list[str]] = collections.defaultdict(list)
+        for k in range(g.OperatorsLength()):
+            op = g.Operators(k)
+            for t in op.InputsAsNumpy() if op.InputsLength() else ():
+                self.readers[int(t)].append(self.codes[op.OpcodeIndex()])
+        for t in g.OutputsAsNumpy() if g.OutputsLength() else ():
+            self.readers[int(t)].append("output")
+        # a zero PAD's output -> its (top, bottom, left, right), for the conv that alone reads it
+        self.conv_pads: dict[int, tuple[int, int, int, int]] = {}
 
     def constant_in(self, g, i) -> np.ndarray | None:
         """Tensor i of another subgraph g as a constant, if it is a plain one."""
