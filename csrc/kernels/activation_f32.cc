@@ -114,6 +114,7 @@ MSV0_EXPORT(activation_f32)
 }  // namespace msv0
 
 #else  // binding pass
+#include <numeric>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
@@ -142,6 +143,15 @@ class Activation : public NativeOp {
     if (slopes == 0 || (!shared_ && slopes != g_.channels))
       throw ArgError("slope_shape: " + std::to_string(slopes) + " values for " + std::to_string(g_.channels) +
                      " channels");
+    if (!shared_) {
+      // With few channels a per-channel segment is a few lanes: read the slope tiled to a period
+      // of whole vectors (a multiple of 16 floats, every tier's lanes), up to kMaxPeriod floats.
+      const int64_t period = std::lcm(g_.channels, int64_t{16});
+      if (period <= kMaxPeriod) {
+        period_ = period;
+        while (period_ * 2 <= kMaxPeriod) period_ *= 2;
+      }
+    }
     set_operands({{shape}, {slope_shape}}, {{shape}});
   }
 
@@ -156,6 +166,12 @@ class Activation : public NativeOp {
       else
         g.slope = slope;
     }
+    float tiled[kMaxPeriod];
+    if (g.slope && period_) {
+      for (int64_t i = 0; i < period_; ++i) tiled[i] = g.slope[i % g.channels];
+      g.slope = tiled;
+      g.channels = period_;  // x's channel at element e is still (e % period_) % channels
+    }
     // 8K elements per chunk: the exp-based kinds cost ~10 ns a vector, so a chunk outweighs a
     // thread hand-off.
     parallel_for(size_, 8192, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
@@ -163,10 +179,12 @@ class Activation : public NativeOp {
   const char* name() const override { return "activation"; }
 
  private:
+  static constexpr int64_t kMaxPeriod = 256;
   ActivationFn fn_;
   ActArgs g_;
   int64_t size_ = 0;
   bool shared_ = false;
+  int64_t period_ = 0;  // the tiled slope's length; 0: the slope as given
 };
 
 }  // namespace

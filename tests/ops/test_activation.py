@@ -127,9 +127,9 @@ def test_elu(isa, rng):
     np.testing.assert_allclose(y, ref, rtol=3e-7, atol=0)
 
 
-@pytest.mark.parametrize("channels", [1, 3, 8, 17])
+@pytest.mark.parametrize("channels", [1, 3, 8, 17, 24, 300])  # tiled slope periods 256, 192, 256, none, 192, none
 def test_prelu_per_channel(isa, channels, rng):
-    x = rng.standard_normal((2, 3, 5, channels)).astype(F)
+    x = rng.standard_normal((2, 7, 9, channels)).astype(F)
     slope = rng.standard_normal(channels).astype(F)
     (y,) = run_op("PReLU", [x, Const(slope)])
     np.testing.assert_array_equal(y, np.where(x >= 0, x, x * slope))
