@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 import msv0
-from oprun import Const, run_op
+from msv0.builder import Builder
+from oprun import Const, assert_program_matches_single_calls, run_op
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
@@ -28,8 +29,48 @@ def test_gather_bad_indices(rng, bad):
     x = rng.standard_normal((3, 2)).astype(np.float32)
     with pytest.raises(msv0.ModelError, match="indices"):
         run_op("Gather", [x, Const(np.array(bad, np.int32))], axis=0)
-    with pytest.raises(msv0.InputError, match="indices"):
-        run_op("Gather", [x, np.array(bad, np.int32)], axis=0)
+    for idt in (np.int32, np.int64):  # checked by the native kernel before it copies anything
+        with pytest.raises(msv0.InputError, match=r"'gather_node' \(Gather\): indices"):
+            run_op("Gather", [x, np.array(bad, idt)], axis=0)
+
+
+@pytest.mark.parametrize("inner", [1, 3, 16, 17])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_native_gather_kernel(isa, rng, inner, axis):
+    """The C++ Gather (csrc/kernels/gather.cc) on every ISA tier: float32 and int32 data, constant and
+    run-time int32 / int64 indices, against np.take."""
+    shape = (2, 5, inner)
+    idx = rng.integers(0, shape[axis], (3, 2))
+    want_shape = shape[:axis] + idx.shape + shape[axis + 1:]
+    for dt in (np.float32, np.int32):
+        x = rng.integers(-1000, 1000, shape).astype(dt)
+        want = np.take(x, idx, axis=axis)
+        for idt in (np.int32, np.int64):
+            i = idx.astype(idt)
+            runtime = msv0._core.Gather(np.dtype(dt).char, shape, axis, i.shape, i.dtype.char)
+            y = np.zeros(want_shape, dt)
+            runtime([x, i], [y])
+            np.testing.assert_array_equal(y, want)
+        fixed = msv0._core.Gather(np.dtype(dt).char, shape, axis, idx.shape, "l", idx.astype(np.int64))
+        y = np.zeros(want_shape, dt)
+        fixed([x], [y])
+        np.testing.assert_array_equal(y, want)
+
+
+def test_native_gather_runs_in_one_program(rng):
+    """Reduce → Gather (constant indices) → Gather (run-time int64 indices): one native Program, equal to
+    calling each kernel object alone; a bad run-time index stops the Program with InputError naming its node."""
+    b = Builder("gather")
+    x, i = b.input("x", (4, 6, 5), np.float32), b.input("i", (3,), np.int64)
+    m = b.node("Reduce", [x], axes=[2], keepDims=0, mode=1)
+    g = b.node("Gather", [m, b.const("c", np.array([5, 0, 2, 2], np.int32))], axis=1)
+    b.output(b.node("Gather", [g, i], axis=0, name="rows"))
+    model = b.finish()
+    feeds = [rng.standard_normal((4, 6, 5)).astype(np.float32), np.array([3, 0, 3], np.int64)]
+    for threads in (1, 2):
+        assert_program_matches_single_calls(model, feeds, threads, program_steps=3)
+    with pytest.raises(msv0.InputError, match=r"'rows' \(Gather\): indices must lie in \[0, 4\), got values from 0 to 4"):
+        msv0.Session(model).run([feeds[0], np.array([0, 4, 1], np.int64)])
 
 
 def test_gather_bad_attrs(rng):

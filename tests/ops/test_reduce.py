@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 import msv0
-from oprun import Const, run_op
+from msv0.builder import Builder
+from oprun import Const, assert_program_matches_single_calls, run_op
 
 REF = {0: np.mean, 1: np.max, 2: np.min, 3: np.prod, 4: np.sum, 5: lambda x, axis, keepdims: np.sum(x * x, axis, keepdims=keepdims),
        6: lambda x, axis, keepdims: np.sum(np.abs(x), axis, keepdims=keepdims)}
@@ -19,6 +20,42 @@ def test_reduce_modes(rng, mode, axes, keep):
     if axes:  # an empty constant cannot be written (no data is not constant)
         (y2,) = run_op("Reduce", [x, Const(np.array(axes, np.int32))], keepDims=keep, mode=mode)
         np.testing.assert_array_equal(y2, y)
+
+
+def _signed(rng, shape, lo, hi):
+    return (rng.uniform(lo, hi, shape) * rng.choice([-1, 1], shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("inner", [1, 3, 15, 16, 17, 33, 100])  # tails and whole vectors of every width
+def test_native_reduce_kernel(isa, rng, inner):
+    """The C++ Reduce (csrc/kernels/reduce_f32.cc) on every ISA tier, every mode, against NumPy in float64:
+    axis 1 runs along inner, axis 2 (inner = 1) along rows of `inner` floats, then several axes in list
+    order, non-adjacent ones and all of them."""
+    shape = (3, 7, inner)
+    for mode in range(7):
+        x = _signed(rng, shape, 0.95, 1.05) if mode == 3 else _signed(rng, shape, 0.5, 1.5)
+        for axes in ([1], [2], [2, 0], [0, 1, 2]):
+            want = REF[mode](x.astype(np.float64), axis=tuple(axes), keepdims=False)
+            y = np.full(want.shape, np.nan, np.float32)
+            msv0._core.Reduce(shape, axes, mode, 0.5 if mode == 4 else 1.0, want.shape)([x], [y])
+            if mode == 4:
+                want = want * 0.5
+            if mode in (1, 2):
+                np.testing.assert_array_equal(y, want.astype(np.float32))
+            else:
+                np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-4)
+
+
+def test_native_reduce_runs_in_one_program(rng):
+    """Reduce (Mean, last axis) → Reduce (SumSquare over two axes): one native Program, equal to calling
+    each kernel object alone."""
+    b = Builder("reduce")
+    x = b.input("x", (2, 5, 40, 24), np.float32)
+    m = b.node("Reduce", [x], axes=[-1], keepDims=1, mode=0)
+    b.output(b.node("Reduce", [m], axes=[2, 0], keepDims=0, mode=5))
+    feeds = [rng.standard_normal((2, 5, 40, 24)).astype(np.float32)]
+    for threads in (1, 2):
+        assert_program_matches_single_calls(b.finish(), feeds, threads, program_steps=2)
 
 
 def test_reduce_to_end_and_coeff(rng):

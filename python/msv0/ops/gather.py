@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0 import _core
 from msv0.errors import InputError
 from msv0.registry import Plan, const_input, expect_inputs, fail, op
 
 _INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32))
+_NATIVE_DATA = (np.dtype(np.float32), np.dtype(np.int32))
 
 
 def _bad_indices(idx: np.ndarray, size: int) -> str | None:
@@ -37,9 +39,15 @@ def gather(node, ins):
         bad = _bad_indices(fixed, size)
         if bad:
             raise fail(node, bad)
+        if x.dtype in _NATIVE_DATA:
+            return Plan([(out_shape, x.dtype)], kernel=_core.Gather(x.dtype.char, x.shape, axis, ind.shape,
+                                                                    fixed.dtype.char, fixed, node.label))
 
         def run(inputs, outputs):
             np.take(inputs[0], fixed, axis=axis, out=outputs[0])
+    elif x.dtype in _NATIVE_DATA and ind.dtype != np.float32:
+        return Plan([(out_shape, x.dtype)], kernel=_core.Gather(x.dtype.char, x.shape, axis, ind.shape, ind.dtype.char,
+                                                                label=node.label))
     else:
         label = node.label
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0 import _core
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.ops.shape import int_values
 from msv0.registry import Plan, const_input, expect_inputs, fail, normalize_axis, op
@@ -43,6 +44,9 @@ def reduce_plan(node, x, axes: list[int], keep_dims: bool, mode: int, coeff: flo
         out_shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
     if any(x.shape[ax] == 0 for ax in axes):
         raise fail(node, f"cannot reduce an empty dim of {x.shape}")
+    if x.dtype == np.float32 and axes:
+        return Plan([(out_shape, x.dtype)], kernel=_core.Reduce(x.shape, axes, mode, 1.0 if coeff is None else coeff,
+                                                                out_shape))
 
     def run(inputs, outputs):
         y = inputs[0]
