@@ -1,7 +1,7 @@
 """Unary math ops, Exp and Power (format-v0.md §5; nnacl/fp32/arithmetic_self_fp32.c,
 exp_fp32.c, power_fp32.c). NumPy written into the preallocated output, except float32 Exp, Abs,
-Neg, Square, Sqrt, Rsqrt and Reciprocal: kinds of the native Activation kernel object (its vector
-exp within ~1 ulp of libm's expf)."""
+Neg, Square, Sqrt, Rsqrt, Reciprocal, Log and Power with an exponent fixed at plan time: kinds of
+the native Activation kernel object (its vector exp and log within ~1 ulp of libm's)."""
 from __future__ import annotations
 
 import math
@@ -52,7 +52,7 @@ UNARY = {
 
 
 # Ops whose float32 form is a kind of the native Activation kernel object (csrc/kernels/activation_f32.cc).
-NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal")
+NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Log")
 
 
 def _unary(name: str, kernel, dtypes):
@@ -116,7 +116,9 @@ def _power_int(base, exponent: int, out):
 def power(node, ins):
     """(scale·x + shift)^p. r1.1 looks only at the FIRST exponent to choose the method: if it is
     integral, every element uses repeated squaring with its exponent truncated to int; otherwise
-    every element uses double pow (nnacl/fp32/power_fp32.c Power)."""
+    every element uses double pow (nnacl/fp32/power_fp32.c Power). An exponent fixed at plan time
+    (the attribute, or a one-element constant) runs native; an integral one beyond int32, where
+    r1.1's (int) cast is undefined, through double pow."""
     expect_inputs(node, ins, 1, 2)
     x = ins[0]
     as_float32(node, x, "input")
@@ -126,11 +128,15 @@ def power(node, ins):
         as_float32(node, ins[1], "exponent")
         if ins[1].size != 1 and ins[1].shape != x.shape:
             raise fail(node, f"exponent shape {ins[1].shape} must be one element or the input shape {x.shape}")
-    fixed = np.float32(a.power) if len(ins) == 1 else None
+    if len(ins) == 1 or (ins[1].const is not None and ins[1].size == 1):
+        p = np.float32(a.power if len(ins) == 1 else ins[1].const.reshape(-1)[0])
+        integral = np.isfinite(p) and np.floor(p) == p and abs(p) < 2.0 ** 31
+        kind = KINDS["power_int" if integral else "power"]
+        return native_unary(node, ins[:1], kind, alpha=scale, beta=shift, exponent=p)
 
     def run(inputs, outputs):
         out = outputs[0]
-        exps = np.asarray(fixed if fixed is not None else inputs[1], np.float32).reshape(-1)
+        exps = inputs[1].reshape(-1)
         with np.errstate(all="ignore"):
             base = inputs[0] * scale + shift
             first = exps[0]
