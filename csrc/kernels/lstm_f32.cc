@@ -1,8 +1,8 @@
-// r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights, packed once;
-// the initial states are read at run time (streaming models feed them). Per direction, the input projection of every step is one SGEMM (x · W^T + B_in +
-// B_rec); each step then adds h · R^T (a GEMM of `batch` rows on the running thread: a step is
-// too small to split) and applies the gates in iofc order with the fp32 Activation kernel's
-// sigmoid and Padé tanh (activation_f32.cc).
+// r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights, packed once; the
+// initial states are read at run time (streaming models feed them). Per direction, the input
+// projection of every step is one SGEMM (x · W^T + B_in + B_rec); each step then adds h · R^T (a
+// GEMM of `batch` rows on the running thread: a step is too small to split) and applies the
+// gates in iofc order with the fp32 Activation kernel's sigmoid and Padé tanh (activation_f32.cc).
 #include "kernels/activation_f32.h"
 #include "kernels/gemm_f32.h"
 
