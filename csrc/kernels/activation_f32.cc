@@ -1,7 +1,7 @@
 // Element-wise float32 activations as r1.1 computes them (format-v0.md §5: Activation,
 // LeakyReLU, PReLU, Elu, Exp, Power with a fixed exponent) and the float32 unary ops Abs, Neg,
-// Square, Sqrt, Rsqrt, Reciprocal (IEEE, as in C) and Log, one flat loop over the output;
-// PReLU's per-channel slope is a row of the last dim's length, repeated. Sigmoid, Swish, Elu and
+// Square, Sqrt, Rsqrt, Reciprocal, Floor, Ceil, Round (IEEE, as in C) and Log, one flat loop over
+// the output; PReLU's per-channel slope is a row of the last dim's length, repeated. Sigmoid, Swish, Elu and
 // Exp use vec_exp.h (within ~1 ulp of e^x over the whole float range) and Log vec_log.h where
 // r1.1 calls libm.
 #include "kernels/activation_f32.h"
@@ -70,6 +70,23 @@ VecF power_double(VecF b, float p) {
   return VecF::load(t);
 }
 
+VecF abs(VecF x) { return from_bits(bits(x) & VecI32::splat(0x7FFFFFFF)); }
+
+// C floorf, ceilf and roundf (halves away from 0). Below 2^23 in magnitude through a truncating
+// int conversion (x − trunc(x) is exact); from 2^23 up every float is an integer, and NaN and ±inf
+// give themselves. The result takes x's sign, as in C: floor(−0) = ceil(−0.5) = round(−0.3) = −0.
+template <int Kind>
+VecF to_integer(VecF x) {
+  const VecF t = to_f32(trunc_i32(x)), one = VecF::splat(1.f);
+  VecF r;
+  if constexpr (Kind == kActFloor) r = select_lt(x, t, t - one, t);
+  if constexpr (Kind == kActCeil) r = select_lt(t, x, t + one, t);
+  if constexpr (Kind == kActRound) r = select_le(VecF::splat(0.5f), abs(x - t), abs(t) + one, abs(t));
+  const VecI32 sign = bits(x) & VecI32::splat(INT32_MIN);
+  r = from_bits((bits(r) & VecI32::splat(0x7FFFFFFF)) + sign);
+  return select_lt(abs(x), VecF::splat(8388608.f), r, x);
+}
+
 // `s` is the slope lane (PReLU per channel) or c.alpha.
 template <int Kind>
 VecF act(VecF x, VecF s, const Consts& c) {
@@ -86,13 +103,14 @@ VecF act(VecF x, VecF s, const Consts& c) {
   if constexpr (Kind == kActPrelu) return select_le(zero, x, x, x * s);
   if constexpr (Kind == kActElu) return select_lt(x, zero, c.alpha * expm1_neg(x), x);
   if constexpr (Kind == kActExp) return exp_f(x * c.alpha) * c.beta;
-  if constexpr (Kind == kActAbs) return from_bits(bits(x) & VecI32::splat(0x7FFFFFFF));
+  if constexpr (Kind == kActAbs) return abs(x);
   if constexpr (Kind == kActNeg) return x * VecF::splat(-1.f);  // flips the sign of ±0 too
   if constexpr (Kind == kActSquare) return x * x;
   if constexpr (Kind == kActSqrt) return sqrt(x);
   if constexpr (Kind == kActRsqrt) return VecF::splat(1.f) / sqrt(x);
   if constexpr (Kind == kActReciprocal) return VecF::splat(1.f) / x;
   if constexpr (Kind == kActLog) return log_f(x);
+  if constexpr (Kind == kActFloor || Kind == kActCeil || Kind == kActRound) return to_integer<Kind>(x);
   // Power: (x·scale + shift)^exponent, two roundings before the power as in r1.1.
   if constexpr (Kind == kActPowerInt) return power_int(x * c.alpha + c.beta, static_cast<int64_t>(c.exponent));
   return power_double(x * c.alpha + c.beta, c.exponent);  // kActPower
@@ -129,7 +147,8 @@ constexpr RangeFn kRanges[kActKindCount] = {
     run_range<kActTanh>, run_range<kActSwish>, run_range<kActHswish>, run_range<kActHsigmoid>,
     run_range<kActHardTanh>, run_range<kActPrelu>, run_range<kActElu>, run_range<kActExp>, run_range<kActAbs>,
     run_range<kActNeg>, run_range<kActSquare>, run_range<kActSqrt>, run_range<kActRsqrt>, run_range<kActReciprocal>,
-    run_range<kActLog>, run_range<kActPowerInt>, run_range<kActPower>};
+    run_range<kActLog>, run_range<kActPowerInt>, run_range<kActPower>, run_range<kActFloor>, run_range<kActCeil>,
+    run_range<kActRound>};
 
 }  // namespace
 
@@ -203,7 +222,8 @@ MSV0_BIND(m) {
   // The kinds by name, in ActKind order: the op layer's only source of the numbers.
   static const char* const kNames[kActKindCount] = {
       "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hswish", "hsigmoid", "hard_tanh", "prelu",
-      "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal", "log", "power_int", "power"};
+      "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal", "log", "power_int", "power",
+      "floor", "ceil", "round"};
   py::dict kinds;
   for (int32_t k = 0; k < kActKindCount; ++k) kinds[kNames[k]] = k;
   m.attr("ACTIVATION_KINDS") = kinds;
@@ -213,7 +233,7 @@ MSV0_BIND(m) {
       "slope_shape: one value per index of the last dim, or its first for all when channel_shared or "
       "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal, log, "
       "power_int ((x·alpha + beta)^exponent by repeated squaring; exponent an int32) and power (the same by double "
-      "pow).")
+      "pow), floor, ceil, round (halves away from 0).")
       .def(py::init<int32_t, const std::vector<int64_t>&, float, float, float, float, float,
                     const std::vector<int64_t>&, bool>(),
            py::arg("kind"), py::arg("shape"), py::arg("alpha") = 0.f, py::arg("beta") = 1.f,

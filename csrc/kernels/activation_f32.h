@@ -11,7 +11,7 @@ namespace msv0 {
 enum ActKind : int32_t {
   kActRelu = 0, kActRelu6, kActLeakyRelu, kActSigmoid, kActTanh, kActSwish, kActHswish, kActHsigmoid,
   kActHardTanh, kActPrelu, kActElu, kActExp, kActAbs, kActNeg, kActSquare, kActSqrt, kActRsqrt, kActReciprocal,
-  kActLog, kActPowerInt, kActPower, kActKindCount
+  kActLog, kActPowerInt, kActPower, kActFloor, kActCeil, kActRound, kActKindCount
 };
 
 struct ActArgs {

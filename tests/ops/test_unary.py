@@ -48,17 +48,28 @@ def test_unary_float(name, shape, rng):
         np.testing.assert_allclose(y, ref, rtol=2.5e-7, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal"])
+def _c_round(v):
+    """C roundf: halves away from 0, the sign of v kept (−0.3 → −0)."""
+    v = float(v)
+    return math.copysign(math.floor(abs(v) + 0.5), v) if abs(v) < 2 ** 23 else v  # exact in double
+
+
+@pytest.mark.parametrize("name", ["Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round"])
 def test_unary_float_specials(isa, name):
-    """NaN, ±inf, ±0, subnormals and negatives through the native kinds: IEEE results as in C."""
-    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-40, -2, 3e38, -3e38] * 2, np.float32)
-    (y,) = run_op(name, [x])
+    """NaN, ±inf, ±0, subnormals, negatives, halves and integers near 2^23 through the native
+    kinds, every SIMD tail: IEEE results as in C."""
+    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-40, -2, 3e38, -3e38, 0.5, -0.5, -0.3, 2.5, -2.5,
+                  0.49999997, 8388607.5, -8388607.5, 8388609, -1.0000001, 1.9999999] * 2, np.float32)
     with np.errstate(all="ignore"):
         want = {"Abs": np.abs, "Neg": np.negative, "Square": np.square, "Sqrt": np.sqrt,
-                "Rsqrt": lambda v: np.float32(1) / np.sqrt(v), "Reciprocal": lambda v: np.float32(1) / v}[name](x)
-    np.testing.assert_array_equal(y, want)
-    number = ~np.isnan(want)
-    np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(want[number]))  # −0 stays −0
+                "Rsqrt": lambda v: np.float32(1) / np.sqrt(v), "Reciprocal": lambda v: np.float32(1) / v,
+                "Floor": np.floor, "Ceil": np.ceil,
+                "Round": lambda v: np.array([_c_round(e) for e in v], np.float32)}[name](x)
+    for size in (1, 15, 16, 17, 33, x.size):
+        (y,) = run_op(name, [x[:size]], native=True)
+        np.testing.assert_array_equal(y, want[:size])
+        number = ~np.isnan(want[:size])
+        np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(want[:size][number]))  # −0 stays −0
 
 
 @pytest.mark.parametrize("name", ["Abs", "Neg", "Square"])

@@ -1,7 +1,8 @@
 """Unary math ops, Exp and Power (format-v0.md §5; nnacl/fp32/arithmetic_self_fp32.c,
 exp_fp32.c, power_fp32.c). NumPy written into the preallocated output, except float32 Exp, Abs,
-Neg, Square, Sqrt, Rsqrt, Reciprocal, Log and Power with an exponent fixed at plan time: kinds of
-the native Activation kernel object (its vector exp and log within ~1 ulp of libm's)."""
+Neg, Square, Sqrt, Rsqrt, Reciprocal, Log, Floor, Ceil, Round and Power with an exponent fixed at
+plan time: kinds of the native Activation kernel object (its vector exp and log within ~1 ulp of
+libm's)."""
 from __future__ import annotations
 
 import math
@@ -52,7 +53,7 @@ UNARY = {
 
 
 # Ops whose float32 form is a kind of the native Activation kernel object (csrc/kernels/activation_f32.cc).
-NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Log")
+NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Floor", "Ceil", "Round")
 
 
 def _unary(name: str, kernel, dtypes):
