@@ -16,44 +16,27 @@ F32 = np.dtype(np.float32)
 INT32 = np.dtype(np.int32)
 
 
-def _round_half_away(x, out):
-    # C roundf: ties go away from zero (np.round/np.rint go to even). x − trunc(x) is exact.
-    np.trunc(x, out=out)
-    out += np.where(np.abs(x - out) >= 0.5, np.sign(x), np.float32(0))
-
-
-def _rsqrt(x, out):
-    np.sqrt(x, out=out)
-    np.divide(np.float32(1), out, out=out)
-
-
-def _reciprocal(x, out):
-    np.divide(np.float32(1), x, out=out)
-
-
 def _square(x, out):
     np.multiply(x, x, out=out)
 
 
-# name -> (kernel f(x, out), dtypes it accepts)
+# name -> (NumPy kernel f(x, out) or None, dtypes it accepts). Native (NATIVE_KINDS) on float32:
+# the kind of the Activation kernel object (csrc/kernels/activation_f32.cc); NumPy otherwise.
 UNARY = {
     "Abs": (np.abs, (F32, INT32)),
     "Neg": (np.negative, (F32, INT32)),
     "Square": (_square, (F32, INT32)),
     "Cos": (np.cos, (F32,)),
     "Sin": (np.sin, (F32,)),
-    "Log": (np.log, (F32,)),
-    "Sqrt": (np.sqrt, (F32,)),
-    "Rsqrt": (_rsqrt, (F32,)),
-    "Floor": (np.floor, (F32,)),
-    "Ceil": (np.ceil, (F32,)),
-    "Round": (_round_half_away, (F32,)),
-    "Reciprocal": (_reciprocal, (F32,)),
+    "Log": (None, (F32,)),
+    "Sqrt": (None, (F32,)),
+    "Rsqrt": (None, (F32,)),
+    "Floor": (None, (F32,)),
+    "Ceil": (None, (F32,)),
+    "Round": (None, (F32,)),
+    "Reciprocal": (None, (F32,)),
 }
-
-
-# Ops whose float32 form is a kind of the native Activation kernel object (csrc/kernels/activation_f32.cc).
-NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Floor", "Ceil", "Round")
+NATIVE_KINDS = {"Abs", "Neg", "Square", "Log", "Sqrt", "Rsqrt", "Floor", "Ceil", "Round", "Reciprocal"}
 
 
 def _unary(name: str, kernel, dtypes):
@@ -63,11 +46,11 @@ def _unary(name: str, kernel, dtypes):
         x = ins[0]
         if x.dtype not in dtypes:
             raise fail(node, f"{name} does not support dtype {x.dtype}")
-        if x.dtype == F32 and name in NATIVE:
+        if x.dtype == F32 and name in NATIVE_KINDS:
             return native_unary(node, ins, KINDS[name.lower()])
 
         def run(inputs, outputs):
-            with np.errstate(all="ignore"):  # log(0), sqrt(−1), 1/0: IEEE results as in C
+            with np.errstate(all="ignore"):  # cos(inf): NaN as in C
                 kernel(inputs[0], out=outputs[0])
 
         return Plan([(x.shape, x.dtype)], run)
