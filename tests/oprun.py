@@ -28,10 +28,11 @@ class Const:
 
 def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_threads: int = 1,
            out_dtypes: Sequence | None = None, in_quant: Sequence | None = None, out_quant: Sequence | None = None,
-           quant_type: int = 0, **attrs) -> list[np.ndarray]:
+           quant_type: int = 0, native: bool | None = None, **attrs) -> list[np.ndarray]:
     """Build a one-node model of `op`, run it on the non-Const inputs, return its outputs.
     in_quant[k] / out_quant[k]: the quantParams (list of dicts) of input k (not a Const: those
-    carry theirs) / output k, or None."""
+    carry theirs) / output k, or None. native: assert that the node runs as a native step (True)
+    or in Python (False)."""
     b = Builder(op)
     idx, feeds = [], []
     for k, x in enumerate(inputs):
@@ -47,6 +48,8 @@ def run_op(op: str, inputs: Sequence[np.ndarray | Const], outputs: int = 1, num_
     b.node(op, idx, outputs=outs, name=f"{op.lower()}_node", quant_type=quant_type, **attrs)
     b.output(*outs)
     session = msv0.Session(b.finish(), num_threads=num_threads)
+    if native is not None:
+        assert [program is not None for _, program in session.plan_info.steps] == [native], f"{op} native: {native}"
     result = session.run(feeds)
     return [result[f"out{k}"] for k in range(outputs)]
 

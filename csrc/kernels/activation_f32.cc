@@ -1,12 +1,14 @@
 // Element-wise float32 activations as r1.1 computes them (format-v0.md §5: Activation,
-// LeakyReLU, PReLU, Elu, Exp) and the float32 unary ops Abs, Neg, Square, Sqrt, Rsqrt and
-// Reciprocal (IEEE, as in C), one flat loop over the output; PReLU's per-channel slope is a
-// row of the last dim's length, repeated. Sigmoid, Swish, Elu and Exp use vec_exp.h (within
-// ~1 ulp of e^x over the whole float range) where r1.1 calls libm.
+// LeakyReLU, PReLU, Elu, Exp, Power with a fixed exponent) and the float32 unary ops Abs, Neg,
+// Square, Sqrt, Rsqrt, Reciprocal, Floor, Ceil, Round (IEEE, as in C) and Log, one flat loop over
+// the output; PReLU's per-channel slope is a row of the last dim's length, repeated. Sigmoid, Swish, Elu and
+// Exp use vec_exp.h (within ~1 ulp of e^x over the whole float range) and Log vec_log.h where
+// r1.1 calls libm.
 #include "kernels/activation_f32.h"
 
 #include "kernels/kernel.h"
 #include "kernels/vec_exp.h"
+#include "kernels/vec_log.h"
 
 // The formulas are r1.1's unfused float expressions (tanh's Padé form, x·relu6(x+3)/6): an FMA
 // contracted from them would round differently from r1.1 and from the tier without FMA. exp_f's
@@ -26,6 +28,7 @@ namespace {
 
 struct Consts {
   VecF alpha, beta, lo, hi;
+  float exponent;
 };
 
 // r1.1's cut-offs: above 16.619047 → 1, below −9 → e^x, else 1/(1 + e^−x); one exp either way.
@@ -49,6 +52,41 @@ VecF tanh_pade(VecF x) {
 
 VecF relu6_of_x_plus_3(VecF x) { return clamp(x + VecF::splat(3.f), VecF::zero(), VecF::splat(6.f)); }
 
+// r1.1's integer Power: repeated squaring in float32, 1/result for a negative exponent.
+VecF power_int(VecF b, int64_t n) {
+  VecF r = VecF::splat(1.f);
+  for (int64_t e = n < 0 ? -n : n; e; e >>= 1) {
+    if (e & 1) r = r * b;
+    b = b * b;
+  }
+  return n < 0 ? VecF::splat(1.f) / r : r;
+}
+
+// r1.1's fractional Power: double pow per element, rounded to float.
+VecF power_double(VecF b, float p) {
+  float t[VecF::kLanes];
+  b.store(t);
+  for (float& v : t) v = static_cast<float>(std::pow(static_cast<double>(v), static_cast<double>(p)));
+  return VecF::load(t);
+}
+
+VecF abs(VecF x) { return from_bits(bits(x) & VecI32::splat(0x7FFFFFFF)); }
+
+// C floorf, ceilf and roundf (halves away from 0). Below 2^23 in magnitude through a truncating
+// int conversion (x − trunc(x) is exact); from 2^23 up every float is an integer, and NaN and ±inf
+// give themselves. The result takes x's sign, as in C: floor(−0) = ceil(−0.5) = round(−0.3) = −0.
+template <int Kind>
+VecF to_integer(VecF x) {
+  const VecF t = to_f32(trunc_i32(x)), one = VecF::splat(1.f);
+  VecF r;
+  if constexpr (Kind == kActFloor) r = select_lt(x, t, t - one, t);
+  if constexpr (Kind == kActCeil) r = select_lt(t, x, t + one, t);
+  if constexpr (Kind == kActRound) r = select_le(VecF::splat(0.5f), abs(x - t), abs(t) + one, abs(t));
+  const VecI32 sign = bits(x) & VecI32::splat(INT32_MIN);
+  r = from_bits((bits(r) & VecI32::splat(0x7FFFFFFF)) + sign);
+  return select_lt(abs(x), VecF::splat(8388608.f), r, x);
+}
+
 // `s` is the slope lane (PReLU per channel) or c.alpha.
 template <int Kind>
 VecF act(VecF x, VecF s, const Consts& c) {
@@ -65,12 +103,17 @@ VecF act(VecF x, VecF s, const Consts& c) {
   if constexpr (Kind == kActPrelu) return select_le(zero, x, x, x * s);
   if constexpr (Kind == kActElu) return select_lt(x, zero, c.alpha * expm1_neg(x), x);
   if constexpr (Kind == kActExp) return exp_f(x * c.alpha) * c.beta;
-  if constexpr (Kind == kActAbs) return from_bits(bits(x) & VecI32::splat(0x7FFFFFFF));
+  if constexpr (Kind == kActAbs) return abs(x);
   if constexpr (Kind == kActNeg) return x * VecF::splat(-1.f);  // flips the sign of ±0 too
   if constexpr (Kind == kActSquare) return x * x;
   if constexpr (Kind == kActSqrt) return sqrt(x);
   if constexpr (Kind == kActRsqrt) return VecF::splat(1.f) / sqrt(x);
-  return VecF::splat(1.f) / x;  // kActReciprocal
+  if constexpr (Kind == kActReciprocal) return VecF::splat(1.f) / x;
+  if constexpr (Kind == kActLog) return log_f(x);
+  if constexpr (Kind == kActFloor || Kind == kActCeil || Kind == kActRound) return to_integer<Kind>(x);
+  // Power: (x·scale + shift)^exponent, two roundings before the power as in r1.1.
+  if constexpr (Kind == kActPowerInt) return power_int(x * c.alpha + c.beta, static_cast<int64_t>(c.exponent));
+  return power_double(x * c.alpha + c.beta, c.exponent);  // kActPower
 }
 
 template <int Kind>
@@ -89,7 +132,7 @@ void segment(const ActArgs& g, const Consts& c, int64_t e, int64_t len, int64_t 
 
 template <int Kind>
 void run_range(const ActArgs& g, int64_t e0, int64_t e1) {
-  const Consts c{VecF::splat(g.alpha), VecF::splat(g.beta), VecF::splat(g.lo), VecF::splat(g.hi)};
+  const Consts c{VecF::splat(g.alpha), VecF::splat(g.beta), VecF::splat(g.lo), VecF::splat(g.hi), g.exponent};
   while (e0 < e1) {
     const int64_t col = g.slope ? e0 % g.channels : 0;
     const int64_t len = g.slope ? min_i(e1 - e0, g.channels - col) : e1 - e0;
@@ -103,7 +146,9 @@ constexpr RangeFn kRanges[kActKindCount] = {
     run_range<kActRelu>, run_range<kActRelu6>, run_range<kActLeakyRelu>, run_range<kActSigmoid>,
     run_range<kActTanh>, run_range<kActSwish>, run_range<kActHswish>, run_range<kActHsigmoid>,
     run_range<kActHardTanh>, run_range<kActPrelu>, run_range<kActElu>, run_range<kActExp>, run_range<kActAbs>,
-    run_range<kActNeg>, run_range<kActSquare>, run_range<kActSqrt>, run_range<kActRsqrt>, run_range<kActReciprocal>};
+    run_range<kActNeg>, run_range<kActSquare>, run_range<kActSqrt>, run_range<kActRsqrt>, run_range<kActReciprocal>,
+    run_range<kActLog>, run_range<kActPowerInt>, run_range<kActPower>, run_range<kActFloor>, run_range<kActCeil>,
+    run_range<kActRound>};
 
 }  // namespace
 
@@ -128,11 +173,13 @@ namespace {
 class Activation : public NativeOp {
  public:
   Activation(int32_t kind, const std::vector<int64_t>& shape, float alpha, float beta, float lo, float hi,
-             const std::vector<int64_t>& slope_shape, bool channel_shared)
+             float exponent, const std::vector<int64_t>& slope_shape, bool channel_shared)
       : fn_(MSV0_DISPATCH(activation_f32)) {
     if (kind < 0 || kind >= kActKindCount) throw ArgError("unknown activation kind " + std::to_string(kind));
+    if (kind == kActPowerInt && !(std::fabs(exponent) < 2147483648.f && std::floor(exponent) == exponent))
+      throw ArgError("power_int: exponent " + std::to_string(exponent) + " is not an int32");
     size_ = elements(checked_shape(shape, shape.size(), "shape"));
-    g_ = ActArgs{nullptr, nullptr, nullptr, 0, kind, alpha, beta, lo, hi};
+    g_ = ActArgs{nullptr, nullptr, nullptr, 0, kind, alpha, beta, lo, hi, exponent};
     if (kind != kActPrelu) {
       set_operands({{shape}}, {{shape}});
       return;
@@ -193,7 +240,8 @@ MSV0_BIND(m) {
   // The kinds by name, in ActKind order: the op layer's only source of the numbers.
   static const char* const kNames[kActKindCount] = {
       "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hswish", "hsigmoid", "hard_tanh", "prelu",
-      "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal"};
+      "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal", "log", "power_int", "power",
+      "floor", "ceil", "round"};
   py::dict kinds;
   for (int32_t k = 0; k < kActKindCount; ++k) kinds[kNames[k]] = k;
   m.attr("ACTIVATION_KINDS") = kinds;
@@ -201,11 +249,14 @@ MSV0_BIND(m) {
       "y = f(x) on float32 arrays of exactly `shape`; kind (ACTIVATION_KINDS) relu, relu6, leaky_relu (alpha), "
       "sigmoid, tanh (Padé), swish, hswish, hsigmoid, hard_tanh (lo, hi), prelu (a second input of "
       "slope_shape: one value per index of the last dim, or its first for all when channel_shared or "
-      "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal.")
-      .def(py::init<int32_t, const std::vector<int64_t>&, float, float, float, float, const std::vector<int64_t>&,
-                    bool>(),
+      "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal, log, "
+      "power_int ((x·alpha + beta)^exponent by repeated squaring; exponent an int32) and power (the same by double "
+      "pow), floor, ceil, round (halves away from 0).")
+      .def(py::init<int32_t, const std::vector<int64_t>&, float, float, float, float, float,
+                    const std::vector<int64_t>&, bool>(),
            py::arg("kind"), py::arg("shape"), py::arg("alpha") = 0.f, py::arg("beta") = 1.f,
-           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("slope_shape") = std::vector<int64_t>{},
+           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("exponent") = 1.f,
+           py::arg("slope_shape") = std::vector<int64_t>{},
            py::arg("channel_shared") = false);
 }
 

@@ -11,7 +11,7 @@ namespace msv0 {
 enum ActKind : int32_t {
   kActRelu = 0, kActRelu6, kActLeakyRelu, kActSigmoid, kActTanh, kActSwish, kActHswish, kActHsigmoid,
   kActHardTanh, kActPrelu, kActElu, kActExp, kActAbs, kActNeg, kActSquare, kActSqrt, kActRsqrt, kActReciprocal,
-  kActKindCount
+  kActLog, kActPowerInt, kActPower, kActFloor, kActCeil, kActRound, kActKindCount
 };
 
 struct ActArgs {
@@ -20,8 +20,9 @@ struct ActArgs {
   const float* slope;  // PReLU: one value per index of the last dim (`channels` of them), or null
   int64_t channels;
   int32_t kind;
-  // LEAKY_RELU/Elu alpha, shared PReLU slope, Exp input scale; Exp output scale; HARD_TANH bounds.
-  float alpha, beta, lo, hi;
+  // LEAKY_RELU/Elu alpha, shared PReLU slope, Exp input scale, Power scale; Exp output scale,
+  // Power shift; HARD_TANH bounds; Power's exponent (an integer for kActPowerInt).
+  float alpha, beta, lo, hi, exponent;
 };
 
 using ActivationFn = void (*)(const ActArgs&, int64_t e0, int64_t e1);

@@ -1,4 +1,5 @@
-// Element-wise Add/Sub/Mul/Div on float32 with a fused clamp (RELU/RELU6), for the shapes the
+// Element-wise Add/Sub/Mul/Div/Maximum/Minimum/SquaredDifference on float32 with a fused clamp
+// (RELU/RELU6, which only Add/Sub/Mul/Div carry), for the shapes the
 // hot paths use: both operands full, one a single value, one a row repeated along the leading
 // dims (a per-channel operand on NHWC), or one whose every value is repeated over a row (a
 // per-pixel operand [N, H, W, 1] on NHWC). The output is flat; elements [e0, e1) split over
@@ -7,7 +8,9 @@
 
 namespace msv0 {
 
-enum BinaryOpKind : int32_t { kBinAdd = 0, kBinSub = 1, kBinMul = 2, kBinDiv = 3 };
+enum BinaryOpKind : int32_t {
+  kBinAdd = 0, kBinSub = 1, kBinMul = 2, kBinDiv = 3, kBinMaximum = 4, kBinMinimum = 5, kBinSquaredDifference = 6
+};
 
 struct BinaryArgs {
   const float* a;
@@ -34,7 +37,13 @@ VecF apply(VecF a, VecF b) {
   if constexpr (Op == kBinAdd) return a + b;
   if constexpr (Op == kBinSub) return a - b;
   if constexpr (Op == kBinMul) return a * b;
-  return a / b;
+  if constexpr (Op == kBinDiv) return a / b;
+  // r1.1's C loops: a > b ? a : b and a > b ? b : a, so where unordered Maximum gives b and
+  // Minimum gives a; max/min return their second operand then.
+  if constexpr (Op == kBinMaximum) return max(a, b);
+  if constexpr (Op == kBinMinimum) return min(b, a);
+  const VecF d = a - b;  // r1.1: Sub, then Mul of the result by itself
+  return d * d;
 }
 
 template <int Op>
@@ -54,7 +63,10 @@ void binary_f32(const BinaryArgs& g, int64_t e0, int64_t e1) {
     case kBinAdd: return run_range<kBinAdd>(g, e0, e1);
     case kBinSub: return run_range<kBinSub>(g, e0, e1);
     case kBinMul: return run_range<kBinMul>(g, e0, e1);
-    default: return run_range<kBinDiv>(g, e0, e1);
+    case kBinDiv: return run_range<kBinDiv>(g, e0, e1);
+    case kBinMaximum: return run_range<kBinMaximum>(g, e0, e1);
+    case kBinMinimum: return run_range<kBinMinimum>(g, e0, e1);
+    default: return run_range<kBinSquaredDifference>(g, e0, e1);
   }
 }
 
@@ -78,7 +90,7 @@ class Binary : public NativeOp {
   Binary(int32_t op, int32_t a_kind, int32_t b_kind, int64_t inner, const std::vector<int64_t>& a_shape,
          const std::vector<int64_t>& b_shape, const std::vector<int64_t>& y_shape, float lo, float hi)
       : fn_(MSV0_DISPATCH(binary_f32)) {
-    if (op < kBinAdd || op > kBinDiv) throw ArgError("unknown binary op " + std::to_string(op));
+    if (op < kBinAdd || op > kBinSquaredDifference) throw ArgError("unknown binary op " + std::to_string(op));
     const int64_t size = binary_size(a_kind, b_kind, inner, a_shape, b_shape, y_shape);
     const bool clamp = lo > -INFINITY || hi < INFINITY;
     g_ = BinaryArgs{nullptr, nullptr, nullptr, size, inner, op, a_kind, b_kind, clamp, lo, hi};
@@ -104,7 +116,8 @@ class Binary : public NativeOp {
 
 MSV0_BIND(m) {
   py::class_<Binary, NativeOp, std::shared_ptr<Binary>>(m, "Binary",
-      "y = clamp(a op b, lo, hi) on float32; op 0..3 = add, sub, mul, div; operand kinds 0 = full, "
+      "y = clamp(a op b, lo, hi) on float32; op 0..6 = add, sub, mul, div, maximum, minimum, squared difference "
+      "(r1.1's C forms: a > b ? a : b, a > b ? b : a, (a - b)²); operand kinds 0 = full, "
       "1 = a row of `inner` repeated, 2 = one value, 3 = one value per row of `inner`; arrays of exactly "
       "a_shape, b_shape, y_shape.")
       .def(py::init<int32_t, int32_t, int32_t, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,

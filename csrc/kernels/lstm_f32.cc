@@ -1,8 +1,8 @@
-// r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights and initial
-// states: per direction, the input projection of every step is one SGEMM (x · W^T + B_in +
-// B_rec); each step then adds h · R^T (a GEMM of `batch` rows on the running thread: a step is
-// too small to split) and applies the gates in iofc order with the fp32 Activation kernel's
-// sigmoid and Padé tanh (activation_f32.cc).
+// r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights, packed once; the
+// initial states are read at run time (streaming models feed them). Per direction, the input
+// projection of every step is one SGEMM (x · W^T + B_in + B_rec); each step then adds h · R^T (a
+// GEMM of `batch` rows on the running thread: a step is too small to split) and applies the
+// gates in iofc order with the fp32 Activation kernel's sigmoid and Padé tanh (activation_f32.cc).
 #include "kernels/activation_f32.h"
 #include "kernels/gemm_f32.h"
 
@@ -21,10 +21,10 @@ namespace {
 
 class Lstm : public NativeOp {
  public:
-  // w [dirs, 4H, in], r [dirs, 4H, H], b [dirs, 8H], h0 and c0 [dirs, batch, H]; x [seq, batch, in]
-  // is the one input; y [seq, dirs, batch, H], h_n and c_n [dirs, batch, H] the outputs.
-  Lstm(const py::array& w, const py::array& r, const py::array& b, const py::array& h0, const py::array& c0,
-       int64_t seq, int64_t batch)
+  // w [dirs, 4H, in], r [dirs, 4H, H], b [dirs, 8H] are packed here. The inputs are the node's:
+  // x [seq, batch, in], then w, r and b again (unread: their packed copies serve), h0 and c0
+  // [dirs, batch, H]; y [seq, dirs, batch, H], h_n and c_n [dirs, batch, H] the outputs.
+  Lstm(const py::array& w, const py::array& r, const py::array& b, int64_t seq, int64_t batch)
       : gemm_(&sgemm_config()), act_(MSV0_DISPATCH(activation_f32)), seq_(seq), batch_(batch) {
     if (w.ndim() != 3 || w.shape(1) % 4 || w.shape(1) == 0) throw ArgError("w: expected [dirs, 4H, in]");
     dirs_ = w.shape(0), hid_ = w.shape(1) / 4, in_ = w.shape(2);
@@ -32,27 +32,25 @@ class Lstm : public NativeOp {
     if (seq < 0 || batch < 0) throw ArgError("seq and batch must be >= 0");
     expect_shape(r, {dirs_, 4 * hid_, hid_}, "r");
     expect_shape(b, {dirs_, 8 * hid_}, "b");
-    expect_shape(h0, {dirs_, batch, hid_}, "h0");
-    expect_shape(c0, {dirs_, batch, hid_}, "c0");
     const float* pw = in_ptr<float>(w, "w");
     const float* pr = in_ptr<float>(r, "r");
     const float* pb = in_ptr<float>(b, "b");
-    const float* ph = in_ptr<float>(h0, "h0");
-    const float* pc = in_ptr<float>(c0, "c0");
     for (int64_t d = 0; d < dirs_; ++d) {
       std::vector<float> bias(static_cast<size_t>(4 * hid_));
       for (int64_t j = 0; j < 4 * hid_; ++j) bias[j] = pb[d * 8 * hid_ + j] + pb[d * 8 * hid_ + 4 * hid_ + j];
       w_.push_back(pack_b(pw + d * 4 * hid_ * in_, in_, true, 4 * hid_, in_, bias.data()));
       r_.push_back(pack_b(pr + d * 4 * hid_ * hid_, hid_, true, 4 * hid_, hid_, nullptr));
     }
-    h0_.assign(ph, ph + dirs_ * batch * hid_);
-    c0_.assign(pc, pc + dirs_ * batch * hid_);
     const std::vector<int64_t> state{dirs_, batch, hid_};
-    set_operands({{{seq, batch, in_}}}, {{{seq, dirs_, batch, hid_}}, {state}, {state}});
+    set_operands({{{seq, batch, in_}}, {{dirs_, 4 * hid_, in_}}, {{dirs_, 4 * hid_, hid_}}, {{dirs_, 8 * hid_}},
+                  {state}, {state}},
+                 {{{seq, dirs_, batch, hid_}}, {state}, {state}});
   }
 
   void run(const void* const* in, void* const* out) const override {
     const auto* x = static_cast<const float*>(in[0]);
+    const auto* h0 = static_cast<const float*>(in[4]);
+    const auto* c0 = static_cast<const float*>(in[5]);
     auto* y = static_cast<float*>(out[0]);
     auto* hn = static_cast<float*>(out[1]);
     auto* cn = static_cast<float*>(out[2]);
@@ -68,8 +66,8 @@ class Lstm : public NativeOp {
     for (int64_t d = 0; d < dirs_; ++d) {
       float* h = hn + d * state;
       float* c = cn + d * state;
-      std::copy(h0_.begin() + d * state, h0_.begin() + (d + 1) * state, h);
-      std::copy(c0_.begin() + d * state, c0_.begin() + (d + 1) * state, c);
+      std::copy(h0 + d * state, h0 + (d + 1) * state, h);
+      std::copy(c0 + d * state, c0 + (d + 1) * state, c);
       if (rows == 0) continue;
       sgemm_run(*gemm_, GemmArgs{x, in_, w_[d]->w.data(), w_[d]->bias_or_null(), gx, g4, rows, g4, in_, -INFINITY,
                                  INFINITY});
@@ -100,7 +98,6 @@ class Lstm : public NativeOp {
   ActivationFn act_;
   int64_t seq_, batch_, dirs_ = 1, hid_ = 0, in_ = 0;
   std::vector<std::shared_ptr<const PackedB>> w_, r_;  // per direction; w_ carries B_in + B_rec
-  std::vector<float> h0_, c0_;
 };
 
 }  // namespace
@@ -109,10 +106,10 @@ MSV0_BIND(m) {
   py::class_<Lstm, NativeOp, std::shared_ptr<Lstm>>(
       m, "Lstm",
       "r1.1's fp32 Lstm (iofc gates, Activation sigmoid and Padé tanh) with constant w [dirs, 4H, in], r [dirs, 4H,\n"
-      "H], b [dirs, 8H], h0 and c0 [dirs, batch, H]: x [seq, batch, in] -> y [seq, dirs, batch, H], h_n, c_n.")
-      .def(py::init<const py::array&, const py::array&, const py::array&, const py::array&, const py::array&,
-                    int64_t, int64_t>(),
-           py::arg("w"), py::arg("r"), py::arg("b"), py::arg("h0"), py::arg("c0"), py::arg("seq"), py::arg("batch"));
+      "H], b [dirs, 8H], packed here: inputs x [seq, batch, in], w, r, b (unread), h0 and c0 [dirs, batch, H]\n"
+      "-> y [seq, dirs, batch, H], h_n, c_n.")
+      .def(py::init<const py::array&, const py::array&, const py::array&, int64_t, int64_t>(), py::arg("w"),
+           py::arg("r"), py::arg("b"), py::arg("seq"), py::arg("batch"));
 }
 
 }  // namespace msv0

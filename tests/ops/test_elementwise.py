@@ -45,8 +45,8 @@ REFERENCES = {
     "Mul": lambda x, y: x * y,
     "Div": lambda x, y: x / y,
     "RealDiv": lambda x, y: x / y,
-    "Maximum": lambda x, y: x if x > y else y,
-    "Minimum": lambda x, y: x if x < y else y,
+    "Maximum": lambda x, y: x if x > y else y,  # r1.1's C forms
+    "Minimum": lambda x, y: y if x > y else x,
     "FloorDiv": lambda x, y: np.float32(math.floor(x / y)),
     "FloorMod": lambda x, y: x - np.float32(math.floor(x / y)) * y,
     "Mod": lambda x, y: np.float32(math.fmod(x, y)),
@@ -239,6 +239,31 @@ def test_native_binary_kernel(isa, rng, sa, sb, name, ref, act):
     if act:
         want = np.clip(want, 0, 6 if act == 3 else np.inf)
     np.testing.assert_allclose(y, want, rtol=1e-6)  # one rounding (division may differ by 1 ulp)
+
+
+# r1.1's C forms (nnacl/fp32/arithmetic_fp32.c) on whole arrays: where unordered, Maximum gives b
+# and Minimum a (np.maximum/np.minimum give the NaN).
+R11_FORMS = {
+    "Maximum": lambda a, b: np.where(a > b, a, b),
+    "Minimum": lambda a, b: np.where(a > b, b, a),
+    "SquaredDifference": lambda a, b: (a - b) * (a - b),
+}
+
+
+@pytest.mark.parametrize("sa,sb", NATIVE_SHAPES + [((2, 1, 7, 3), (2, 5, 1, 3))], ids=str)  # the last: NumPy
+def test_maximum_minimum_squared_difference(isa, rng, sa, sb):
+    """The C++ kernel on full / row / one-value / per-row operands, every ISA tier, and the NumPy
+    steps on other broadcasts: NaN, ±inf and ±0 among the operands, r1.1's results exactly."""
+    a = rng.integers(-3, 4, sa).astype(np.float32)
+    b = rng.integers(-3, 4, sb).astype(np.float32)
+    a.flat[::5], b.flat[::3] = np.nan, np.inf
+    a.flat[1::4], b.flat[2::5] = -0.0, np.nan
+    for name, ref in R11_FORMS.items():
+        (y,) = run_op(name, [a, b], native=(sa, sb) in NATIVE_SHAPES)
+        want = ref(a, b)
+        np.testing.assert_array_equal(y, want, err_msg=name)
+        number = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(want[number]), err_msg=name)
 
 
 @pytest.mark.parametrize("size", [3, 37])  # a tail only; two AVX-512 vectors and a tail

@@ -48,17 +48,28 @@ def test_unary_float(name, shape, rng):
         np.testing.assert_allclose(y, ref, rtol=2.5e-7, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal"])
+def _c_round(v):
+    """C roundf: halves away from 0, the sign of v kept (−0.3 → −0)."""
+    v = float(v)
+    return math.copysign(math.floor(abs(v) + 0.5), v) if abs(v) < 2 ** 23 else v  # exact in double
+
+
+@pytest.mark.parametrize("name", ["Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round"])
 def test_unary_float_specials(isa, name):
-    """NaN, ±inf, ±0, subnormals and negatives through the native kinds: IEEE results as in C."""
-    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-40, -2, 3e38, -3e38] * 2, np.float32)
-    (y,) = run_op(name, [x])
+    """NaN, ±inf, ±0, subnormals, negatives, halves and integers near 2^23 through the native
+    kinds, every SIMD tail: IEEE results as in C."""
+    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-40, -2, 3e38, -3e38, 0.5, -0.5, -0.3, 2.5, -2.5,
+                  0.49999997, 8388607.5, -8388607.5, 8388609, -1.0000001, 1.9999999] * 2, np.float32)
     with np.errstate(all="ignore"):
         want = {"Abs": np.abs, "Neg": np.negative, "Square": np.square, "Sqrt": np.sqrt,
-                "Rsqrt": lambda v: np.float32(1) / np.sqrt(v), "Reciprocal": lambda v: np.float32(1) / v}[name](x)
-    np.testing.assert_array_equal(y, want)
-    number = ~np.isnan(want)
-    np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(want[number]))  # −0 stays −0
+                "Rsqrt": lambda v: np.float32(1) / np.sqrt(v), "Reciprocal": lambda v: np.float32(1) / v,
+                "Floor": np.floor, "Ceil": np.ceil,
+                "Round": lambda v: np.array([_c_round(e) for e in v], np.float32)}[name](x)
+    for size in (1, 15, 16, 17, 33, x.size):
+        (y,) = run_op(name, [x[:size]], native=True)
+        np.testing.assert_array_equal(y, want[:size])
+        number = ~np.isnan(want[:size])
+        np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(want[:size][number]))  # −0 stays −0
 
 
 @pytest.mark.parametrize("name", ["Abs", "Neg", "Square"])
@@ -130,6 +141,23 @@ def _int_power(b, p):
     return r if p >= 0 else np.float32(np.float32(1) / r)
 
 
+@pytest.mark.parametrize("size", [1, 15, 16, 17, 33, 100])  # SIMD tails of every width
+def test_native_log_and_power(isa, rng, size):
+    """Log, and Power with its exponent fixed at plan time (attribute or one-element constant),
+    run native on every tier: Log within 2 ulp of the double log, Power exactly r1.1's."""
+    x = (rng.standard_normal(size) * 3).astype(np.float32)
+    pos = np.abs(x) + np.float32(1e-3)
+    (y,) = run_op("Log", [pos], native=True)
+    np.testing.assert_allclose(y, _per_element(math.log, pos), rtol=2.5e-7, atol=1e-7)
+    for p, scale, shift in [(2, 1, 0), (3, 1.5, 0.25), (-2, 1, 0.5), (0, 2, 0), (0.5, 1, 0), (1.5, 2, 1)]:
+        base = (pos if p % 1 else x) * np.float32(scale) + np.float32(shift)
+        fn = (lambda v: math.pow(v, p)) if p % 1 else (lambda v: _int_power(v, p))
+        want = _per_element(fn, base)
+        for exponent in ([], [Const(np.array([p], np.float32))]):
+            (y,) = run_op("Power", [pos if p % 1 else x, *exponent], power=p, scale=scale, shift=shift, native=True)
+            np.testing.assert_array_equal(y, want, err_msg=f"power {p}")
+
+
 @pytest.mark.parametrize("p", [0, 1, 2, 3, 5, -1, -2, -3])
 def test_power_integer_attribute(p, rng):
     x = rng.standard_normal((2, 3, 9)).astype(np.float32)
@@ -157,7 +185,7 @@ def test_power_first_exponent_decides_method(rng):
     # The first exponent is integral, so every element uses squaring with (int)exponent: 2.7 → 2.
     x = np.array([1.5, 2.0, 3.0], np.float32)
     e = np.array([2.0, 2.7, -1.5], np.float32)
-    (y,) = run_op("Power", [x, e], scale=1.0, shift=0.0)
+    (y,) = run_op("Power", [x, e], scale=1.0, shift=0.0, native=False)
     np.testing.assert_array_equal(y, np.array([2.25, 4.0, _int_power(3.0, -1)], np.float32))
     # A fractional first exponent sends every element through pow.
     e = np.array([0.5, 2.0, 3.0], np.float32)

@@ -67,6 +67,18 @@ def _floor_mod(a, b, out):
     np.subtract(a, out, out=out)
 
 
+def _maximum(a, b, out):
+    # r1.1's a > b ? a : b: b where unordered (np.maximum returns the NaN operand).
+    np.copyto(out, b)
+    np.copyto(out, a, where=np.greater(a, b))
+
+
+def _minimum(a, b, out):
+    # r1.1's a > b ? b : a: a where unordered.
+    np.copyto(out, a)
+    np.copyto(out, b, where=np.greater(a, b))
+
+
 def _squared_difference(a, b, out):
     np.subtract(a, b, out=out)
     np.multiply(out, out, out=out)
@@ -79,8 +91,8 @@ FLOAT_KERNELS = {
     "Mul": np.multiply,
     "Div": np.divide,
     "RealDiv": np.divide,
-    "Maximum": np.maximum,
-    "Minimum": np.minimum,
+    "Maximum": _maximum,
+    "Minimum": _minimum,
     "FloorDiv": _floor_div,
     "FloorMod": _floor_mod,
     "Mod": np.fmod,
@@ -98,7 +110,8 @@ DIVIDES = {"Div", "RealDiv", "FloorDiv", "FloorMod", "Mod"}
 
 
 # float32 ops with a C++ kernel (csrc/kernels/binary_f32.cc) for full / row / scalar / per-row operands.
-NATIVE_OPS = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "RealDiv": 3}
+NATIVE_OPS = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "RealDiv": 3, "Maximum": 4, "Minimum": 5,
+              "SquaredDifference": 6}
 FULL, ROW, SCALAR, PER_ROW = 0, 1, 2, 3
 
 

@@ -3,9 +3,9 @@
 Inputs x [seq, batch, in], W [dirs, 4H, in], R [dirs, 4H, H], B [dirs, 8H] (input and recurrent
 halves summed), h0 [dirs, batch, H], c0 [dirs, batch, H]. Outputs y [seq, dirs, batch, H],
 h_n and c_n (layout of h0/c0). Gates i, o, f use the fp32 Activation sigmoid, the cell
-candidate and the output squash the fp32 Activation (Padé) tanh. With weights and initial
-states constant (as converters write them) the native kernel (csrc/kernels/lstm_f32.cc) runs it;
-otherwise the NumPy steps below.
+candidate and the output squash the fp32 Activation (Padé) tanh. With W, R and B constant (as
+converters write them) the native kernel (csrc/kernels/lstm_f32.cc) runs it, the initial states
+read at run time (streaming models feed them); otherwise the NumPy steps below.
 """
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ def lstm(node, ins):
         raise fail(node, f"Lstm has 3 outputs (y, h_n, c_n), the node has {len(node.outputs)}")
     f32 = np.dtype(np.float32)
     outputs = [((seq, dirs, batch, hid), f32), ((dirs, batch, hid), f32), ((dirs, batch, hid), f32)]
-    if all(v.const is not None for v in ins[1:]):  # weights and initial states in the file: native
-        consts = [np.ascontiguousarray(v.const, np.float32) for v in ins[1:]]
-        return Plan(outputs, kernel=_core.Lstm(*consts, seq, batch))
+    if all(v.const is not None for v in ins[1:4]):  # weights in the file: packed once, native
+        weights = [np.ascontiguousarray(v.const, np.float32) for v in ins[1:4]]
+        return Plan(outputs, kernel=_core.Lstm(*weights, seq, batch))
 
     def run(inputs, outputs):
         xs, W, R, B, H0, C0 = inputs

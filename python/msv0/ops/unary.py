@@ -1,7 +1,8 @@
 """Unary math ops, Exp and Power (format-v0.md §5; nnacl/fp32/arithmetic_self_fp32.c,
 exp_fp32.c, power_fp32.c). NumPy written into the preallocated output, except float32 Exp, Abs,
-Neg, Square, Sqrt, Rsqrt and Reciprocal: kinds of the native Activation kernel object (its vector
-exp within ~1 ulp of libm's expf)."""
+Neg, Square, Sqrt, Rsqrt, Reciprocal, Log, Floor, Ceil, Round and Power with an exponent fixed at
+plan time: kinds of the native Activation kernel object (its vector exp and log within ~1 ulp of
+libm's)."""
 from __future__ import annotations
 
 import math
@@ -15,44 +16,27 @@ F32 = np.dtype(np.float32)
 INT32 = np.dtype(np.int32)
 
 
-def _round_half_away(x, out):
-    # C roundf: ties go away from zero (np.round/np.rint go to even). x − trunc(x) is exact.
-    np.trunc(x, out=out)
-    out += np.where(np.abs(x - out) >= 0.5, np.sign(x), np.float32(0))
-
-
-def _rsqrt(x, out):
-    np.sqrt(x, out=out)
-    np.divide(np.float32(1), out, out=out)
-
-
-def _reciprocal(x, out):
-    np.divide(np.float32(1), x, out=out)
-
-
 def _square(x, out):
     np.multiply(x, x, out=out)
 
 
-# name -> (kernel f(x, out), dtypes it accepts)
+# name -> (NumPy kernel f(x, out) or None, dtypes it accepts). Native (NATIVE_KINDS) on float32:
+# the kind of the Activation kernel object (csrc/kernels/activation_f32.cc); NumPy otherwise.
 UNARY = {
     "Abs": (np.abs, (F32, INT32)),
     "Neg": (np.negative, (F32, INT32)),
     "Square": (_square, (F32, INT32)),
     "Cos": (np.cos, (F32,)),
     "Sin": (np.sin, (F32,)),
-    "Log": (np.log, (F32,)),
-    "Sqrt": (np.sqrt, (F32,)),
-    "Rsqrt": (_rsqrt, (F32,)),
-    "Floor": (np.floor, (F32,)),
-    "Ceil": (np.ceil, (F32,)),
-    "Round": (_round_half_away, (F32,)),
-    "Reciprocal": (_reciprocal, (F32,)),
+    "Log": (None, (F32,)),
+    "Sqrt": (None, (F32,)),
+    "Rsqrt": (None, (F32,)),
+    "Floor": (None, (F32,)),
+    "Ceil": (None, (F32,)),
+    "Round": (None, (F32,)),
+    "Reciprocal": (None, (F32,)),
 }
-
-
-# Ops whose float32 form is a kind of the native Activation kernel object (csrc/kernels/activation_f32.cc).
-NATIVE = ("Abs", "Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal")
+NATIVE_KINDS = {"Abs", "Neg", "Square", "Log", "Sqrt", "Rsqrt", "Floor", "Ceil", "Round", "Reciprocal"}
 
 
 def _unary(name: str, kernel, dtypes):
@@ -62,11 +46,11 @@ def _unary(name: str, kernel, dtypes):
         x = ins[0]
         if x.dtype not in dtypes:
             raise fail(node, f"{name} does not support dtype {x.dtype}")
-        if x.dtype == F32 and name in NATIVE:
+        if x.dtype == F32 and name in NATIVE_KINDS:
             return native_unary(node, ins, KINDS[name.lower()])
 
         def run(inputs, outputs):
-            with np.errstate(all="ignore"):  # log(0), sqrt(−1), 1/0: IEEE results as in C
+            with np.errstate(all="ignore"):  # cos(inf): NaN as in C
                 kernel(inputs[0], out=outputs[0])
 
         return Plan([(x.shape, x.dtype)], run)
@@ -116,7 +100,9 @@ def _power_int(base, exponent: int, out):
 def power(node, ins):
     """(scale·x + shift)^p. r1.1 looks only at the FIRST exponent to choose the method: if it is
     integral, every element uses repeated squaring with its exponent truncated to int; otherwise
-    every element uses double pow (nnacl/fp32/power_fp32.c Power)."""
+    every element uses double pow (nnacl/fp32/power_fp32.c Power). An exponent fixed at plan time
+    (the attribute, or a one-element constant) runs native; an integral one beyond int32, where
+    r1.1's (int) cast is undefined, through double pow."""
     expect_inputs(node, ins, 1, 2)
     x = ins[0]
     as_float32(node, x, "input")
@@ -126,11 +112,15 @@ def power(node, ins):
         as_float32(node, ins[1], "exponent")
         if ins[1].size != 1 and ins[1].shape != x.shape:
             raise fail(node, f"exponent shape {ins[1].shape} must be one element or the input shape {x.shape}")
-    fixed = np.float32(a.power) if len(ins) == 1 else None
+    if len(ins) == 1 or (ins[1].const is not None and ins[1].size == 1):
+        p = np.float32(a.power if len(ins) == 1 else ins[1].const.reshape(-1)[0])
+        integral = np.isfinite(p) and np.floor(p) == p and abs(p) < 2.0 ** 31
+        kind = KINDS["power_int" if integral else "power"]
+        return native_unary(node, ins[:1], kind, alpha=scale, beta=shift, exponent=p)
 
     def run(inputs, outputs):
         out = outputs[0]
-        exps = np.asarray(fixed if fixed is not None else inputs[1], np.float32).reshape(-1)
+        exps = inputs[1].reshape(-1)
         with np.errstate(all="ignore"):
             base = inputs[0] * scale + shift
             first = exps[0]
