@@ -10,6 +10,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
+from msv0.fb.ActivationType import ActivationType  # noqa: E402
 from onnxcheck import check  # noqa: E402
 
 R = np.random.default_rng(0)
@@ -154,3 +155,18 @@ def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
     nodes, inputs, inits = CASES[name]
     ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
     assert [n.op for n in ms.nodes] == ops  # Add and BatchNormalization folded, Relu fused
+
+
+@pytest.mark.parametrize("order,shared", [("xs", False), ("sx", False), ("xs", True)])
+def test_silu_becomes_one_swish(order, shared):
+    """Mul(x, Sigmoid(x)), the Sigmoid read by the Mul alone, is one Activation SWISH; a Sigmoid
+    read elsewhere too stays."""
+    mul_in = ["x", "s"] if order == "xs" else ["s", "x"]
+    nodes = [N("Conv", ["i", "w"], ["x"], pads=[1, 1, 1, 1]), N("Sigmoid", ["x"], ["s"]), N("Mul", mul_in, ["y"])]
+    outputs = ["y", "s"] if shared else ["y"]
+    m = model(nodes, [("i", [1, 3, 6, 5])], outputs, [("w", f32(4, 3, 3, 3))])
+    check(m, {"i": f32(1, 3, 6, 5)})
+    ms = msv0.load(convert(m.SerializeToString()))
+    acts = [int(n.attrs.type) for n in ms.nodes if n.op == "Activation"]
+    assert acts == ([ActivationType.SIGMOID] if shared else [ActivationType.SWISH])
+    assert ("Mul" in [n.op for n in ms.nodes]) == shared

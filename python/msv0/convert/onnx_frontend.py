@@ -320,6 +320,25 @@ def _fuse(graph: OGraph) -> None:
         p.outputs = [n.outputs[0]]
         drop.add(id(n))
     graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+    _fuse_swish(graph)
+
+
+def _fuse_swish(graph: OGraph) -> None:
+    """Mul(x, Sigmoid(x)) with the Sigmoid read by that Mul alone (SiLU as torch exports it) -> one
+    Swish node: v0's SWISH activation is x·sigmoid(x) with the same sigmoid, one pass for two."""
+    uses = graph.uses()
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    drop = set()
+    for n in graph.nodes:
+        if n.op != "Mul" or len(n.inputs) != 2:
+            continue
+        for x, s in (n.inputs, n.inputs[::-1]):
+            sig = producer.get(s)
+            if sig is not None and sig.op == "Sigmoid" and sig.inputs == [x] and uses.get(s) == 1 and id(sig) not in drop:
+                n.op, n.inputs, n.attrs = "Swish", [x], {}
+                drop.add(id(sig))
+                break
+    graph.nodes = [n for n in graph.nodes if id(n) not in drop]
 
 
 def _activation_of(n: ONode, graph: OGraph) -> int:

@@ -82,11 +82,13 @@ def _act(c: Ctx, x: Val, type_, **kw) -> Val:
     return c.op("Activation", [x], x.shape, x.dtype, x.nhwc, type=type_, **kw)
 
 
-@handles("Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu")
+@handles("Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu", "Swish")
 def activation(c: Ctx):
-    t = {"Relu": ActivationType.RELU, "Sigmoid": ActivationType.SIGMOID, "Tanh": ActivationType.TANH, "HardSwish": ActivationType.HSWISH, "LeakyRelu": ActivationType.LEAKY_RELU}[c.node.op]
+    t = {"Relu": ActivationType.RELU, "Sigmoid": ActivationType.SIGMOID, "Tanh": ActivationType.TANH, "HardSwish": ActivationType.HSWISH, "LeakyRelu": ActivationType.LEAKY_RELU, "Swish": ActivationType.SWISH}[c.node.op]
     if c.inp(0).dtype != np.float32:
         raise Unsupported("activations are float32 only")
+    if c.node.op == "Swish" and float(c.attr("alpha", 1.0)) != 1.0:  # opset 24: x·sigmoid(alpha·x)
+        raise Unsupported("Swish with alpha other than 1")
     kw = {"alpha": float(c.attr("alpha", 0.01))} if t == ActivationType.LEAKY_RELU else {}
     c.set(0, _act(c, c.inp(0), t, **kw))
 
