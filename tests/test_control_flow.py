@@ -1,5 +1,7 @@
 """Control flow (format-v0.md §8): Switch/Merge gating, a Merge/Switch loop, Partial, While,
 Loop and TensorLists, each against a plain Python reference."""
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -196,7 +198,9 @@ def _if_model():
 
 
 @pytest.mark.parametrize("flag", [True, False])
-def test_straight_line_regions_run_natively(flag):
+def test_if_else_is_one_step_of_a_straight_line(flag, monkeypatch):
+    """Switch + two Partials + Merge (as the converters write an if/else) plan as one step between
+    two native Programs; the data-flow executor, its regions native, gives the same."""
     s = msv0.Session(_if_model())
     x = np.linspace(-3, 3, 15, dtype=np.float32).reshape(3, 5)
     a = x * np.float32(2) + np.float32(1)
@@ -205,11 +209,53 @@ def test_straight_line_regions_run_natively(flag):
     out, times = s.profile([x, np.array([flag])])
     np.testing.assert_array_equal(out[s.outputs[0].name], want)
     np.testing.assert_array_equal(s.run([x, np.array([flag])])[s.outputs[0].name], want)
-    ran = [(s.model.nodes[t.nodes[0]].op, t.program is not None) for t in times]
+    ran = [([s.model.nodes[i].op for i in t.nodes], t.program is not None) for t in times]
+    assert ran == [(["Mul"], True), (["Add"], True), (["Switch", "Partial", "Partial", "Merge"], False),
+                   (["Mul"], True), (["Add"], True)]
+    monkeypatch.setattr(msv0.if_step, "find", lambda model: None)
+    flow = msv0.Session(_if_model())
+    out, times = flow.profile([x, np.array([flag])])
+    np.testing.assert_array_equal(out[flow.outputs[0].name], want)
+    ran = [(flow.model.nodes[t.nodes[0]].op, t.program is not None) for t in times]
     # the regions before the Switch, in the taken branch and after the Merge: each node a native step
     branch = [("Mul", True), ("Sub", True)] if flag else [("Add", True), ("Mul", True)]
     assert ran == [("Mul", True), ("Add", True)] + branch + [("Mul", True), ("Add", True)]
     assert len({t.program for t in times}) == 3
+
+
+def test_if_else_step_shared_across_threads():
+    """Each thread binds its own branch arenas: concurrent runs taking either branch stay exact."""
+    s = msv0.Session(_if_model())
+    x = np.linspace(-3, 3, 15, dtype=np.float32).reshape(3, 5)
+    want = {flag: s.run([x, np.array([flag])])[s.outputs[0].name] for flag in (True, False)}
+
+    def worker(k):
+        for j in range(40):
+            flag = (j + k) % 2 == 0
+            np.testing.assert_array_equal(s.run([x, np.array([flag])])[s.outputs[0].name], want[flag])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(worker, range(4)))
+
+
+def test_if_else_with_branches_of_different_shapes_runs_as_data_flow():
+    """Branches whose outputs differ in shape cannot be one planned step: data flow runs them."""
+    b = Builder("if_shapes")
+    x = b.input("x", (2, 3))
+    c = b.input("c", (1,), np.bool_)
+    s_in = b.tensor("then_in")
+    first = len(b.graph.nodes)
+    t = b.node("Reshape", [s_in], shape=[6])
+    then_sub = b.subgraph("then", [s_in], [t], list(range(first, len(b.graph.nodes))))
+    else_sub = _branch(b, "else", [("Add", 1.0)])
+    xt, xf = b.node("Switch", [c, x], outputs=2)
+    b.output(b.node("Merge", [b.node("Partial", [xt], subGraphIndex=then_sub),
+                              b.node("Partial", [xf], subGraphIndex=else_sub)]))
+    s = msv0.Session(b.finish())
+    assert s._dataflow
+    v = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(s.run([v, np.array([True])])[s.outputs[0].name], v.reshape(6))
+    np.testing.assert_array_equal(s.run([v, np.array([False])])[s.outputs[0].name], v + 1)
 
 
 def test_region_in_a_loop_fires_once_per_iteration():

@@ -20,13 +20,13 @@ def feeds(model: msv0.Model, seed: int = 0) -> list[np.ndarray]:
 
 
 def mixed_model() -> bytes:
-    """Native steps around a Python one (Floor runs in NumPy): two Programs with the Python step between."""
+    """Native steps around a Python one (Cos runs in NumPy): two Programs with the Python step between."""
     rng = np.random.default_rng(1)
     b = Builder("mixed")
     x = b.input("x", (1, 8))
     w = b.const("w", rng.standard_normal((8, 8)).astype(np.float32))
     y = b.node("FullConnection", [x, w], name="fc1")
-    y = b.node("Floor", [y], name="floor")
+    y = b.node("Cos", [y], name="cos")
     y = b.node("FullConnection", [y, w], name="fc2")
     b.output(y)
     return b.finish()
@@ -52,7 +52,7 @@ def test_profile_times_every_step_once(threads):
 def test_profile_python_step_between_programs():
     s = msv0.Session(mixed_model())
     _, times = s.profile(feeds(s.model))
-    assert [(s.model.nodes[t.nodes[0]].name, t.program) for t in times] == [("fc1", 0), ("floor", None), ("fc2", 2)]
+    assert [(s.model.nodes[t.nodes[0]].name, t.program) for t in times] == [("fc1", 0), ("cos", None), ("fc2", 2)]
 
 
 def test_profile_data_flow_times_its_nodes():

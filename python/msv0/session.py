@@ -17,12 +17,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from msv0 import _core, straight_line
+from msv0 import _core, if_step, straight_line
 from msv0 import ops as _ops  # noqa: F401  (registers every op)
 from msv0.dataflow import Interpreter
 from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
-from msv0.registry import CONTROL, DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, WEIGHTS, Shape, Value
+from msv0.registry import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, WEIGHTS, Shape, Value
 from msv0.straight_line import CompiledPlan, Prepared, StepTime, step_label, step_op  # noqa: F401  (the API's names)
 
 Signature = tuple[Shape, ...]
@@ -95,10 +95,9 @@ class Session:
         self._input_names = [t.name for t in self._input_tensors]
         self._input_dtypes = [t.dtype for t in self._input_tensors]
         # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
-        # planned node by node.
-        nodes = self.model.nodes
-        self._dataflow = any(nodes[i].op in CONTROL or OPS[nodes[i].op].data_dependent(nodes[i])
-                             for i in self.model.main_nodes)
+        # planned node by node; if/else constructs alone plan as steps of a straight line.
+        constructs = if_step.find(self.model)
+        self._dataflow = constructs is None
         self._prepared: dict[Signature, Prepared] = {}
         self._weights: dict[int, np.ndarray] = {}  # dequantised once, for every plan (msv0.weights)
         self._lock = threading.Lock()  # guards _prepared and _idle
@@ -106,7 +105,15 @@ class Session:
         self.plan_info = PlanInfo([], {})
         if not self._dataflow:
             default = tuple(t.shape for t in self._input_tensors)
-            prepared = self._prepare(default)
+            try:
+                prepared = self._prepare(default)
+            except ModelError:
+                if not constructs:
+                    raise
+                # branches that give different shapes: data flow plans them as they run
+                self._dataflow = True
+                self._idle = [self._new_context()]
+        if not self._dataflow:
             plan = self._idle[0].plans[default] = self._bind(prepared)
             self.plan_info = PlanInfo(
                 [(nodes, k if step.program is not None else None) for k, step in enumerate(plan.steps) for nodes in step.nodes],

@@ -10,18 +10,19 @@ consecutive native steps become one C++ Program.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from msv0 import _core
+from msv0 import _core, if_step
 from msv0.errors import Error, ModelError, node_error
 from msv0.fusion import fuse_blocks
 from msv0.model import Model
 from msv0.planner import allocate
-from msv0.registry import Plan, RunFn, Value, build, check_size
+from msv0.registry import MEMORY_LIMIT, Plan, RunFn, Value, build, check_size
 from msv0.resize_x2 import fuse_resizes
 
 PlannedStep = tuple[tuple[int, ...], Plan, list[int], list[int]]  # (nodes, plan, inputs, outputs)
@@ -82,11 +83,12 @@ def _run_program(program) -> RunFn:
     return lambda inputs, outputs: program.run()
 
 
-def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value],
-          outputs: Sequence[int]) -> tuple[dict[int, Value], list[PlannedStep]]:
+def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value], outputs: Sequence[int],
+          num_threads: int = 1) -> tuple[dict[int, Value], list[PlannedStep]]:
     """Shape inference and kernel preparation over the nodes `order` given what is known of
     their inputs: what is known of every tensor, and the steps left to run (nodes on constants
-    were run here, folded)."""
+    were run here, folded). An if/else construct (msv0.if_step) is one step, planned at its
+    Switch."""
     values: dict[int, Value] = {}
     for t in model.tensors:
         if t.is_const:
@@ -97,8 +99,16 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value],
         values[k] = v
 
     planned: list[PlannedStep] = []
+    constructs = if_step.find(model) if any(model.nodes[i].op == "Switch" for i in order) else {}
+    inside = {j for c in (constructs or {}).values() for j in c.nodes[1:]}
     for i in order:
+        if i in inside:
+            continue
         node = model.nodes[i]
+        construct = (constructs or {}).get(i)
+        nodes, out_tensors = (i,), node.outputs
+        if construct is not None:
+            nodes, out_tensors = construct.nodes, model.nodes[construct.nodes[3]].outputs
         ins = []
         for k in node.inputs:
             if k not in values:
@@ -106,14 +116,14 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value],
                                  "a graph input, nor produced by an earlier node")
             ins.append(values[k])
         try:
-            plan: Plan = build(node, ins)
+            plan: Plan = build(node, ins) if construct is None else _plan_if_else(model, construct, ins, num_threads)
         except Error:
             raise
         except Exception as e:
             raise node_error(node.label, e) from e
-        if len(plan.outputs) != len(node.outputs):
-            raise ModelError(f"{node.label}: has {len(node.outputs)} outputs, the op produces {len(plan.outputs)}")
-        for k, (shape, dtype) in zip(node.outputs, plan.outputs):
+        if len(plan.outputs) != len(out_tensors):
+            raise ModelError(f"{node.label}: has {len(out_tensors)} outputs, the op produces {len(plan.outputs)}")
+        for k, (shape, dtype) in zip(out_tensors, plan.outputs):
             check_size(f"{node.label}: output {model.tensors[k].label}", shape, dtype)
             if k in values:  # a graph input or a constant, which not even a folded value replaces
                 raise ModelError(f"{node.label}: output {model.tensors[k].label} is already defined")
@@ -128,13 +138,13 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value],
                     raise
                 except Exception as e:
                     raise node_error(node.label, e) from e
-            for k, o in zip(node.outputs, outs):
+            for k, o in zip(out_tensors, outs):
                 o.flags.writeable = False
                 values[k] = Value(o.shape, o.dtype, model.tensors[k], o)
             continue
-        for k, (shape, dtype) in zip(node.outputs, plan.outputs):
+        for k, (shape, dtype) in zip(out_tensors, plan.outputs):
             values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
-        planned.append(((i,), plan, list(node.inputs), list(node.outputs)))
+        planned.append((nodes, plan, list(node.inputs), list(out_tensors)))
 
     for k in outputs:
         if k not in values:
@@ -145,7 +155,7 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value],
 def prepare(model: Model, order: Sequence[int], inputs: Mapping[int, Value], outputs: Sequence[int],
             num_threads: int) -> Prepared:
     """infer(), then fusion: the plan of the nodes `order` for one input signature."""
-    values, planned = infer(model, order, inputs, outputs)
+    values, planned = infer(model, order, inputs, outputs, num_threads)
     uses: dict[int, int] = {}
     for k in [k for _, _, ins, _ in planned for k in ins] + list(outputs):
         uses[k] = uses.get(k, 0) + 1
@@ -214,3 +224,37 @@ def _timed(model: Model, step: Step, k: int, t0: float, times: list[StepTime]) -
     program = None if step.program is None else k
     for nodes, (a, b) in zip(step.nodes, spans):
         times.append(StepTime(nodes, step_op(model, nodes), start - t0 + a, b - a, program))
+
+
+def _plan_if_else(model: Model, construct: if_step.IfElse, ins: list[Value], num_threads: int) -> Plan:
+    """One step for an if/else: each branch planned as a straight line on the Switch's data
+    (those that are model constants stay constants in it); a run checks the condition's first
+    element, as Switch does, and runs the taken branch's plan. Each thread binds its own arenas,
+    so concurrent callers never share a buffer."""
+    data = ins[1:]
+    branches = []
+    for j in (construct.then, construct.other):
+        sub = model.subgraphs[j]
+        values = {k: Value(v.shape, v.dtype, model.tensors[k], v.const) for k, v in zip(sub.inputs, data)}
+        fed = [n for n, v in enumerate(data) if v.const is None]
+        branches.append((prepare(model, sub.nodes, values, sub.outputs, num_threads), sub, fed))
+    outs = [[(branch[0].values[k].shape, branch[0].values[k].dtype) for k in branch[1].outputs] for branch in branches]
+    if outs[0] != outs[1]:
+        raise ModelError(f"{model.nodes[construct.nodes[3]].label}: the branches give {outs[0]} and {outs[1]}")
+    memory_limit = MEMORY_LIMIT.get()
+    local = threading.local()
+
+    def run_taken(inputs, outputs):
+        flat = np.asarray(inputs[0]).reshape(-1)
+        if flat.size == 0:
+            raise ModelError(f"{model.nodes[construct.nodes[0]].label}: the condition is empty")
+        k = 0 if flat[0] else 1
+        bound = getattr(local, "plans", None)
+        if bound is None:
+            bound = local.plans = [bind(model, p, [sub.inputs[n] for n in fed], sub.outputs, memory_limit)
+                                   for p, sub, fed in branches]
+        fed = branches[k][2]
+        for out, value in zip(outputs, run(model, bound[k], [inputs[1 + n] for n in fed], None, 0.0)):
+            np.copyto(out, value)
+
+    return Plan(outs[0], run_taken, foldable=False)

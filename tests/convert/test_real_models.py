@@ -51,10 +51,10 @@ def test_matches_own_runtime(m: rm.RealModel):
 
 
 @pytest.mark.parametrize("name", ["oww_hey_jarvis_tflite", "oww_hey_jarvis_onnx"])
-def test_control_flow_regions_run_natively(name, monkeypatch):
-    """The wake-word heads run as data flow (an If became Switch/Partial/Merge): their
-    straight-line regions run as native Programs and give exactly what running each node alone
-    gives."""
+def test_control_flow_models_run_their_if_as_one_step(name, monkeypatch):
+    """The wake-word heads (an If became Switch/Partial/Merge) run as a straight line with one
+    if/else step, and give exactly what the data-flow executor gives, with its straight-line
+    regions as native Programs and with each node run alone."""
     m = rm.BY_NAME[name]
     try:
         data, feeds = rm.source_bytes(m)
@@ -63,10 +63,16 @@ def test_control_flow_regions_run_natively(name, monkeypatch):
     model = msv0.load(convert(data))
     f = rm.to_msv0_feeds(m, feeds)
     session = msv0.Session(model)
-    got, times = session.profile(f)
+    assert not session._dataflow
+    assert [[model.nodes[i].op for i in nodes] for nodes, _ in session.plan_info.steps if len(nodes) > 1] == \
+        [["Switch", "Partial", "Partial", "Merge"]]
+    got = session.run(f)
+    monkeypatch.setattr(msv0.if_step, "find", lambda model: None)
+    flow = msv0.Session(model)
+    _, times = flow.profile(f)
     ops = {model.nodes[i].op for t in times if t.program is not None for i in t.nodes}
-    assert session._dataflow and {"FullConnection", "Activation"} <= ops
+    assert flow._dataflow and {"FullConnection", "Activation"} <= ops
     monkeypatch.setattr(msv0.dataflow, "regions", lambda model, order, fixed, keep: [model.nodes[i] for i in order])
-    alone = msv0.Session(model).run(f)
-    for k in got:
-        np.testing.assert_array_equal(got[k], alone[k])
+    for other in (flow.run(f), msv0.Session(model).run(f)):
+        for k in got:
+            np.testing.assert_array_equal(got[k], other[k])
