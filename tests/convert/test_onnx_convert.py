@@ -154,3 +154,23 @@ def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
     nodes, inputs, inits = CASES[name]
     ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
     assert [n.op for n in ms.nodes] == ops  # Add and BatchNormalization folded, Relu fused
+
+
+# MatMul by a constant + Add of a constant over the last axis: the Add folds into the
+# FullConnection's bias (either operand order, a [1, 1, n] or scalar bias); an Add that also
+# broadcasts over rows, a second reader of the product, or a runtime bias stays an Add.
+@pytest.mark.parametrize("bias,swap,second_use,ops", [((1, 1, 19), False, False, ["FullConnection"]),
+                                                      ((19,), True, False, ["FullConnection"]),
+                                                      ((1,), False, False, ["FullConnection"]),
+                                                      ((5, 1), False, False, ["FullConnection", "Add"]),
+                                                      ((19,), False, True, ["FullConnection", "Add", "Add"])])
+def test_matmul_bias_add_folds_into_full_connection(bias, swap, second_use, ops):
+    nodes = [N("MatMul", ["x", "w"], ["p"]), N("Add", ["b", "p"] if swap else ["p", "b"], ["y"])]
+    outputs = ["y"]
+    if second_use:
+        nodes.append(N("Add", ["p", "p"], ["z"]))
+        outputs.append("z")
+    m = model(nodes, [("x", [2, 5, 7])], outputs, [("w", f32(7, 19)), ("b", f32(*bias))])
+    ms = msv0.load(convert(m.SerializeToString()))
+    assert [n.op for n in ms.nodes] == ops
+    check(m, {"x": f32(2, 5, 7)})
