@@ -158,14 +158,16 @@ def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
 
 # MatMul by a constant + Add of a constant over the last axis: the Add folds into the
 # FullConnection's bias (either operand order, a [1, 1, n] or scalar bias); an Add that also
-# broadcasts over rows, a second reader of the product, or a runtime bias stays an Add.
+# broadcasts over rows or a second reader of the product stays an Add. A Relu after the folded Add
+# fuses into the FullConnection too.
 @pytest.mark.parametrize("bias,swap,second_use,ops", [((1, 1, 19), False, False, ["FullConnection"]),
                                                       ((19,), True, False, ["FullConnection"]),
                                                       ((1,), False, False, ["FullConnection"]),
                                                       ((5, 1), False, False, ["FullConnection", "Add"]),
                                                       ((19,), False, True, ["FullConnection", "Add", "Add"])])
 def test_matmul_bias_add_folds_into_full_connection(bias, swap, second_use, ops):
-    nodes = [N("MatMul", ["x", "w"], ["p"]), N("Add", ["b", "p"] if swap else ["p", "b"], ["y"])]
+    nodes = [N("MatMul", ["x", "w"], ["p"]), N("Add", ["b", "p"] if swap else ["p", "b"], ["a"]),
+             N("Relu", ["a"], ["y"])]
     outputs = ["y"]
     if second_use:
         nodes.append(N("Add", ["p", "p"], ["z"]))

@@ -300,8 +300,8 @@ def _fold_matmul_bias(graph: OGraph, p: ONode, add: ONode, bias: np.ndarray) -> 
 
 
 def _fuse(graph: OGraph) -> None:
-    """Conv/ConvTranspose+bias Add folding, Conv/ConvTranspose+BatchNormalization weight folding,
-    then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    """Conv/ConvTranspose/MatMul+bias Add folding, Conv/ConvTranspose+BatchNormalization weight
+    folding, then Relu/Clip(0,6) into Conv/Gemm/Add and a MatMul that took a bias."""
     _fold_bias_adds(graph)
     uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
@@ -339,7 +339,10 @@ def _fuse(graph: OGraph) -> None:
         if not act:
             continue
         p = producer.get(n.inputs[0])
-        if p is None or p.op not in ("Conv", "Gemm", "Add", "ConvTranspose") or p.fused_act or uses.get(p.outputs[0]) != 1:
+        if p is None or p.op not in ("Conv", "Gemm", "Add", "ConvTranspose", "MatMul") or p.fused_act:
+            continue
+        # a MatMul with a folded bias is sure to become a FullConnection; others may not
+        if uses.get(p.outputs[0]) != 1 or p.op == "MatMul" and len(p.inputs) != 3:
             continue
         p.fused_act = act
         p.outputs = [n.outputs[0]]
