@@ -71,7 +71,7 @@ def test_stepless_node_dashed_and_python_step_named():
     s = msv0.Session(MIXED)
     drawn = nodes_of(graph_picture.svg(s.model, s.plan_info))
     how = {s.model.nodes[i].name: drawn[f"node-{i}"].find(SVG + "title").text.split("\n")[-1] for i in s.model.main_nodes}
-    assert how == {"fc1": "native Program (step 0)", "floor": "runs from Python", "fc2": "native Program (step 2)"}
+    assert how == {"fc1": "native Program (step 0)", "cos": "runs from Python", "fc2": "native Program (step 2)"}
 
 
 def test_time_colours_the_slowest_node_red():

@@ -170,3 +170,56 @@ def test_silu_becomes_one_swish(order, shared):
     acts = [int(n.attrs.type) for n in ms.nodes if n.op == "Activation"]
     assert acts == ([ActivationType.SIGMOID] if shared else [ActivationType.SWISH])
     assert ("Mul" in [n.op for n in ms.nodes]) == shared
+
+
+# MatMul by a constant + Add of a constant over the last axis: the Add folds into the
+# FullConnection's bias (either operand order, a [1, 1, n] or scalar bias); an Add that also
+# broadcasts over rows or a second reader of the product stays an Add. A Relu after the folded Add
+# fuses into the FullConnection too.
+@pytest.mark.parametrize("bias,swap,second_use,ops", [((1, 1, 19), False, False, ["FullConnection"]),
+                                                      ((19,), True, False, ["FullConnection"]),
+                                                      ((1,), False, False, ["FullConnection"]),
+                                                      ((5, 1), False, False, ["FullConnection", "Add"]),
+                                                      ((19,), False, True, ["FullConnection", "Add", "Add"])])
+def test_matmul_bias_add_folds_into_full_connection(bias, swap, second_use, ops):
+    nodes = [N("MatMul", ["x", "w"], ["p"]), N("Add", ["b", "p"] if swap else ["p", "b"], ["a"]),
+             N("Relu", ["a"], ["y"])]
+    outputs = ["y"]
+    if second_use:
+        nodes.append(N("Add", ["p", "p"], ["z"]))
+        outputs.append("z")
+    m = model(nodes, [("x", [2, 5, 7])], outputs, [("w", f32(7, 19)), ("b", f32(*bias))])
+    ms = msv0.load(convert(m.SerializeToString()))
+    assert [n.op for n in ms.nodes] == ops
+    check(m, {"x": f32(2, 5, 7)})
+
+
+def _tanh_gelu(form):
+    """The unrolled tanh-form GELU of x as exporters write it: x³ as a Pow or two Muls, the 0.5
+    applied first, last or to (1 + t)."""
+    cube = [N("Pow", ["x", "three"], ["x3"])] if form == "pow" else [N("Mul", ["x", "x"], ["x2"]),
+                                                                     N("Mul", ["x2", "x"], ["x3"])]
+    nodes = cube + [N("Mul", ["x3", "k"], ["kx3"]), N("Add", ["x", "kx3"], ["in"]), N("Mul", ["s", "in"], ["u"]),
+                    N("Tanh", ["u"], ["t"]), N("Add", ["one", "t"], ["p"])]
+    nodes += {"half_first": [N("Mul", ["x", "half"], ["h"]), N("Mul", ["h", "p"], ["y"])],
+              "half_last": [N("Mul", ["x", "p"], ["q"]), N("Mul", ["q", "half"], ["y"])],
+              "pow": [N("Mul", ["p", "half"], ["r"]), N("Mul", ["x", "r"], ["y"])]}[form]
+    inits = [("k", np.float32(0.044715)), ("s", np.float32(np.sqrt(2 / np.pi))), ("one", np.float32(1)),
+             ("half", np.float32(0.5)), ("three", np.float32(3))]
+    return model(nodes, [("x", [3, 37])], ["y"], inits)
+
+
+@pytest.mark.parametrize("form", ["half_first", "half_last", "pow"])
+def test_unrolled_tanh_gelu_becomes_one_gelu(form):
+    m = _tanh_gelu(form)
+    ms = msv0.load(convert(m.SerializeToString()))
+    assert [n.op for n in ms.nodes] == ["Mul", "Mul", "Add", "Mul", "Activation", "Mul"]  # the Gelu lowering
+    x = (f32(3, 37) * 4).astype(np.float32)
+    check(m, {"x": x}, atol=1e-5)
+
+
+def test_tanh_gelu_with_a_shared_intermediate_stays_unrolled():
+    m = _tanh_gelu("half_last")
+    m.graph.output.append(h.make_tensor_value_info("t", T.FLOAT, None))
+    ms = msv0.load(convert(m.SerializeToString()))
+    assert [n.op for n in ms.nodes] == ["Mul", "Mul", "Mul", "Add", "Mul", "Activation", "Add", "Mul", "Mul"]

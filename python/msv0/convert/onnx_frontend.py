@@ -23,7 +23,7 @@ from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.convert.onnx_fold import inline_branch, taken_branch, zero_product
 from msv0.convert.onnx_fp16 import widen_fp16
-from msv0.convert.onnx_patterns import fuse_layer_norm
+from msv0.convert.onnx_patterns import fuse_layer_norm, fuse_tanh_gelu
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -244,7 +244,10 @@ def _fold(graph: OGraph) -> bool:
 
 def _fold_bias_adds(graph: OGraph) -> None:
     """Conv/ConvTranspose followed by an Add of a per-channel constant (Paddle's exporter writes
-    the bias that way) -> the convolution with that bias, so a BatchNormalization after it folds."""
+    the bias that way) -> the convolution with that bias, so a BatchNormalization after it folds;
+    MatMul by a constant matrix followed by an Add of a constant over its last axis (a linear
+    layer as torch exports it) -> that MatMul with the bias as a third input, which becomes the
+    FullConnection's bias, added in the GEMM's store instead of in a pass of its own."""
     uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
@@ -253,6 +256,11 @@ def _fold_bias_adds(graph: OGraph) -> None:
             continue
         for x, c in (n.inputs, n.inputs[::-1]):
             p, bias = producer.get(x), graph.consts.get(c)
+            if p is not None and p.op == "MatMul" and bias is not None and uses.get(x) == 1 and id(p) not in drop:
+                if _fold_matmul_bias(graph, p, n, bias):
+                    drop.add(id(n))
+                    break
+                continue
             if (p is None or bias is None or p.op not in ("Conv", "ConvTranspose") or uses.get(x) != 1
                     or id(p) in drop or p.inputs[1] not in graph.consts):
                 continue
@@ -274,9 +282,26 @@ def _fold_bias_adds(graph: OGraph) -> None:
     graph.nodes = [n for n in graph.nodes if id(n) not in drop]
 
 
+def _fold_matmul_bias(graph: OGraph, p: ONode, add: ONode, bias: np.ndarray) -> bool:
+    """Gives MatMul p (x · W, W a constant matrix) the bias that add adds to its output, when
+    that bias is the same along every axis but the last (so the Add's output shape is p's)."""
+    w, x = graph.consts.get(p.inputs[1]), graph.shapes.get(p.inputs[0])
+    if w is None or w.ndim != 2 or x is None or len(x[0]) < 2 or x[1] != np.float32 or bias.dtype != np.float32:
+        return False
+    n = w.shape[1]
+    if bias.ndim > len(x[0]) or bias.size not in (1, n) or any(d != 1 for d in bias.shape[:-1]):
+        return False
+    name = p.name + "/add_bias"
+    graph.consts[name] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1), (n,)))
+    graph.shapes[name] = ((n,), np.dtype(np.float32))
+    p.inputs = [p.inputs[0], p.inputs[1], name]
+    p.outputs = [add.outputs[0]]
+    return True
+
+
 def _fuse(graph: OGraph) -> None:
-    """Conv/ConvTranspose+bias Add folding, Conv/ConvTranspose+BatchNormalization weight folding,
-    then Relu/Clip(0,6) into Conv/Gemm/Add."""
+    """Conv/ConvTranspose/MatMul+bias Add folding, Conv/ConvTranspose+BatchNormalization weight
+    folding, then Relu/Clip(0,6) into Conv/Gemm/Add and a MatMul that took a bias."""
     _fold_bias_adds(graph)
     uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
@@ -314,7 +339,10 @@ def _fuse(graph: OGraph) -> None:
         if not act:
             continue
         p = producer.get(n.inputs[0])
-        if p is None or p.op not in ("Conv", "Gemm", "Add", "ConvTranspose") or p.fused_act or uses.get(p.outputs[0]) != 1:
+        if p is None or p.op not in ("Conv", "Gemm", "Add", "ConvTranspose", "MatMul") or p.fused_act:
+            continue
+        # a MatMul with a folded bias is sure to become a FullConnection; others may not
+        if uses.get(p.outputs[0]) != 1 or p.op == "MatMul" and len(p.inputs) != 3:
             continue
         p.fused_act = act
         p.outputs = [n.outputs[0]]
@@ -381,6 +409,7 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
 def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str, Val]]:
     """The v0 graph being built, and the value each ONNX tensor name became (onnx_quant reads it)."""
     fuse_layer_norm(graph, ONode)
+    fuse_tanh_gelu(graph, ONode)
     _fuse(graph)
     e = Emitter(graph.name)
     vals: dict[str, Val] = {}
@@ -459,6 +488,7 @@ def _emit_branches(e: Emitter, outer: OGraph, outer_vals: dict[str, Val], protos
         sub = load_graph(model.SerializeToString())
         sub.name = f"{outer.name}/{proto.name}"
         fuse_layer_norm(sub, ONode)
+        fuse_tanh_gelu(sub, ONode)
         _fuse(sub)
         vals = {name: Val(tuple(v.shape), v.dtype, const=v) for name, v in sub.consts.items()}
         for name in routed:

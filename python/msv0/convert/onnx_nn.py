@@ -222,8 +222,9 @@ def matmul(c: Ctx):
     shape, dtype = c.out()
     if dtype != np.float32:
         raise Unsupported(f"MatMul on {dtype}")
+    bias = c.inp(2)  # a bias Add folded in by onnx_frontend._fold_matmul_bias
     if b.const is not None and b.const.ndim == 2 and len(a.shape) >= 2:
-        c.set(0, _dense(c, a, b.const.T, None, shape, dtype))
+        c.set(0, _dense(c, a, b.const.T, None if bias is None else bias.const, shape, dtype, c.node.fused_act))
         return
     b = c.e.plain(b, c.name)
     if len(a.shape) < 2 or len(b.shape) < 2:

@@ -200,11 +200,11 @@ def gelu(c: Ctx):
     x = c.inp(0)
     shape, dt = x.shape, x.dtype
     if c.attr("approximate", "none") == "tanh":
-        x3 = emit_binary(c, "Mul", emit_binary(c, "Mul", x, x, shape, dt), x, shape, dt)
-        inner = emit_binary(c, "Add", x, emit_binary(c, "Mul", x3, c.scalar(0.044715, dt), shape, dt), shape, dt)
-        inner = emit_binary(c, "Mul", inner, c.scalar(math.sqrt(2 / math.pi), dt), shape, dt)
-        th = emit_binary(c, "Add", _act(c, inner, ActivationType.TANH), c.scalar(1.0, dt), shape, dt)
-        c.set(0, emit_binary(c, "Mul", emit_binary(c, "Mul", x, th, shape, dt), c.scalar(0.5, dt), shape, dt))
+        # 0.5·(1 + tanh(u)) = sigmoid(2u): x·sigmoid(x·(a + b·x²)), 6 passes where the tanh form takes 8
+        a = 2 * math.sqrt(2 / math.pi)
+        u = emit_binary(c, "Mul", emit_binary(c, "Mul", x, x, shape, dt), c.scalar(a * 0.044715, dt), shape, dt)
+        u = emit_binary(c, "Mul", emit_binary(c, "Add", u, c.scalar(a, dt), shape, dt), x, shape, dt)
+        c.set(0, emit_binary(c, "Mul", x, _act(c, u, ActivationType.SIGMOID), shape, dt))
         return
     # x·Φ(x) = relu(x) − |x|·q with q = 0.5·erfc(|x|/√2)
     ax = c.op("Abs", [x], shape, dt, x.nhwc)
