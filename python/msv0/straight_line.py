@@ -232,13 +232,13 @@ def _plan_if_else(model: Model, construct: if_step.IfElse, ins: list[Value], num
     element, as Switch does, and runs the taken branch's plan. Each thread binds its own arenas,
     so concurrent callers never share a buffer."""
     data = ins[1:]
+    fed = [n for n, v in enumerate(data) if v.const is None]  # the data a run passes in
     branches = []
     for j in (construct.then, construct.other):
         sub = model.subgraphs[j]
         values = {k: Value(v.shape, v.dtype, model.tensors[k], v.const) for k, v in zip(sub.inputs, data)}
-        fed = [n for n, v in enumerate(data) if v.const is None]
-        branches.append((prepare(model, sub.nodes, values, sub.outputs, num_threads), sub, fed))
-    outs = [[(branch[0].values[k].shape, branch[0].values[k].dtype) for k in branch[1].outputs] for branch in branches]
+        branches.append((prepare(model, sub.nodes, values, sub.outputs, num_threads), sub))
+    outs = [[(p.values[k].shape, p.values[k].dtype) for k in sub.outputs] for p, sub in branches]
     if outs[0] != outs[1]:
         raise ModelError(f"{model.nodes[construct.nodes[3]].label}: the branches give {outs[0]} and {outs[1]}")
     memory_limit = MEMORY_LIMIT.get()
@@ -252,8 +252,7 @@ def _plan_if_else(model: Model, construct: if_step.IfElse, ins: list[Value], num
         bound = getattr(local, "plans", None)
         if bound is None:
             bound = local.plans = [bind(model, p, [sub.inputs[n] for n in fed], sub.outputs, memory_limit)
-                                   for p, sub, fed in branches]
-        fed = branches[k][2]
+                                   for p, sub in branches]
         for out, value in zip(outputs, run(model, bound[k], [inputs[1 + n] for n in fed], None, 0.0)):
             np.copyto(out, value)
 
