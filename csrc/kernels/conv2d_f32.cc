@@ -23,7 +23,7 @@ struct ConvArgs {
 
 // Output pixels [p0, p1) of the flattened (n, oh, ow), and in every group the output channels of
 // B panels [q0, q1) (16 channels each); buf holds (p1 - p0) * kh*kw*c/group floats (unused by
-// the 1x1 path). Reads of x are bounds-checked per tap, so any oh/ow is safe.
+// the 1x1 path and 1-D windows that are runs of x). Reads of x are bounds-checked per tap, so any oh/ow is safe.
 using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf);
 MSV0_DECLARE(conv2d_f32, Conv2dFn)
 
@@ -83,6 +83,18 @@ void gather_row(const ConvArgs& a, int64_t b, int64_t oy, int64_t ox, int64_t c0
   }
 }
 
+// The distance in x between the windows of consecutive output pixels when every window is one
+// contiguous run of x in the weight's (kh, kw, c) order (a 1-D conv along H over whole rows, or
+// along W of a one-row image, unpadded, undilated, group 1), else 0. Then x itself is the GEMM's
+// A with that row stride, one image at a time, and nothing is gathered.
+int64_t window_step(const ConvArgs& a) {
+  if (a.group != 1 || a.pt != 0 || a.pl != 0) return 0;
+  if (a.ow == 1 && a.kw == a.w && a.dw == 1 && (a.dh == 1 || a.kh == 1) && (a.oh - 1) * a.sh + a.kh <= a.h)
+    return a.sh * a.w * a.c;
+  if (a.oh == 1 && a.h == 1 && a.kh == 1 && a.dw == 1 && (a.ow - 1) * a.sw + a.kw <= a.w) return a.sw * a.c;
+  return 0;
+}
+
 }  // namespace
 
 void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf) {
@@ -90,6 +102,16 @@ void conv2d_f32(const ConvArgs& a, int64_t p0, int64_t p1, int64_t q0, int64_t q
   const bool direct = a.kh == 1 && a.kw == 1 && a.sh == 1 && a.sw == 1 && a.pt == 0 && a.pl == 0 &&
                       a.oh == a.h && a.ow == a.w;
   const int64_t plane = a.oh * a.ow;
+  if (const int64_t step = direct ? 0 : window_step(a)) {
+    for (int64_t p = p0; p < p1;) {  // one GEMM per image the pixels span
+      const int64_t b = p / plane, end = min_i(p1, (b + 1) * plane);
+      const GemmArgs ga{a.x + b * a.h * a.w * a.c + (p - b * plane) * step, step, a.w_packed, a.bias,
+                        a.y + p * a.oc, a.oc, end - p, og, k, a.lo, a.hi};
+      a.gemm(ga, 0, end - p, q0, q1);
+      p = end;
+    }
+    return;
+  }
   for (int64_t g = 0; g < a.group; ++g) {
     const float* src = a.x + p0 * a.c + g * cg;
     int64_t lda = a.c;

@@ -101,6 +101,12 @@ CASES = {
     "5x5_s3_asym": dict(kernel=(5, 5), stride=(3, 3), pads=(2, 0, 1, 2)),
     "3x1": dict(kernel=(3, 1), pads=(1, 1, 0, 0)),
     "3x1_s12": dict(kernel=(3, 1), stride=(1, 2)),
+    # 1-D windows that are runs of x: the GEMM reads x in place, rows `step` apart
+    "1d_rows": dict(kernel=(5, 1), x=(2, 19, 1, 9), oc=20),
+    "1d_rows_s2": dict(kernel=(3, 1), stride=(2, 1), x=(1, 17, 1, 33), oc=17),
+    "1d_rows_whole_width": dict(kernel=(3, 4), x=(1, 11, 4, 6)),
+    "1d_cols_s3": dict(kernel=(1, 7), stride=(1, 3), x=(2, 1, 40, 5)),
+    "1d_rows_threads2": dict(kernel=(5, 1), threads=2, x=(3, 64, 1, 16), oc=40),
     "dilate2": dict(kernel=(3, 3), dilation=(2, 2), pads=(2, 2, 2, 2)),
     "dilate21": dict(kernel=(3, 3), dilation=(2, 1), pads=(1, 0, 0, 1)),
     "stride_gt_kernel": dict(kernel=(2, 2), stride=(3, 3)),
