@@ -324,7 +324,8 @@ class Conv2dGemm : public NativeOp {
     // are too few pixels to give every thread a tile of >= 48 rows, the threads split the output
     // channels instead, in whole micro-kernel tiles of panels, and each streams only its share
     // of B: ResNet-50's 7x7 stage has 49 pixels and 9 MiB of weights.
-    const int64_t pixel_tiles = pixels >= 48 * threads ? std::max<int64_t>((pixels + 239) / 240, threads)
+    // A whole number of tiles per thread: 3 tiles on 2 threads would leave one idle a third of the time.
+    const int64_t pixel_tiles = pixels >= 48 * threads ? ((pixels + 239) / 240 + threads - 1) / threads * threads
                                                        : (pixels + 239) / 240;
     const int64_t rows = (pixels + pixel_tiles - 1) / pixel_tiles;  // equal tiles balance two threads
     const int64_t tiles = (pixels + rows - 1) / rows;
