@@ -13,6 +13,7 @@ from msv0.fb.ActivationType import ActivationType
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.PadMode import PadMode
 from msv0.model import Model
+from msv0.ops.resize import linear_taps
 from msv0.registry import Plan, Value
 
 _TAPS = np.array([0.25, 0.75, 0.75, 0.25], np.float32)
@@ -34,9 +35,7 @@ def fuse_resizes(model: Model, planned: list, values: dict[int, Value], uses: di
 
 def _half_pixel(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Source index pairs and weights of output positions [0, 2n), half-pixel, edges clamped."""
-    src = np.maximum((np.arange(2 * n) + 0.5) / 2 - 0.5, 0.0)  # exact in float64
-    i0 = np.floor(src).astype(np.int64)
-    return i0, np.minimum(i0 + 1, n - 1), (src - i0).astype(np.float32)
+    return linear_taps(np.maximum((np.arange(2 * n) + 0.5) / 2 - 0.5, 0.0), n)  # exact in float64
 
 
 def _resize_x2(model: Model, planned: list, i: int, values: dict[int, Value], uses: dict[int, int]):

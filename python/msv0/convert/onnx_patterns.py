@@ -39,15 +39,19 @@ def _affine(c: np.ndarray, norm) -> np.ndarray | None:
         return None
 
 
-def fuse_layer_norm(graph, make_node) -> None:
-    """Replace every unrolled LayerNorm in graph.nodes by one LayerNormalization node (made by make_node(
-    op, name, inputs, outputs, attrs)); constants it needs go into graph.consts and graph.shapes."""
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
-    uses = graph.uses()
+def _graph_index(graph):
+    """(tensor -> the node writing it, tensor -> its reads, tensor -> the nodes reading it)."""
     consumers = {}
     for n in graph.nodes:
         for i in n.inputs:
             consumers.setdefault(i, []).append(n)
+    return {o: n for n in graph.nodes for o in n.outputs if o}, graph.uses(), consumers
+
+
+def fuse_layer_norm(graph, make_node) -> None:
+    """Replace every unrolled LayerNorm in graph.nodes by one LayerNormalization node (made by make_node(
+    op, name, inputs, outputs, attrs)); constants it needs go into graph.consts and graph.shapes."""
+    producer, uses, consumers = _graph_index(graph)
     consts = graph.consts
     replace: dict[int, object] = {}  # id(last node of a pattern) -> the fused node
     dead: set[int] = set()
@@ -126,12 +130,7 @@ def _mul_by(node, value: float, consts) -> str | None:
 
 def fuse_tanh_gelu(graph, make_node) -> None:
     """Replace every unrolled tanh-form GELU in graph.nodes by one Gelu node (approximate="tanh")."""
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
-    uses = graph.uses()
-    consumers = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            consumers.setdefault(i, []).append(n)
+    producer, uses, consumers = _graph_index(graph)
     consts = graph.consts
 
     def only_consumer(name):

@@ -55,7 +55,11 @@ def _nearest(n_in: int, n_out: int, align: bool) -> np.ndarray:
 
 
 def _linear(n_in: int, n_out: int, align: bool):
-    s = _src(n_in, n_out, align)
+    return linear_taps(_src(n_in, n_out, align), n_in)
+
+
+def linear_taps(s: np.ndarray, n_in: int):
+    """For source coordinates s >= 0: the lower and upper source indices and the upper's weight."""
     i0 = np.floor(s).astype(np.int64)
     i1 = np.minimum(i0 + 1, n_in - 1)
     w = (s - i0.astype(np.float32)).astype(np.float32)
