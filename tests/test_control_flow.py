@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import msv0
+from msv0 import dataflow
 from msv0.builder import Builder
 
 
@@ -46,6 +47,53 @@ def test_merge_switch_loop_counts_to_limit():
         while want < 5:
             want += 1
         np.testing.assert_array_equal(got, [want])
+
+
+def _counting_loop(trips: int, carried: int):
+    """i = 0; while i < trips: i += 1, x += 0 — x is `carried` elements passed along."""
+    b = Builder("loop")
+    x0 = b.input("x", (carried,))
+    i0 = scalar(b, "zero", [0.0])
+    x_next, i_next = b.tensor("x_next"), b.tensor("i_next")
+    x, i = b.node("Merge", [x0, i0, x_next, i_next], outputs=2)
+    cond = b.node("Less", [i, scalar(b, "trips", [float(trips)])], out_dtype=np.bool_)
+    x_true, i_true, x_false, _ = b.node("Switch", [cond, x, i], outputs=4)
+    b.node("Add", [x_true, scalar(b, "nothing", [0.0])], outputs=[x_next])
+    b.node("Add", [i_true, scalar(b, "one", [1.0])], outputs=[i_next])
+    b.output(x_false)
+    return msv0.Session(b.finish()), np.ones(carried, np.float32)
+
+
+def test_endless_loop_is_model_error(monkeypatch):
+    monkeypatch.setattr(dataflow, "MAX_NODE_RUNS", 5000)
+    s, x = _counting_loop(float("inf"), 1)
+    with pytest.raises(msv0.ModelError, match="without finishing"):
+        s.run([x])
+
+
+def test_loop_work_counts_the_elements_it_produces(monkeypatch):
+    """30 trips of about 6 node runs fit in 1000; with 128 Ki elements carried through Merge,
+    Switch and Add, each trip costs 48 more."""
+    monkeypatch.setattr(dataflow, "MAX_NODE_RUNS", 1000)
+    s, x = _counting_loop(30, 1)
+    np.testing.assert_array_equal(next(iter(s.run([x]).values())), x)
+    s, x = _counting_loop(30, 1 << 17)
+    with pytest.raises(msv0.ModelError, match="without finishing"):
+        s.run([x])
+
+
+def test_endless_while_over_empty_subgraphs_is_model_error(monkeypatch):
+    monkeypatch.setattr(dataflow, "MAX_NODE_RUNS", 5000)
+    b = Builder("while")
+    x = b.input("x", (1,), np.bool_)
+    ci, bi = b.tensor("cond_i"), b.tensor("body_i")
+    cond = b.subgraph("cond", [ci], [ci], [])
+    body = b.subgraph("body", [bi], [bi], [])
+    y = b.node("While", [x], condSubgraphIndex=cond, bodySubgraphIndex=body)
+    b.main_nodes = [len(b.graph.nodes) - 1]
+    b.output(y)
+    with pytest.raises(msv0.ModelError, match="While_0.*without finishing"):
+        msv0.Session(b.finish()).run([np.array([True])])
 
 
 def _scale_subgraph(b, factor):

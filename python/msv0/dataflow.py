@@ -34,7 +34,12 @@ from msv0.ops.tensor_list import TensorList
 from msv0.registry import CONTROL, MEMORY_LIMIT, OPS, Plan, Value, build, check_size, fail
 from msv0.straight_line import CompiledPlan, StepTime
 
-MAX_NODE_RUNS = 250_000  # a graph that has not finished by then is taken to loop forever
+# A graph that has done this much work without finishing is taken to loop forever (a second or
+# so). A node run or subgraph call costs 1, plus 1 per ELEMENTS_PER_RUN elements it produces
+# (about one run's overhead in work), so a loop of large tensors is stopped as soon as a loop of
+# scalars. Real models' loops (an RNN unrolled over 1000 steps) stay well under it.
+MAX_NODE_RUNS = 100_000
+ELEMENTS_PER_RUN = 8192
 MAX_CALL_DEPTH = 64  # nested Partial/While/Loop calls; r1.1 models nest a few levels
 
 
@@ -154,16 +159,21 @@ class Interpreter:
         self.times = times
         self.t0 = time.perf_counter()
 
-    def count(self, node: Node) -> None:
-        self.runs += 1
+    def count(self, node: Node, cost: int = 1) -> None:
+        self.runs += cost
         if self.runs > MAX_NODE_RUNS:
-            raise ModelError(f"{node.label}: the graph ran {MAX_NODE_RUNS} nodes without finishing")
+            raise ModelError(f"{node.label}: the graph did the work of {MAX_NODE_RUNS} node runs without finishing")
 
     def count_region(self, region: Region) -> None:
         if self.runs + len(region.nodes) > MAX_NODE_RUNS:
             for i in region.nodes:  # raises at the node that crosses the limit
                 self.count(self.model.nodes[i])
         self.runs += len(region.nodes)
+
+    def count_elements(self, unit: Node | Region, produced: dict[int, Any]) -> None:
+        cost = sum(getattr(v, "size", 0) for v in produced.values()) // ELEMENTS_PER_RUN
+        if cost:
+            self.count(unit if isinstance(unit, Node) else self.model.nodes[unit.nodes[-1]], cost)
 
     def layout(self, order: tuple[int, ...], env: dict[int, Any], keep: tuple[int, ...]) -> Layout:
         key = (order, keep, tuple(env))
@@ -187,6 +197,7 @@ class Interpreter:
         """Run subgraph `sub` with its inputs bound to args; return its outputs."""
         if self.depth >= MAX_CALL_DEPTH:  # a subgraph that calls itself, directly or not
             raise fail(caller, f"subgraph calls nest deeper than {MAX_CALL_DEPTH}")
+        self.count(caller)
         env = {k: v for k, v in zip(sub.inputs, args)}
         self.depth += 1
         try:
@@ -243,6 +254,7 @@ class Interpreter:
                 self.count(unit)
                 used = reads[pos]
                 produced = self.fire(unit, [env[k] for k in unit.inputs])
+            self.count_elements(unit, produced)
             for k in used:
                 if k in pending:
                     pending[k] -= 1
