@@ -142,7 +142,15 @@ class Conv2dS8 : public NativeOp {
       int64_t lda = c_;
       if (!direct_) {
         int8_t* row = buf;
-        for (int64_t p = p0; p < p1; ++p, row += k_) gather_row(x, p, g * cg_, row);
+        // The pixel's (batch, oy, ox) stepped along rather than divided out per pixel.
+        int64_t b = p0 / (oh_ * ow_), oy = p0 / ow_ % oh_, ox = p0 % ow_;
+        for (int64_t p = p0; p < p1; ++p, row += k_) {
+          gather_row(x, b, oy, ox, g * cg_, row);
+          if (++ox == ow_) {
+            ox = 0;
+            if (++oy == oh_) oy = 0, ++b;
+          }
+        }
         a = buf;
         lda = k_;
       }
@@ -155,10 +163,10 @@ class Conv2dS8 : public NativeOp {
     }
   }
 
-  // The im2col row of output pixel p: its kh x kw window over channels [c0, c0 + cg), taps
-  // outside x as x_zp. Every tap is bounds-checked, so any output size is safe.
-  void gather_row(const int8_t* x, int64_t p, int64_t c0, int8_t* dst) const {
-    const int64_t b = p / (oh_ * ow_), oy = p / ow_ % oh_, ox = p % ow_, ix0 = ox * sw_ - pl_;
+  // The im2col row of output pixel (b, oy, ox): its kh x kw window over channels [c0, c0 + cg),
+  // taps outside x as x_zp. Every tap is bounds-checked, so any output size is safe.
+  void gather_row(const int8_t* x, int64_t b, int64_t oy, int64_t ox, int64_t c0, int8_t* dst) const {
+    const int64_t ix0 = ox * sw_ - pl_;
     // One contiguous run of x per window row when undilated, inside, and spanning all channels.
     const bool row_run = dw_ == 1 && cg_ == c_ && ix0 >= 0 && ix0 + kw_ <= w_;
     const int8_t* x_end = x + n_ * h_ * w_ * c_;

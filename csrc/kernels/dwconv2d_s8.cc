@@ -76,8 +76,8 @@ void pixel(const DwS8Args& a, const int8_t* xb, int64_t iy0, int64_t ky0, int64_
 template <int K, bool Tail>
 void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64_t c, int64_t lanes, int64_t ox_lo,
                int64_t ox_hi) {
-  VecI32 w[K * K];
-  for (int i = 0; i < K * K; ++i) w[i] = VecI32::load(a.weight + i * a.cp + c);
+  VecI32 w[K * K];  // w − w_zp fits int16, and so does every x
+  for (int i = 0; i < K * K; ++i) w[i] = as_mul16_weight(VecI32::load(a.weight + i * a.cp + c));
   const VecI32 bias = VecI32::load(a.folded_bias + c);
   const Requant q = requant_at(a, c);
   // Locals: the int8 stores may alias anything, so fields of `a` and rows[] would be reloaded
@@ -92,7 +92,7 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
       const int64_t ix = ox * sw - pl + kx * dw;
       const bool inside = ix >= 0 && ix < w_in;
       for (int ky = 0; ky < K; ++ky)
-        acc = acc + load_s8_n<Tail>(inside ? row[ky] + ix * ch : zp, lanes) * w[ky * K + kx];
+        acc = mul_add16(acc, load_s8_n<Tail>(inside ? row[ky] + ix * ch : zp, lanes), w[ky * K + kx]);
     }
     store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
   };
@@ -101,7 +101,7 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
     const int64_t off = (ox * sw - pl) * ch;
     VecI32 acc = bias;
     for (int ky = 0; ky < K; ++ky)
-      for (int kx = 0; kx < K; ++kx) acc = acc + load_s8_n<Tail>(row[ky] + off + kx * dw * ch, lanes) * w[ky * K + kx];
+      for (int kx = 0; kx < K; ++kx) acc = mul_add16(acc, load_s8_n<Tail>(row[ky] + off + kx * dw * ch, lanes), w[ky * K + kx]);
     store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
   }
   for (int64_t ox = ox_hi; ox < a.ow; ++ox) border(ox);

@@ -34,6 +34,9 @@ constexpr int kMr = kLanes >= 16 ? (kDot4Native ? 12 : 8) : kLanes == 8 ? 4 : kL
 constexpr int64_t kBlockBytes = int64_t{1} << 20;
 
 inline int8_t as_dot_a(int8_t x) { return static_cast<int8_t>(x + kDotAOffset); }
+// A row tail at least this long goes through one vector rather than byte by byte.
+constexpr int64_t kTailVector = 8;
+static_assert(kGemmS8ChunkStride >= kGemmS8Kc + VecI8::kBytes, "a tail vector's store stays in its row");
 
 // Rows [i, i + rows) of A, shifted to dot4's operand type, into dst in chunks of kGemmS8Kc
 // (see gemm_s8.h); the last chunk's tail is copied and summed bytewise and padded with shifted
@@ -56,6 +59,17 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
         sum = dot4(sum, x, ones);
       }
       summed += whole;
+      if (whole < n && n - whole >= kTailVector) {
+        // One vector from a zero-padded copy: its shifted zeros count in `summed` like the
+        // row's, and the store stays inside the row's chunk (kGemmS8ChunkStride ≥ kGemmS8Kc + kBytes).
+        int8_t tail[VecI8::kBytes] = {};
+        __builtin_memcpy(tail, src + whole, static_cast<size_t>(n - whole));
+        const VecI8 x = to_dot_a(VecI8::load(tail));
+        x.store(d + whole);
+        sum = dot4(sum, x, ones);
+        summed += VecI8::kBytes;
+        continue;
+      }
       const int64_t padded = (n + kGemmS8Kr - 1) / kGemmS8Kr * kGemmS8Kr;
       for (int64_t kk = whole; kk < padded; ++kk) {
         const int8_t x = kk < n ? src[kk] : 0;

@@ -82,6 +82,15 @@ struct VecI32 {
 inline VecI32 operator+(VecI32 a, VecI32 b) { return {_mm512_add_epi32(a.v, b.v)}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm512_sub_epi32(a.v, b.v)}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {_mm512_mullo_epi32(a.v, b.v)}; }
+// acc + x · w per lane, for x and w that fit int16 (x sign-extended, w from as_mul16_weight):
+// one vpmaddwd (vpdpwssd with VNNI) against vpmulld's two slow uops. w's upper half is zero, so
+// the pair sum is x · w alone, and wraps like the int32 arithmetic it replaces.
+inline VecI32 as_mul16_weight(VecI32 w) { return {_mm512_and_si512(w.v, _mm512_set1_epi32(0xFFFF))}; }
+#ifdef __AVX512VNNI__
+inline VecI32 mul_add16(VecI32 acc, VecI32 x, VecI32 w) { return {_mm512_dpwssd_epi32(acc.v, x.v, w.v)}; }
+#else
+inline VecI32 mul_add16(VecI32 acc, VecI32 x, VecI32 w) { return {_mm512_add_epi32(acc.v, _mm512_madd_epi16(x.v, w.v))}; }
+#endif
 inline int32_t reduce_add(VecI32 a) { return _mm512_reduce_add_epi32(a.v); }
 inline VecI32 max(VecI32 a, VecI32 b) { return {_mm512_max_epi32(a.v, b.v)}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {_mm512_min_epi32(a.v, b.v)}; }

@@ -94,6 +94,9 @@ struct VecI32 {
 inline VecI32 operator+(VecI32 a, VecI32 b) { return {vaddq_s32(a.v, b.v)}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {vsubq_s32(a.v, b.v)}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {vmulq_s32(a.v, b.v)}; }
+// acc + x · w for x and w that fit int16 (the x86 tiers multiply such lanes in one instruction).
+inline VecI32 as_mul16_weight(VecI32 w) { return w; }
+inline VecI32 mul_add16(VecI32 acc, VecI32 x, VecI32 w) { return {vmlaq_s32(acc.v, x.v, w.v)}; }
 inline int32_t reduce_add(VecI32 a) { return vaddvq_s32(a.v); }
 inline VecI32 max(VecI32 a, VecI32 b) { return {vmaxq_s32(a.v, b.v)}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {vminq_s32(a.v, b.v)}; }

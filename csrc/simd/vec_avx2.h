@@ -98,6 +98,10 @@ struct VecI32 {
 inline VecI32 operator+(VecI32 a, VecI32 b) { return {_mm256_add_epi32(a.v, b.v)}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm256_sub_epi32(a.v, b.v)}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {_mm256_mullo_epi32(a.v, b.v)}; }
+// acc + x · w per lane, for x and w that fit int16 (x sign-extended, w from as_mul16_weight):
+// vpmaddwd against vpmulld's two slow uops; w's upper half is zero, so the pair sum is x · w.
+inline VecI32 as_mul16_weight(VecI32 w) { return {_mm256_and_si256(w.v, _mm256_set1_epi32(0xFFFF))}; }
+inline VecI32 mul_add16(VecI32 acc, VecI32 x, VecI32 w) { return {_mm256_add_epi32(acc.v, _mm256_madd_epi16(x.v, w.v))}; }
 inline int32_t reduce_add(VecI32 a) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a.v), _mm256_extracti128_si256(a.v, 1));
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));

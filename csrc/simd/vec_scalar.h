@@ -63,6 +63,9 @@ inline int32_t wrap(uint32_t x) { return static_cast<int32_t>(x); }
 inline VecI32 operator+(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) + uint32_t(b.v))}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) - uint32_t(b.v))}; }
 inline VecI32 operator*(VecI32 a, VecI32 b) { return {wrap(uint32_t(a.v) * uint32_t(b.v))}; }
+// acc + x · w for x and w that fit int16 (the x86 tiers multiply such lanes in one instruction).
+inline VecI32 as_mul16_weight(VecI32 w) { return w; }
+inline VecI32 mul_add16(VecI32 acc, VecI32 x, VecI32 w) { return {wrap(uint32_t(acc.v) + uint32_t(x.v) * uint32_t(w.v))}; }
 inline int32_t reduce_add(VecI32 a) { return a.v; }
 inline VecI32 max(VecI32 a, VecI32 b) { return {a.v > b.v ? a.v : b.v}; }
 inline VecI32 min(VecI32 a, VecI32 b) { return {a.v < b.v ? a.v : b.v}; }
