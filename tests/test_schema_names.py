@@ -110,7 +110,7 @@ def test_quant_param_fields_are_the_schema_table():
     from msv0.fb.QuantParam import QuantParamT
     from msv0.model import QuantParam
 
-    assert list(QuantParam.__dataclass_fields__) == list(vars(QuantParamT()))
+    assert list(QuantParam._fields) == list(vars(QuantParamT()))
     assert QuantParam(scale=0.5, zeroPoint=0) == QuantParam(**{**vars(QuantParamT()), "scale": 0.5})
 
 

@@ -1,7 +1,8 @@
 // Loading a v0 model: the flatc-generated Verifier, then the semantic checks every later
 // stage relies on (indices in range, dims bounded, const data sized to its dims, unions
-// known, subgraph references valid). Only checks: Python (msv0/model.py) reads the verified
-// bytes once, through the generated msv0.fb readers, from the read-only buffer given here.
+// known, subgraph references valid). Python (msv0/model.py) reads the verified bytes once,
+// through the generated msv0.fb readers, from the read-only buffer given here; only the
+// quantParams, thousands in a per-channel int8 model, come from here as columns.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -232,6 +233,53 @@ class Model {
 
   py::array buffer() const { return view(s_->data, s_->size); }
 
+  // Every tensor's quantParams as columns named as in the schema, tensor i's at rows
+  // [offsets[i], offsets[i + 1]): a per-channel int8 model has tens of thousands, seconds' work
+  // for the generated Python readers one table at a time.
+  py::tuple quant_params() const {
+    const auto* tensors = fb::GetMetaGraph(s_->data)->allTensors();
+    const size_t n = tensors ? tensors->size() : 0;
+    py::array_t<int64_t> offsets(static_cast<py::ssize_t>(n + 1));
+    int64_t* off = offsets.mutable_data();
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      off[i] = static_cast<int64_t>(total);
+      const auto* q = tensors->Get(static_cast<flatbuffers::uoffset_t>(i))->quantParams();
+      total += q ? q->size() : 0;
+    }
+    off[n] = static_cast<int64_t>(total);
+    const auto rows = static_cast<py::ssize_t>(total);
+    py::array_t<double> scale(rows), min(rows), max(rows);
+    py::array_t<int32_t> zero_point(rows), num_bits(rows), dst_dtype(rows), round_type(rows), multiplier(rows);
+    py::array_t<bool> narrow_range(rows), inited(rows);
+    py::array_t<float> var_corr(rows), mean_corr(rows);
+    size_t r = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const auto* q = tensors->Get(static_cast<flatbuffers::uoffset_t>(i))->quantParams();
+      for (flatbuffers::uoffset_t j = 0; q && j < q->size(); ++j, ++r) {
+        const fb::QuantParam* p = q->Get(j);
+        scale.mutable_data()[r] = p->scale();
+        zero_point.mutable_data()[r] = p->zeroPoint();
+        min.mutable_data()[r] = p->min();
+        max.mutable_data()[r] = p->max();
+        narrow_range.mutable_data()[r] = p->narrowRange();
+        num_bits.mutable_data()[r] = p->numBits();
+        inited.mutable_data()[r] = p->inited();
+        var_corr.mutable_data()[r] = p->varCorr();
+        mean_corr.mutable_data()[r] = p->meanCorr();
+        dst_dtype.mutable_data()[r] = p->dstDtype();
+        round_type.mutable_data()[r] = p->roundType();
+        multiplier.mutable_data()[r] = p->multiplier();
+      }
+    }
+    py::dict columns;
+    columns["scale"] = scale, columns["zeroPoint"] = zero_point, columns["min"] = min, columns["max"] = max;
+    columns["narrowRange"] = narrow_range, columns["numBits"] = num_bits, columns["inited"] = inited;
+    columns["varCorr"] = var_corr, columns["meanCorr"] = mean_corr, columns["dstDtype"] = dst_dtype;
+    columns["roundType"] = round_type, columns["multiplier"] = multiplier;
+    return py::make_tuple(offsets, columns);
+  }
+
  private:
   std::shared_ptr<Storage> s_;
 };
@@ -258,7 +306,9 @@ MSV0_BIND(m) {
                throw py::type_error("msv0.load expects a path, bytes or a buffer");
              return new Model(borrow_or_copy(src));
            }), py::arg("source"))
-      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only), read by msv0.model.");
+      .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only), read by msv0.model.")
+      .def("quant_params", &Model::quant_params,
+           "(offsets, {field: column}): every tensor's quantParams, tensor i's at rows offsets[i]:offsets[i + 1].");
 }
 
 }  // namespace msv0

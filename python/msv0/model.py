@@ -8,9 +8,10 @@ present, with its schema default when the file omits it.
 """
 from __future__ import annotations
 
+import collections
 import importlib
 import os
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
@@ -24,10 +25,11 @@ from msv0.fb.QuantParam import QuantParamT
 
 
 def _record_of(table_type: type, name: str) -> type:
-    """A frozen dataclass with the fields, in schema order, and the defaults of a generated
-    object-API class, so a schema table's field list is written in the schema alone."""
-    fields = [(k, type(v), field(default=v)) for k, v in vars(table_type()).items()]
-    return make_dataclass(name, fields, frozen=True)
+    """A named tuple with the fields, in schema order, and the defaults of a generated object-API
+    class, so a schema table's field list is written in the schema alone. (A tuple, not a frozen
+    dataclass: a per-channel int8 model makes tens of thousands of them at load.)"""
+    defaults = vars(table_type())
+    return collections.namedtuple(name, defaults, defaults=defaults.values())
 
 
 # A tensor's quantParams entry (format-v0.md §3).
@@ -196,7 +198,7 @@ def _vector(table, field: str) -> tuple:
     return () if isinstance(a, int) else tuple(a.tolist())
 
 
-def _tensor(i: int, t) -> Tensor:
+def _tensor(i: int, t, quant: tuple[QuantParam, ...]) -> Tensor:
     data = t.DataAsNumpy()  # a read-only view of the model bytes, 0 when absent
     return Tensor(
         index=i,
@@ -206,8 +208,7 @@ def _tensor(i: int, t) -> Tensor:
         format=t.Format(),
         node_type=t.NodeType(),
         raw=None if isinstance(data, int) or data.size == 0 else data,
-        quant=tuple(QuantParam(**vars(QuantParamT.InitFromObj(t.QuantParams(j))))
-                    for j in range(t.QuantParamsLength())),
+        quant=quant,
         clusters=_vector(t, "QuantClusters"),
     )
 
@@ -217,7 +218,11 @@ def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
     core = _core.Model(source)  # verified: every offset, index and union below is known good
     buf = core.buffer
     g = MetaGraph.GetRootAs(buf, 0)
-    tensors = tuple(_tensor(i, g.AllTensors(i)) for i in range(g.AllTensorsLength()))
+    offsets, columns = core.quant_params()
+    params = [QuantParam(*row) for row in zip(*(columns[f].tolist() for f in QuantParam._fields))]
+    offsets = offsets.tolist()
+    tensors = tuple(_tensor(i, g.AllTensors(i), tuple(params[offsets[i]:offsets[i + 1]]))
+                    for i in range(g.AllTensorsLength()))
     nodes = []
     for i in range(g.NodesLength()):
         n = g.Nodes(i)

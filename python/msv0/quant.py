@@ -92,22 +92,38 @@ def output_param(node: Node, k: int = 0) -> QuantParam:
 
 def weight_params(node: Node, v: Value, channels: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-output-channel (scale as float, zero point) of an int8 weight: one param for all,
-    or one per channel (dim0)."""
+    or one per channel (dim0). Checked as one_param checks each, over arrays: a model has
+    thousands of channels."""
     if v.dtype != I8:
         raise fail(node, f"int8 weight {v.tensor.label} must be int8, got {v.dtype}")
     params = v.quant
     if len(params) not in (1, channels):
         raise fail(node, f"weight {v.tensor.label} has {len(params)} quantParams for {channels} output channels")
-    ps = [one_param(node, [p], f"weight {v.tensor.label}") for p in params]
-    scale = np.array([f32(p.scale) for p in ps], np.float32)
-    zp = np.array([p.zeroPoint for p in ps], np.int32)
-    if len(ps) == 1:
-        scale, zp = np.repeat(scale, channels), np.repeat(zp, channels)
-    return scale, zp
+    scale = np.array([p.scale for p in params], np.float64)
+    zp = np.array([p.zeroPoint for p in params], np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale32 = scale.astype(np.float32)
+        usable = np.isfinite(scale) & (scale > 0) & np.isfinite(scale32) & (scale32 > 0) & (zp >= -128) & (zp <= 127)
+    if not usable.all():
+        one_param(node, [params[int(np.argmin(usable))]], f"weight {v.tensor.label}")  # raises
+    zp = zp.astype(np.int32)
+    if len(params) == 1:
+        scale32, zp = np.repeat(scale32, channels), np.repeat(zp, channels)
+    return scale32, zp
 
 
 def conv_requant(node: Node, s_in: float, s_w: np.ndarray, s_out: float) -> list[np.ndarray]:
     """Per channel M_c = (double)(float)(s_in·s_w[c]) / (double)s_out (product in float, divide
-    in double) → (mult, left, right) int32 arrays, the operands of _core.GemmS8."""
-    cols = [round_parameter(node, float(f32(s_in) * s) / float(f32(s_out))) for s in s_w]
-    return [np.array(c, np.int32).reshape(-1) for c in zip(*cols)] if cols else [np.zeros(0, np.int32)] * 3
+    in double) → (mult, left, right) int32 arrays, the operands of _core.GemmS8: round_parameter
+    of each, over arrays."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        M = (f32(s_in) * np.asarray(s_w, np.float32)).astype(np.float64) / np.float64(f32(s_out))
+    f, e = np.frexp(M)
+    m = np.copysign(np.floor(np.abs(f) * 2.0**31 + 0.5), f)
+    fold = np.abs(m) == 2.0**31
+    m, e = np.where(fold, m / 2, m), np.where(fold, e + 1, e)
+    left, right = np.maximum(e, 0), np.maximum(-e, 0)
+    usable = np.isfinite(M) & (left <= 31) & (right <= 31)
+    if not usable.all():
+        round_parameter(node, float(M[np.argmin(usable)]))  # raises
+    return [m.astype(np.int32), left.astype(np.int32), right.astype(np.int32)]
