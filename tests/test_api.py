@@ -2,6 +2,7 @@
 errors, supported_ops, the CLI, and the README's supported-ops table."""
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -290,7 +291,9 @@ def test_cli_run(model_path, tmp_path, capsys):
 
 def test_cli_bench(model_path, capsys):
     assert cli.main(["bench", str(model_path), "--threads", "1", "--warmup", "1", "--runs", "3"]) == 0
-    assert "p50" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "p50" in out
+    assert re.search(r"cold start: load [0-9.]+ ms, Session [0-9.]+ ms, first run [0-9.]+ ms; peak RSS [0-9]+ MiB", out)
 
 
 def test_cli_bench_against_onnxruntime(tmp_path, capsys):

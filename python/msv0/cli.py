@@ -262,14 +262,25 @@ PEERS = {"compare_onnx": ("onnxruntime", _onnxruntime_runner), "compare_tflite":
 
 
 def cmd_bench(args) -> None:
+    import resource
+
+    t0 = time.perf_counter()
     m = msv0.load(args.model)
+    t1 = time.perf_counter()
     feeds = collect_feeds(m, args.input, args.inputs, True, args.seed)
+    t2 = time.perf_counter()
     session = msv0.Session(m, num_threads=args.threads)
+    t3 = time.perf_counter()
+    session.run(feeds)
+    t4 = time.perf_counter()
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     peers = [(label, make(getattr(args, opt), args.threads, m.inputs, feeds))
              for opt, (label, make) in PEERS.items() if getattr(args, opt)]
     results = [("msv0", _timings(lambda: session.run(feeds), args.warmup, args.runs, "msv0"))]
     results += [(label, _timings(run, args.warmup, args.runs, label)) for label, run in peers]
     print(f"{args.model}: {args.threads} thread(s), {args.warmup} warm-up, {args.runs} runs, ISA {msv0.isa()}")
+    print(f"cold start: load {_fmt_ms(t1 - t0)} ms, Session {_fmt_ms(t3 - t2)} ms, "
+          f"first run {_fmt_ms(t4 - t3)} ms; peak RSS {rss_mib:.0f} MiB (before any peer)")
     rows = []
     for name, t in results:
         p50, p90, p99 = np.percentile(t, [50, 90, 99])
