@@ -340,28 +340,31 @@ class Conv2dGemm : public NativeOp {
     });
   }
 
-  // U = G g G^T per (oc, c), in double, then each of the 36 points packed as a c x oc B.
+  // U = G g G^T per (oc, c), in double, then each of the 36 points packed as a c x oc B. U is
+  // laid out as B^T (oc x c per point), so the writes run along c as the weight's reads do:
+  // along oc they would touch a new cache line per value (ResNet-50's Session: 0.9 s).
   void pack_winograd(const float* pw, const float* bias) {
     static const double G[6][3] = {{1 / 4., 0, 0},          {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
                                    {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
     const int64_t c = s_.c, oc = s_.oc;
     std::vector<float> u(static_cast<size_t>(36 * c * oc));
-    for (int64_t o = 0; o < oc; ++o)
-      for (int64_t ci = 0; ci < c; ++ci) {
-        double gg[6][3];  // G g
-        for (int i = 0; i < 6; ++i)
-          for (int kx = 0; kx < 3; ++kx) {
-            double acc = 0;
-            for (int ky = 0; ky < 3; ++ky) acc += G[i][ky] * pw[((o * 3 + ky) * 3 + kx) * c + ci];
-            gg[i][kx] = acc;
-          }
-        for (int i = 0; i < 6; ++i)
-          for (int j = 0; j < 6; ++j) {
-            double acc = 0;
-            for (int kx = 0; kx < 3; ++kx) acc += gg[i][kx] * G[j][kx];
-            u[static_cast<size_t>(((i * 6 + j) * c + ci) * oc + o)] = static_cast<float>(acc);
-          }
-      }
+    std::vector<double> gg(static_cast<size_t>(18 * c));  // G g of one output channel: [6][3][c]
+    for (int64_t o = 0; o < oc; ++o) {
+      const float* g = pw + o * 9 * c;  // [ky][kx][c]
+      for (int i = 0; i < 6; ++i)
+        for (int kx = 0; kx < 3; ++kx) {
+          double* d = gg.data() + (i * 3 + kx) * c;
+          for (int64_t ci = 0; ci < c; ++ci)
+            d[ci] = G[i][0] * g[kx * c + ci] + G[i][1] * g[(3 + kx) * c + ci] + G[i][2] * g[(6 + kx) * c + ci];
+        }
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+          const double* r = gg.data() + i * 3 * c;
+          float* d = u.data() + ((i * 6 + j) * oc + o) * c;
+          for (int64_t ci = 0; ci < c; ++ci)
+            d[ci] = static_cast<float>(r[ci] * G[j][0] + r[c + ci] * G[j][1] + r[2 * c + ci] * G[j][2]);
+        }
+    }
     auto b = std::make_shared<PackedB>();
     b->gemm = gemm_;
     b->n = oc;
@@ -369,7 +372,7 @@ class Conv2dGemm : public NativeOp {
     group_stride_ = gemm_->packed_size(oc, c);
     b->w.resize(static_cast<size_t>(36 * group_stride_));
     for (int64_t xi = 0; xi < 36; ++xi)
-      gemm_->pack(u.data() + xi * c * oc, oc, false, oc, c, b->w.data() + xi * group_stride_);
+      gemm_->pack(u.data() + xi * c * oc, c, true, oc, c, b->w.data() + xi * group_stride_);
     if (bias) b->bias.assign(bias, bias + oc);
     parts_ = PointwiseParts{std::move(b), s_.lo, s_.hi};
   }
