@@ -198,3 +198,20 @@ def test_gemm_s8_rejects_bad_arguments(rng):
         gemm([np.zeros((2, 4), np.int8)], [np.zeros((2, 3), np.int8)])
     with pytest.raises(ValueError, match="shape"):
         gemm([np.zeros((3, 4), np.int8)], [np.zeros((2, 3), np.int32)])
+
+
+@pytest.mark.parametrize("s_in, s_out", [(0.02, 0.05), (1e-3, 7.0), (0.5, 1e-4), (0.1, 0.1)])
+def test_per_channel_requant_constants_match_reference(s_in, s_out):
+    """msv0.quant.conv_requant (over arrays) against r1.1's QuantizeRoundParameter per channel:
+    random scales over four decades, just below and at powers of two, and zero."""
+    from msv0.quant import conv_requant
+
+    class Node:
+        label = "node 0 'conv'"
+
+    rng = np.random.default_rng(3)
+    s_w = np.concatenate([rng.uniform(1e-3, 1, 2000), 10 ** rng.uniform(-3, 1, 2000),
+                          [0.0, 0.25, 0.5, 0.49999997, 0.99999994, 1.0, 2.0**-10]]).astype(np.float32)
+    got = np.stack(conv_requant(Node(), s_in, s_w, s_out), axis=1)
+    want = np.array([quantize_round_parameter(conv_multiplier(s_in, s, s_out)) for s in s_w])
+    np.testing.assert_array_equal(got, want)
