@@ -163,12 +163,21 @@ void sgemm_f32(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1
 void sgemm_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k, float* dst) {
   const int64_t panels = (n + kGemmNr - 1) / kGemmNr;
   for (int64_t k0 = 0; k0 < k; k0 += kGemmKc)
-    for (int64_t p = 0; p < panels; ++p)
-      for (int64_t kk = k0; kk < k0 + kGemmKc && kk < k; ++kk)
-        for (int64_t j = 0; j < kGemmNr; ++j) {
-          const int64_t col = p * kGemmNr + j;
-          *dst++ = col >= n ? 0.f : transposed ? b[col * ldb + kk] : b[kk * ldb + col];
-        }
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t kc = min_i(kGemmKc, k - k0);
+      // Column by column: B^T's rows are read along k (a block of kc x 16 floats stays in L1).
+      for (int64_t j = 0; j < kGemmNr; ++j) {
+        const int64_t col = p * kGemmNr + j;
+        float* d = dst + j;
+        if (col >= n)
+          for (int64_t kk = 0; kk < kc; ++kk) d[kk * kGemmNr] = 0.f;
+        else if (transposed)
+          for (int64_t kk = 0; kk < kc; ++kk) d[kk * kGemmNr] = b[col * ldb + k0 + kk];
+        else
+          for (int64_t kk = 0; kk < kc; ++kk) d[kk * kGemmNr] = b[(k0 + kk) * ldb + col];
+      }
+      dst += kc * kGemmNr;
+    }
 }
 
 MSV0_EXPORT_CONFIG(sgemm_f32, sgemm_f32, kMr, kPt * kGemmNr, sgemm_pack_b, sgemm_packed_size)
