@@ -410,6 +410,15 @@ def test_fuzz_findings(tmp_path):
     assert_msv0_outcomes(probe(tmp_path, cases, max_seconds=5.0), allowed=("ok", *MSV0_ERRORS, "ResourceError"))
 
 
+def test_transposed_conv_checks_its_tap_tables_against_the_limit(tmp_path):
+    """CI's fuzzer: a 768-byte DeDepthwiseConv2D with strideH 452984834 built 1.7 G-entry tap
+    tables (13 GB RSS) before its output was checked against the memory_limit."""
+    case = {"name": "d", "model": str(Path(__file__).parent / "fuzz" / "findings" / "oom-9a1346d224e7.ms"),
+            "memory_limit": 256 << 20}
+    outcome = probe(tmp_path, [case], max_seconds=5.0)["d"]
+    assert outcome.startswith("ResourceError") and "tap table" in outcome and "memory_limit" in outcome, outcome
+
+
 def test_constant_of_shape_checks_the_limit_before_filling(tmp_path):
     """The fuzzer's 528-byte ConstantOfShape to (3, 738197505, 2) float32 (16.5 GiB) was filled
     before the Session's memory_limit was checked: RSS past 4 GB where nothing caps it."""

@@ -24,10 +24,12 @@ Pooling (ops/pool.py) takes the input's height and width as its window, which gi
 """
 from __future__ import annotations
 
+import numpy as np
+
 from msv0.fb.PadMode import PadMode
 from msv0.fb.RoundMode import RoundMode
 from msv0.model import Node
-from msv0.registry import fail
+from msv0.registry import check_size, fail
 
 
 def conv_size(size: int, k: int, s: int, d: int, pad_mode: int, p0: int, p1: int) -> tuple[int, int]:
@@ -79,6 +81,9 @@ def deconv_size(node: Node, size: int, k: int, s: int, d: int, pad_mode: int, p0
         raise fail(node, f"unsupported pad mode {pad_mode} for deconv")
     if out <= 0:
         raise fail(node, f"output size {out} <= 0 (input {size}, kernel {k}, stride {s}, pads {p0}, {p1})")
+    # The kernels' tap table along this axis: a start per output position, and (tap, source) for
+    # each input position and tap at most.
+    check_size(f"{node.label}: transposed-window tap table", (out + 1 + 2 * size * k,), np.int64)
     return out, p0
 
 
