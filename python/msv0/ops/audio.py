@@ -129,6 +129,10 @@ def rfft(node, ins):
     if n < 1 or not ins[0].shape:
         raise fail(node, f"fftLength must be >= 1 and the input at least 1-D (got {n}, {ins[0].shape})")
     shape = ins[0].shape[:-1] + (n // 2 + 1, 2)
+    # NumPy's working arrays, in float64: the input padded to n and the complex spectrum per row,
+    # and for an n with a large prime factor Bluestein's scratch, about 2n complex values.
+    rows = math.prod(ins[0].shape[:-1])
+    check_size(f"{node.label}: FFT working arrays for fftLength {n}", (2 * rows * n + 4 * n,), np.float64)
 
     def run(inputs, outputs):
         spec = np.fft.rfft(inputs[0].astype(np.float64), n=n, axis=-1)
