@@ -39,8 +39,9 @@ constexpr int64_t kTailVector = 8;
 static_assert(kGemmS8ChunkStride >= kGemmS8Kc + VecI8::kBytes, "a tail vector's store stays in its row");
 
 // Rows [i, i + rows) of A, shifted to dot4's operand type, into dst in chunks of kGemmS8Kc
-// (see gemm_s8.h); the last chunk's tail is copied and summed bytewise and padded with shifted
-// zeros to a whole group of 4, as far as the micro-kernel reads. row_term[r] = Σ_k A[i + r, k] − k · a_zp.
+// (see gemm_s8.h); the last chunk's tail is padded with shifted zeros, to a whole vector when
+// it is kTailVector bytes or more, else bytewise to a whole group of 4, as far as the
+// micro-kernel reads. row_term[r] = Σ_k A[i + r, k] − k · a_zp.
 void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
   static const int8_t kOnes[4] = {1, 1, 1, 1};
   const VecI8 ones = VecI8::splat4(kOnes);
@@ -60,8 +61,7 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
       }
       summed += whole;
       if (whole < n && n - whole >= kTailVector) {
-        // One vector from a zero-padded copy: its shifted zeros count in `summed` like the
-        // row's, and the store stays inside the row's chunk (kGemmS8ChunkStride ≥ kGemmS8Kc + kBytes).
+        // One vector from a zero-padded copy: its shifted zeros count in `summed` like the row's.
         int8_t tail[VecI8::kBytes] = {};
         __builtin_memcpy(tail, src + whole, static_cast<size_t>(n - whole));
         const VecI8 x = to_dot_a(VecI8::load(tail));

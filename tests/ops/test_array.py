@@ -33,13 +33,15 @@ def test_range_tensors_int(start, limit, delta):
 
 
 def test_range_tensors_float_repeated_addition():
-    s, l, d = np.float32(0.1), np.float32(2.0), np.float32(0.3)
+    """r1.1 adds delta step by step in float32: over thousands of steps that drifts from start + i·delta."""
+    s, l, d = np.float32(0.1), np.float32(2000.0), np.float32(0.3)
     (y,) = run_op("Range", [Const(np.array([s])), Const(np.array([l])), Const(np.array([d]))])
     want, acc = [], s
     for _ in range(int(np.ceil((l - s) / d))):
         want.append(acc)
         acc = np.float32(acc + d)
     np.testing.assert_array_equal(y, np.array(want, np.float32))
+    assert not np.array_equal(y, s + np.arange(len(want), dtype=np.float32) * d)
 
 
 def test_range_attributes():

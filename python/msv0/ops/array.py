@@ -99,12 +99,14 @@ def range_(node, ins):
             raise fail(node, f"range start={s} limit={l} delta={d} has a negative length")
     else:
         raise fail(node, f"expected 0, 1 or 3 inputs, got {len(ins)}")
-    values = np.empty(n, dtype)
-    acc = s
+    check_size(f"{node.label}: output", (n,), dtype)
+    # r1.1 adds delta to a running value of the output type, rounding (float) or wrapping (int)
+    # at each step: add.accumulate does the same, in order, in that type.
+    values = np.full(n, d, dtype)
+    if n:
+        values[0] = s
     with np.errstate(over="ignore"):
-        for i in range(n):
-            values[i] = acc
-            acc = dtype.type(acc + d)
+        values = np.add.accumulate(values, dtype=dtype)
     return Plan([((n,), dtype)], _copy(values))
 
 
