@@ -81,6 +81,13 @@ def test_roi_pooling_bad_batch():
         run_op("ROIPooling", [x, np.array([[0, 0, 0, 1]], np.float32)], pooledH=1, pooledW=1, scale=1.0)
 
 
+
+def test_roi_pooling_bounds_its_python_bins():
+    """pooledH x pooledW x rois is the Python loop's length, set by attributes alone."""
+    x = np.zeros((1, 4, 4, 1), np.float32)
+    with pytest.raises(msv0.ResourceError, match="bins"):
+        run_op("ROIPooling", [x, np.zeros((1, 5), np.float32)], pooledH=1100, pooledW=1000, scale=1.0)
+
 def dpp_setup():
     anchors = np.array([[0.5, 0.5, 1, 1], [0.5, 0.5, 1, 1], [0.5, 0.6, 1, 1], [0.2, 0.2, 0.3, 0.3]], np.float32)
     enc = np.zeros((1, 4, 4), np.float32)

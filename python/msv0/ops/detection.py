@@ -12,7 +12,11 @@ import math
 
 import numpy as np
 
+from msv0.errors import ResourceError
 from msv0.registry import Plan, as_float32, check_size, expect_inputs, fail, known_value, op
+
+# ROIPooling runs bin by bin in Python; real detectors pool a few hundred rois of 7x7 or 14x14.
+MAX_ROI_BINS = 1 << 20
 
 F32 = np.dtype(np.float32)
 
@@ -109,6 +113,9 @@ def roi_pooling(node, ins):
     ph_n, pw_n = a.pooledH, a.pooledW
     if ph_n < 1 or pw_n < 1:
         raise fail(node, f"pooled size {ph_n}x{pw_n} must be positive")
+    if rois.shape[0] * ph_n * pw_n > MAX_ROI_BINS:  # each bin is a step of the Python loop below
+        raise ResourceError(f"{node.label}: {rois.shape[0]} rois of {ph_n}x{pw_n} bins is over the "
+                            f"{MAX_ROI_BINS} bins ROIPooling runs")
     if not math.isfinite(a.scale):
         raise fail(node, f"scale {a.scale} is not finite")
     scale = np.float32(int(a.scale))
