@@ -420,6 +420,7 @@ def upsample(node, ins):
     oh, ow = math.floor(h * sh), math.floor(w * sw)
     if oh < 1 or ow < 1 or not (math.isfinite(sh) and math.isfinite(sw)):
         raise fail(node, f"scales {scales} give an empty output from {x.shape}")
+    check_size(f"{node.label}: output", (n, oh, ow, c), x.dtype)  # before the axis maps sized by it
     mode = (node.attrs.mode or b"")
     mode = (mode.decode() if isinstance(mode, bytes) else mode).lower()
     linear = mode in ("linear", "bilinear")

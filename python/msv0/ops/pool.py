@@ -9,7 +9,7 @@ from msv0 import _core
 from msv0.fb.PoolMode import PoolMode
 from msv0.fb.RoundMode import RoundMode
 from msv0.geometry import pool_size
-from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
+from msv0.registry import Plan, activation_range, as_float32, check_size, expect_inputs, fail, op
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -55,6 +55,7 @@ def pool_window(node, x) -> PoolWindow:
         raise fail(node, f"strides must be >= 1, got {sh}x{sw}")
     oh, pt = pool_size(node, h, kh, sh, a.padMode, a.roundMode, a.padUp, a.padDown, "height")
     ow, pl = pool_size(node, w, kw, sw, a.padMode, a.roundMode, a.padLeft, a.padRight, "width")
+    check_size(f"{node.label}: output", (n, oh, ow, c), x.dtype)  # before the window checks size arrays by it
     return PoolWindow(a.poolingMode == PoolMode.MAX_POOLING, kh, kw, sh, sw, pt, pl, (n, oh, ow, c))
 
 
