@@ -3,9 +3,9 @@
 Inputs x [seq, batch, in], W [dirs, 4H, in], R [dirs, 4H, H], B [dirs, 8H] (input and recurrent
 halves summed), h0 [dirs, batch, H], c0 [dirs, batch, H]. Outputs y [seq, dirs, batch, H],
 h_n and c_n (layout of h0/c0). Gates i, o, f use the fp32 Activation sigmoid, the cell
-candidate and the output squash the fp32 Activation (Padé) tanh. With W, R and B constant (as
-converters write them) the native kernel (csrc/kernels/lstm_f32.cc) runs it, the initial states
-read at run time (streaming models feed them); otherwise the NumPy steps below.
+candidate and the output squash the fp32 Activation (Padé) tanh. The native kernel
+(csrc/kernels/lstm_f32.cc) runs it, the initial states read at run time (streaming models feed
+them); W, R and B are packed once when constant (as converters write them), else on every run.
 """
 from __future__ import annotations
 
@@ -13,23 +13,6 @@ import numpy as np
 
 from msv0 import _core
 from msv0.registry import Plan, as_float32, expect_inputs, fail, op
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """fp32 Activation SIGMOID: 1 above 16.619047, exp(x) below -9, else 1/(1+exp(-x))."""
-    with np.errstate(over="ignore"):  # exp of the branches np.where discards may overflow
-        mid = np.float32(1) / (np.float32(1) + np.exp(-x))
-        return np.where(x > np.float32(16.619047), np.float32(1), np.where(x < np.float32(-9), np.exp(x), mid))
-
-
-def _tanh(x: np.ndarray) -> np.ndarray:
-    """fp32 Activation TANH: the Padé form, clamped to ±1 beyond |x| > 5."""
-    x2 = x * x
-    x4 = x2 * x2
-    x6 = x4 * x2
-    num = x * (x6 + np.float32(378) * x4 + np.float32(17325) * x2 + np.float32(135135))
-    den = np.float32(28) * x6 + np.float32(3150) * x4 + np.float32(62370) * x2 + np.float32(135135)
-    return np.where(x > 5, np.float32(1), np.where(x < -5, np.float32(-1), num / den)).astype(np.float32)
 
 
 @op("Lstm")
@@ -54,29 +37,12 @@ def lstm(node, ins):
         raise fail(node, f"Lstm has 3 outputs (y, h_n, c_n), the node has {len(node.outputs)}")
     f32 = np.dtype(np.float32)
     outputs = [((seq, dirs, batch, hid), f32), ((dirs, batch, hid), f32), ((dirs, batch, hid), f32)]
-    if all(v.const is not None for v in ins[1:4]):  # weights in the file: packed once, native
+    if all(v.const is not None for v in ins[1:4]):  # weights in the file: packed once
         weights = [np.ascontiguousarray(v.const, np.float32) for v in ins[1:4]]
         return Plan(outputs, kernel=_core.Lstm(*weights, seq, batch))
 
-    def run(inputs, outputs):
-        xs, W, R, B, H0, C0 = inputs
-        y, hn, cn = outputs
-        for d in range(dirs):
-            bias = B[d, :4 * hid] + B[d, 4 * hid:]
-            gx = xs.reshape(seq * batch, size_in) @ W[d].T  # input projection for every step
-            gx = gx.reshape(seq, batch, 4 * hid) + bias
-            h, c = H0[d].copy(), C0[d].copy()
-            steps = range(seq - 1, -1, -1) if d == 1 else range(seq)
-            for t in steps:
-                g = gx[t] + h @ R[d].T
-                i = _sigmoid(g[:, :hid])
-                o = _sigmoid(g[:, hid:2 * hid])
-                f = _sigmoid(g[:, 2 * hid:3 * hid])
-                cand = _tanh(g[:, 3 * hid:])
-                c = f * c + i * cand
-                h = o * _tanh(c)
-                y[t, d] = h
-            hn[d] = h
-            cn[d] = c
+    def run(inputs, outputs):  # fed weights: packed on every run, then the same kernel
+        weights = [np.ascontiguousarray(v) for v in inputs[1:4]]
+        _core.Lstm(*weights, seq, batch)(list(inputs), list(outputs))
 
     return Plan(outputs, run)
