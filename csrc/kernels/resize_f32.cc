@@ -82,20 +82,27 @@ MSV0_EXPORT(resize_f32)
 namespace msv0 {
 namespace {
 
+// Tables come as arrays, not std::vector: pybind11 would convert those element by element
+// through Python objects (10 s for a 16M-row table).
+using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Floats = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
 // A source table checked against the axis it indexes.
-std::vector<int64_t> indices(const std::vector<int64_t>& t, size_t n, int64_t limit, const char* what) {
-  if (t.size() != n) throw ArgError(std::string(what) + ": expected one entry per output position");
-  for (int64_t i : t)
+std::vector<int64_t> indices(const Int64s& t, size_t n, int64_t limit, const char* what) {
+  if (t.ndim() != 1 || static_cast<size_t>(t.size()) != n)
+    throw ArgError(std::string(what) + ": expected one entry per output position");
+  std::vector<int64_t> v(t.data(), t.data() + n);
+  for (int64_t i : v)
     if (i < 0 || i >= limit) throw ArgError(std::string(what) + ": index out of range");
-  return t;
+  return v;
 }
 
 class Resize : public NativeOp {
  public:
   // Nearest when wy and wx are absent (y1, x1 are then unused).
-  Resize(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const std::vector<int64_t>& y0,
-         const std::vector<int64_t>& x0, const std::vector<int64_t>& y1, const std::vector<int64_t>& x1,
-         std::optional<std::vector<float>> wy, std::optional<std::vector<float>> wx)
+  Resize(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const Int64s& y0, const Int64s& x0,
+         const std::optional<Int64s>& y1, const std::optional<Int64s>& x1, const std::optional<Floats>& wy,
+         const std::optional<Floats>& wx)
       : fn_(MSV0_DISPATCH(resize_f32)) {
     const auto& x = checked_shape(x_shape, 4, "x_shape");
     const auto& y = checked_shape(y_shape, 4, "y_shape");
@@ -105,11 +112,14 @@ class Resize : public NativeOp {
     y0_ = indices(y0, oh, x[1], "y0");
     x0_ = indices(x0, ow, x[2], "x0");
     if (!nearest) {
-      y1_ = indices(y1, oh, x[1], "y1");
-      x1_ = indices(x1, ow, x[2], "x1");
-      if (wy->size() != oh || wx->size() != ow) throw ArgError("wy, wx: expected one weight per output position");
-      wy_ = *wy;
-      wx_ = *wx;
+      if (!y1 || !x1) throw ArgError("y1, x1: bilinear needs both");
+      y1_ = indices(*y1, oh, x[1], "y1");
+      x1_ = indices(*x1, ow, x[2], "x1");
+      if (wy->ndim() != 1 || wx->ndim() != 1 || static_cast<size_t>(wy->size()) != oh ||
+          static_cast<size_t>(wx->size()) != ow)
+        throw ArgError("wy, wx: expected one weight per output position");
+      wy_.assign(wy->data(), wy->data() + oh);
+      wx_.assign(wx->data(), wx->data() + ow);
     }
     a_ = ResizeArgs{nullptr, nullptr, x[1], x[2], x[3], y[1], y[2], y0_.data(), y1_.data(), x0_.data(),
                     x1_.data(), wy_.data(), wx_.data(), nearest};
@@ -141,11 +151,11 @@ MSV0_BIND(m) {
   py::class_<Resize, NativeOp, std::shared_ptr<Resize>>(m, "Resize",
       "NHWC float32 resize of x (x_shape) into y (y_shape) from source tables: nearest copies (y0, x0); "
       "bilinear (wy, wx given) blends rows y0/y1 and columns x0/x1, weighting y1/x1 by wy/wx.")
-      .def(py::init<const std::vector<int64_t>&, const std::vector<int64_t>&, const std::vector<int64_t>&,
-                    const std::vector<int64_t>&, const std::vector<int64_t>&, const std::vector<int64_t>&,
-                    std::optional<std::vector<float>>, std::optional<std::vector<float>>>(),
-           py::arg("x_shape"), py::arg("y_shape"), py::arg("y0"), py::arg("x0"), py::arg("y1") = std::vector<int64_t>{},
-           py::arg("x1") = std::vector<int64_t>{}, py::arg("wy") = py::none(), py::arg("wx") = py::none());
+      .def(py::init<const std::vector<int64_t>&, const std::vector<int64_t>&, const Int64s&, const Int64s&,
+                    const std::optional<Int64s>&, const std::optional<Int64s>&, const std::optional<Floats>&,
+                    const std::optional<Floats>&>(),
+           py::arg("x_shape"), py::arg("y_shape"), py::arg("y0"), py::arg("x0"), py::arg("y1") = py::none(),
+           py::arg("x1") = py::none(), py::arg("wy") = py::none(), py::arg("wx") = py::none());
 }
 
 }  // namespace msv0
