@@ -40,6 +40,10 @@ def audio_spectrogram(node, ins):
     win = a.windowSize
     fft = 1 << (win - 1).bit_length()
     windows = 0 if samples < win else 1 + (samples - win) // a.stride
+    # NumPy's working arrays in float64: the window, the frames, and per frame the padded FFT
+    # input and its complex spectrum.
+    check_size(f"{node.label}: spectrogram working arrays for windowSize {win}",
+               (win + windows * channels * (win + 2 * fft),), np.float64)
     hann = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(win) / win)
     bins = fft // 2 + 1
 
