@@ -13,11 +13,14 @@ import re
 import numpy as np
 
 from msv0.fb.LshProjectionType import LshProjectionType
-from msv0.registry import Plan, expect_inputs, fail, op
+from msv0.errors import ResourceError
+from msv0.registry import Plan, check_size, expect_inputs, fail, op
 
 I32, F32, U8 = np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.uint8)
 M64 = (1 << 64) - 1
 K0, K1, K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
+# LshProjection hashes every (seed, feature) pair; real projection layers hash tens of thousands.
+MAX_LSH_HASHES = 1 << 24
 
 
 def parse_strings(node, buf: np.ndarray, what: str) -> list[bytes]:
@@ -98,6 +101,19 @@ def _seeds32(s: bytes, i: int, a: int, b: int) -> tuple[int, int]:
     return (a + _u64(s, i + 24)) & M64, (b + c) & M64
 
 
+def _hash64_of_words(words: np.ndarray) -> np.ndarray:
+    """string_hash64 of 8-byte strings given as little-endian uint64 words, over arrays (its
+    8..16-byte branch with n = 8; uint64 arithmetic wraps like the & M64 above)."""
+    mul, k2 = np.uint64(K2 + 16), np.uint64(K2)
+    rot = lambda v, r: (v >> np.uint64(r)) | (v << np.uint64(64 - r))  # noqa: E731
+    mix = lambda v: v ^ (v >> np.uint64(47))  # noqa: E731
+    a = words + k2
+    c = rot(words, 37) * mul + a
+    d = (rot(a, 25) + words) * mul
+    a = mix((c ^ d) * mul)
+    return mix((d ^ a) * mul) * mul
+
+
 def string_hash64(s: bytes) -> int:
     n = len(s)
     if n <= 16:
@@ -172,10 +188,6 @@ def string_hash64(s: bytes) -> int:
     return _len16((_len16(v[0], w[0], mul) + _mix(y) * K0 + z) & M64, (_len16(v[1], w[1], mul) + x) & M64, mul)
 
 
-def _signed(h: int) -> int:
-    return h - (1 << 64) if h >> 63 else h
-
-
 # --- ops -----------------------------------------------------------------------------------
 
 
@@ -201,19 +213,22 @@ def lsh_projection(node, ins):
     if kind not in (LshProjectionType.SPARSE, LshProjectionType.DENSE):
         raise fail(node, f"type {kind} is neither SPARSE nor DENSE")
     shape = (n,) if kind == LshProjectionType.SPARSE else (n * m,)
+    k = feats.size
+    if n * m * k > MAX_LSH_HASHES:
+        raise ResourceError(f"{node.label}: {n}x{m} hash functions over {k} features is over the "
+                            f"{MAX_LSH_HASHES} hashes LshProjection computes")
+    check_size(f"{node.label}: hash working arrays", (4 * m * k,), np.uint64)
 
     def run(inputs, outputs):
-        fb = [np.int32(v).tobytes() for v in np.ascontiguousarray(inputs[1]).view(np.int32).reshape(-1)]
-        w = inputs[2].reshape(-1) if len(inputs) == 3 else None
+        # Each hashed string is 8 bytes, the seed's float bits then the feature's: one word.
+        feat_hi = np.ascontiguousarray(inputs[1]).view(np.uint32).reshape(-1).astype(np.uint64) << np.uint64(32)
+        seed_lo = np.ascontiguousarray(inputs[0]).view(np.uint32).astype(np.uint64)
+        w = inputs[2].reshape(-1).astype(np.float64) if len(inputs) == 3 else None
         bits = np.zeros((n, m), np.int64)
-        for i in range(n):
-            for j in range(m):
-                sb = np.float32(inputs[0][i, j]).tobytes()
-                score = 0.0
-                for k, f in enumerate(fb):
-                    h = float(_signed(string_hash64(sb + f)))
-                    score += h if w is None else float(w[k]) * h
-                bits[i, j] = score > 0
+        for i in range(n if k else 0):
+            h = _hash64_of_words(seed_lo[i][:, None] | feat_hi[None, :]).view(np.int64).astype(np.float64)
+            # r1.1 sums the features' terms in order, in double: accumulate, not a pairwise sum.
+            bits[i] = np.add.accumulate(h if w is None else w * h, axis=1)[:, -1] > 0
         if kind == LshProjectionType.DENSE:
             np.copyto(outputs[0], bits.reshape(-1).astype(np.int32))
         else:
