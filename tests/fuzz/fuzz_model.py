@@ -1,6 +1,7 @@
 """Fuzz target: bytes -> msv0.load -> Session -> run. Every outcome but success or an msv0.Error
 is a finding (atheris reports the exception, a crash, a hang over -timeout, or RSS over
 -rss_limit_mb). Run through scripts/fuzz.sh, which builds the seed corpus from the test suite."""
+import math
 import sys
 
 import atheris
@@ -17,7 +18,9 @@ def feeds_for(model, data: bytes):
     feeds = {}
     rng = np.random.default_rng(len(data))
     for t in model.inputs:
-        if np.prod(t.shape, dtype=np.int64) > MAX_FEED_ELEMENTS:
+        # Python ints (no wrap), and a zero dim counted as 1: NumPy refuses an empty array whose
+        # other dims multiply past its size limit.
+        if min(t.shape, default=0) < 0 or math.prod(max(d, 1) for d in t.shape) > MAX_FEED_ELEMENTS:
             return None
         if t.dtype.kind == "f":
             feeds[t.name] = (rng.standard_normal(t.shape) * 4).astype(t.dtype)
