@@ -253,23 +253,20 @@ class Model {
     py::array_t<int32_t> zero_point(rows), num_bits(rows), dst_dtype(rows), round_type(rows), multiplier(rows);
     py::array_t<bool> narrow_range(rows), inited(rows);
     py::array_t<float> var_corr(rows), mean_corr(rows);
+    double *scale_p = scale.mutable_data(), *min_p = min.mutable_data(), *max_p = max.mutable_data();
+    int32_t *zp_p = zero_point.mutable_data(), *bits_p = num_bits.mutable_data(), *dst_p = dst_dtype.mutable_data();
+    int32_t *round_p = round_type.mutable_data(), *mult_p = multiplier.mutable_data();
+    bool *narrow_p = narrow_range.mutable_data(), *inited_p = inited.mutable_data();
+    float *var_p = var_corr.mutable_data(), *mean_p = mean_corr.mutable_data();
     size_t r = 0;
     for (size_t i = 0; i < n; ++i) {
       const auto* q = tensors->Get(static_cast<flatbuffers::uoffset_t>(i))->quantParams();
       for (flatbuffers::uoffset_t j = 0; q && j < q->size(); ++j, ++r) {
         const fb::QuantParam* p = q->Get(j);
-        scale.mutable_data()[r] = p->scale();
-        zero_point.mutable_data()[r] = p->zeroPoint();
-        min.mutable_data()[r] = p->min();
-        max.mutable_data()[r] = p->max();
-        narrow_range.mutable_data()[r] = p->narrowRange();
-        num_bits.mutable_data()[r] = p->numBits();
-        inited.mutable_data()[r] = p->inited();
-        var_corr.mutable_data()[r] = p->varCorr();
-        mean_corr.mutable_data()[r] = p->meanCorr();
-        dst_dtype.mutable_data()[r] = p->dstDtype();
-        round_type.mutable_data()[r] = p->roundType();
-        multiplier.mutable_data()[r] = p->multiplier();
+        scale_p[r] = p->scale(), zp_p[r] = p->zeroPoint(), min_p[r] = p->min(), max_p[r] = p->max();
+        narrow_p[r] = p->narrowRange(), bits_p[r] = p->numBits(), inited_p[r] = p->inited();
+        var_p[r] = p->varCorr(), mean_p[r] = p->meanCorr(), dst_p[r] = p->dstDtype();
+        round_p[r] = p->roundType(), mult_p[r] = p->multiplier();
       }
     }
     py::dict columns;

@@ -10,7 +10,7 @@ import numpy as np
 
 from msv0 import _core
 from msv0.geometry import deconv_size, depthwise_size
-from msv0.registry import Plan, activation_range, as_float32, check_size, expect_inputs, fail, op
+from msv0.registry import Plan, activation_range, as_float32, expect_inputs, fail, op
 from msv0.weights import float_weight
 
 
@@ -87,7 +87,6 @@ def de_depthwise_conv2d(node, ins):
     oh, pt = deconv_size(node, h, kh, sh, dh, a.padMode, a.padUp, a.padDown)
     ow, pl = deconv_size(node, w, kw, sw, dw, a.padMode, a.padLeft, a.padRight)
     lo, hi = activation_range(a.activationType)
-    check_size(f"{node.label}: output", (n, oh, ow, c), np.float32)  # before the kernel sizes its tables
     kernel = _core.Dedwconv2d(np.ascontiguousarray(weight[..., 0]), bias, sh, sw, dh, dw, pt, pl, x.shape,
                               (n, oh, ow, c), lo, hi)
     return Plan([((n, oh, ow, c), np.dtype(np.float32))], kernel=kernel)
