@@ -132,6 +132,16 @@ def test_detection_post_process_bad():
         run_op("DetectionPostProcess", [enc, scores, Const(anchors[:3])], outputs=4, maxClassesPerDetection=1, **ATTRS)
 
 
+def test_detection_post_process_bounds_its_nms_work():
+    """30000 disjoint anchors, each kept: the greedy NMS would make 30000^2 / 2 IoU tests."""
+    n = 30000
+    anchors = np.stack([np.arange(n) * 2, np.zeros(n), np.ones(n), np.ones(n)], 1).astype(np.float32)
+    args = [np.zeros((1, n, 4), np.float32), np.ones((1, n, 2), np.float32), Const(anchors)]
+    attrs = {**ATTRS, "maxDetections": n, "numClasses": 1}
+    with pytest.raises(msv0.ResourceError, match="IoU tests"):
+        run_op("DetectionPostProcess", args, outputs=4, maxClassesPerDetection=1, **attrs)
+
+
 def random_boxes(rng, n):
     yx = rng.random((n, 2)).astype(np.float32) * 10
     hw = rng.random((n, 2)).astype(np.float32) * 4 + 0.5
@@ -205,3 +215,57 @@ def test_nms_reruns_with_new_data(rng):
         scores = rng.random((1, 1, 6)).astype(np.float32) + 0.01
         want = ort_run("NonMaxSuppression", [boxes, scores, np.array([6], np.int64)])[0]
         np.testing.assert_array_equal(sess.run([boxes, scores])["out"], want.astype(np.int32))
+
+
+def nms_pairwise_ref(boxes, scores, limit, iou_t, score_t):
+    """NonMaxSuppression as r1.1 loops it: each candidate against each kept box."""
+    selected = []
+    for b in range(boxes.shape[0]):
+        bx = boxes[b]
+        y1, x1 = np.minimum(bx[:, 0], bx[:, 2]), np.minimum(bx[:, 1], bx[:, 3])
+        y2, x2 = np.maximum(bx[:, 0], bx[:, 2]), np.maximum(bx[:, 1], bx[:, 3])
+        area = (y2 - y1) * (x2 - x1)
+        for c in range(scores.shape[1]):
+            s = scores[b, c]
+            kept = []
+            for k in [k for k in np.argsort(-s, kind="stable") if s[k] > score_t]:
+                if len(selected) >= limit:
+                    break
+                over = False
+                for j in kept:
+                    w = max(min(x2[k], x2[j]) - max(x1[k], x1[j]), np.float32(0))
+                    h = max(min(y2[k], y2[j]) - max(y1[k], y1[j]), np.float32(0))
+                    inter = np.float32(w * h)
+                    if inter > 0 and inter / (area[k] + area[j] - inter) > iou_t:
+                        over = True
+                if not over:
+                    kept.append(k)
+                    selected.append((b, c, k))
+    return np.array(selected, np.int32).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("iou", [0.5, 0.0, -1.0])
+def test_nms_matches_pairwise_loop_on_odd_values(rng, iou):
+    """NaN and inverted or empty boxes, tied and NaN scores, several batches and classes: the
+    vectorised NMS keeps exactly what the per-pair loop keeps."""
+    boxes = np.round(rng.random((2, 60, 4)) * 6).astype(np.float32)
+    boxes[0, ::7] = np.nan
+    boxes[1, ::5, 2] = boxes[1, ::5, 0]  # zero height
+    scores = np.round(rng.random((2, 3, 60)) * 4).astype(np.float32) / 4
+    scores[1, 1, ::9] = np.nan
+    for limit in (5, 1000):
+        args = [boxes, scores, np.array([limit], np.int32), np.array([iou], np.float32), np.array([0.2], np.float32)]
+        (got,) = run_op("NonMaxSuppression", args, out_dtypes=[np.int32])
+        np.testing.assert_array_equal(got, nms_pairwise_ref(boxes, scores, limit, np.float32(iou), np.float32(0.2)))
+
+
+def test_nms_bounds_its_work():
+    """Disjoint boxes all kept: kept x candidates IoU tests, past the cap for 20000 boxes."""
+    n = 20000
+    boxes = np.stack([np.arange(n) * 2, np.zeros(n), np.arange(n) * 2 + 1, np.ones(n)], 1).astype(np.float32)
+    args = [boxes[None], np.ones((1, 1, n), np.float32), np.array([n], np.int32)]
+    with pytest.raises(msv0.ResourceError, match="IoU tests"):
+        run_op("NonMaxSuppression", args, out_dtypes=[np.int32])
+    (got,) = run_op("NonMaxSuppression", [boxes[None, :3000], np.ones((1, 1, 3000), np.float32), args[2]],
+                    out_dtypes=[np.int32])
+    np.testing.assert_array_equal(got[:, 2], np.arange(3000))

@@ -17,6 +17,10 @@ from msv0.registry import Plan, as_float32, check_size, expect_inputs, fail, kno
 
 # ROIPooling runs bin by bin in Python; real detectors pool a few hundred rois of 7x7 or 14x14.
 MAX_ROI_BINS = 1 << 20
+# Real detectors make a few million IoU tests per NMS (thousands of candidates, hundreds kept).
+MAX_IOU_TESTS = 1 << 25
+# A step of NMS's Python loops costs about as much as this many vectorised IoU tests.
+STEP_COST = 1024
 
 F32 = np.dtype(np.float32)
 
@@ -146,28 +150,73 @@ def roi_pooling(node, ins):
     return Plan([(out_shape, F32)], run)
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    area_a = (a[2] - a[0]) * (a[3] - a[1])
-    area_b = (b[2] - b[0]) * (b[3] - b[1])
-    if area_a <= 0 or area_b <= 0:
-        return 0.0
-    ih = max(min(a[2], b[2]) - max(a[0], b[0]), 0)
-    iw = max(min(a[3], b[3]) - max(a[1], b[1]), 0)
-    inter = ih * iw
-    return float(inter / (area_a + area_b - inter))
+class _IouBudget:
+    """Greedy NMS tests each kept box against every later candidate, so its work grows as kept x
+    candidates: one NMS call may make at most MAX_IOU_TESTS tests (and sorts) before it stops with
+    ResourceError, so a feed of a million disjoint boxes cannot run for minutes."""
+
+    def __init__(self, label: str):
+        self.label, self.left = label, MAX_IOU_TESTS
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ResourceError(f"{self.label}: NMS needs more than the {MAX_IOU_TESTS} IoU tests "
+                                f"msv0 makes in one run")
 
 
-def _nms(boxes, scores, score_thr, iou_thr, limit):
-    """Greedy NMS: candidates by descending score (ties to the lower index), stop at the first
-    below score_thr, drop a candidate whose IoU with a kept box exceeds iou_thr."""
-    order = np.argsort(-scores, kind="stable")
+def _greedy(corners, overlaps, limit, budget):
+    """Greedy NMS over boxes in visiting order, `corners` = (y1, x1, y2, x2) arrays in that order:
+    keep the first live box, drop the later ones `overlaps(box corners, later corners)` marks,
+    repeat until `limit` are kept. Equal to testing each box against every box kept before it.
+    Returns the kept positions."""
+    n = len(corners[0])
+    alive = np.ones(n, bool)
     kept = []
-    for i in order:
-        if len(kept) >= limit or scores[i] < score_thr:
+    p = 0
+    while len(kept) < limit and p < n:
+        budget.spend(n - p + STEP_COST)
+        p += int(np.argmax(alive[p:]))
+        if not alive[p]:
             break
-        if all(_iou(boxes[i], boxes[k]) <= iou_thr for k in kept):
-            kept.append(int(i))
+        kept.append(p)
+        alive[p + 1:] &= ~overlaps([c[p] for c in corners], [c[p + 1:] for c in corners])
+        p += 1
     return kept
+
+
+def _intersection(box, later):
+    y1, x1, y2, x2 = box
+    ly1, lx1, ly2, lx2 = later
+    h = np.maximum(np.minimum(ly2, y2) - np.maximum(ly1, y1), np.float32(0))
+    w = np.maximum(np.minimum(lx2, x2) - np.maximum(lx1, x1), np.float32(0))
+    return h * w
+
+
+def _area(corners):
+    y1, x1, y2, x2 = corners
+    return (y2 - y1) * (x2 - x1)
+
+
+def _nms(boxes, scores, score_thr, iou_thr, limit, budget):
+    """DetectionPostProcess's greedy NMS: candidates by descending score (ties to the lower index),
+    stop at the first below score_thr (NaN scores are not below it and come last); a candidate is
+    dropped unless its IoU with every kept box is <= iou_thr, an IoU being 0 when either area is
+    <= 0 (so a NaN IoU drops it). Returns box indices."""
+    budget.spend(len(scores) + STEP_COST)
+    order = np.argsort(-scores, kind="stable")
+    below = scores[order] < score_thr
+    cand = order[:int(np.argmax(below))] if below.any() else order
+    corners = list(boxes[cand].T)
+
+    def overlaps(box, later):
+        inter = _intersection(box, later)
+        area, later_area = _area(box), _area(later)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = np.where((later_area <= 0) | (area <= 0), np.float32(0), inter / (later_area + area - inter))
+        return ~(iou <= iou_thr)
+
+    return [int(cand[p]) for p in _greedy(corners, overlaps, limit, budget)]
 
 
 @op("DetectionPostProcess")
@@ -215,16 +264,17 @@ def detection_post_process(node, ins):
         boxes = decode(inputs[0][0, :, :4], inputs[2])
         scores = inputs[1][0, :, first:]
         picks = []  # (box index, class, score) in output order
+        budget = _IouBudget(node.label)
         if a.useRegularNms:
             for c in range(num_classes):
-                for i in _nms(boxes, scores[:, c], score_thr, iou_thr, per_class):
+                for i in _nms(boxes, scores[:, c], score_thr, iou_thr, per_class, budget):
                     picks.append((i, c, scores[i, c]))
             order = sorted(range(len(picks)), key=lambda k: -picks[k][2])  # stable: ties keep order
             picks = [picks[k] for k in order[:max_det]]
         else:
             class_order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
             best = np.take_along_axis(scores, class_order[:, :1], 1)[:, 0]
-            for i in _nms(boxes, best, score_thr, iou_thr, max_det):
+            for i in _nms(boxes, best, score_thr, iou_thr, max_det, budget):
                 for c in class_order[i]:
                     picks.append((i, int(c), scores[i, c]))
         out_boxes, out_cls, out_scores, out_num = outputs
@@ -290,27 +340,26 @@ def non_max_suppression(node, ins):
     iou_t = np.float32(_first(node, ins[3], "iou_threshold", "float")) if len(ins) > 3 else np.float32(0)
     score_t = np.float32(_first(node, ins[4], "score_threshold", "float")) if len(ins) > 4 else np.float32(0)
     selected: list[tuple[int, int, int]] = []
+    budget = _IouBudget(node.label)
     for b in range(boxes.shape[0]):
-        y1, x1, y2, x2 = _corners(boxes[b], center)
-        area = (y2 - y1) * (x2 - x1)
+        if len(selected) >= limit:
+            break
+        budget.spend(STEP_COST)
+        corners = _corners(boxes[b], center)
+
+        def overlaps(box, later):
+            inter = _intersection(box, later)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return (inter > 0) & (inter / (_area(later) + _area(box) - inter) > iou_t)
+
         for c in range(scores.shape[1]):
+            if len(selected) >= limit:
+                break
             s = scores[b, c]
-            order = [k for k in np.argsort(-s, kind="stable") if s[k] > score_t]
-            kept: list[int] = []
-            for k in order:
-                if len(selected) >= limit:
-                    break
-                if not any(_iou_above(k, j, y1, x1, y2, x2, area, iou_t) for j in kept):
-                    kept.append(k)
-                    selected.append((b, c, int(k)))
+            budget.spend(len(s) + STEP_COST)
+            order = np.argsort(-s, kind="stable")
+            cand = order[s[order] > score_t]
+            kept = _greedy([a[cand] for a in corners], overlaps, limit - len(selected), budget)
+            selected += [(b, c, int(cand[p])) for p in kept]
     out = np.array(selected, np.int32).reshape(-1, 3)
     return Plan([(out.shape, out.dtype)], _copy(out))
-
-
-def _iou_above(k, j, y1, x1, y2, x2, area, threshold):
-    w = max(min(x2[k], x2[j]) - max(x1[k], x1[j]), np.float32(0))
-    h = max(min(y2[k], y2[j]) - max(y1[k], y1[j]), np.float32(0))
-    inter = np.float32(w * h)
-    if inter <= 0:
-        return False
-    return inter / (area[k] + area[j] - inter) > threshold
