@@ -40,12 +40,17 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
   if (!first)
     for (int r = 0; r < R; ++r)
       for (int64_t j = 0; j < cols; j += 16) prefetch(g.c + (i + r) * g.ldc + col + j);
-  VecF acc[R][kV];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kV; ++v) acc[r][v] = VecF::zero();
+  // A few rows leave too few accumulators to hide the FMA latency (a GEMV keeps kV): then kS
+  // sets take turns along k and are summed at the end.
+  constexpr int kS = R * kV >= 8 ? 1 : R * kV >= 4 ? 2 : 4;
+  VecF acc[kS][R][kV];
+  for (int s = 0; s < kS; ++s)
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < kV; ++v) acc[s][r][v] = VecF::zero();
   const int64_t panel = kc * kGemmNr;  // distance between adjacent panels of this k block
   const float* b = g.b_packed + k0 * ((g.n + kGemmNr - 1) / kGemmNr) * kGemmNr + p * panel;
-  for (int64_t kk = 0; kk < kc; ++kk, b += kGemmNr) {
+  const int64_t lda = Packed ? kLdA : g.lda;
+  auto step = [&](int64_t kk, VecF (&sum)[R][kV]) {
     VecF bv[kV];
     for (int q = 0; q < P; ++q)
       for (int v = 0; v < kNv; ++v) bv[q * kNv + v] = VecF::load(b + q * panel + v * VecF::kLanes);
@@ -54,10 +59,18 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
     if (ahead)
       for (int q = 0; q < P; ++q) prefetch(b + (P + q) * panel);
     for (int r = 0; r < R; ++r) {
-      const VecF av = VecF::splat(a[r * (Packed ? kLdA : g.lda) + kk]);
-      for (int v = 0; v < kV; ++v) acc[r][v] = fmadd(av, bv[v], acc[r][v]);
+      const VecF av = VecF::splat(a[r * lda + kk]);
+      for (int v = 0; v < kV; ++v) sum[r][v] = fmadd(av, bv[v], sum[r][v]);
     }
-  }
+    b += kGemmNr;
+  };
+  int64_t kk = 0;
+  for (; kk + kS <= kc; kk += kS)
+    for (int s = 0; s < kS; ++s) step(kk + s, acc[s]);
+  for (; kk < kc; ++kk) step(kk, acc[0]);
+  for (int s = 1; s < kS; ++s)
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < kV; ++v) acc[0][r][v] = acc[0][r][v] + acc[s][r][v];
   const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
   for (int v = 0; v < kV; ++v) {
     const int64_t left = cols - v * VecF::kLanes;
@@ -66,7 +79,7 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
     if (last && g.bias) bias = left >= VecF::kLanes ? VecF::load(g.bias + col + v * VecF::kLanes)
                                                     : VecF::load_tail(g.bias + col + v * VecF::kLanes, left);
     for (int r = 0; r < R; ++r) {
-      VecF x = acc[r][v];
+      VecF x = acc[0][r][v];
       float* c = g.c + (i + r) * g.ldc + col + v * VecF::kLanes;
       if (!first) x = x + (left >= VecF::kLanes ? VecF::load(c) : VecF::load_tail(c, left));
       if (last) x = clamp(x + bias, lo, hi);
