@@ -196,9 +196,72 @@ void rows_general(const DwArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// Few channels (the lane count a multiple of c), horizontal stride 1, undilated along W: the
+// ow*c floats of an output row are vectorised as one run, lanes/c pixels per vector, since tap
+// (ky, kx) reads that run shifted by kx - pl pixels in input row ky, and its weight tiled to a
+// vector is the same for every vector of the run. Per channel a vector of c lanes would leave
+// most lanes idle (hand-tracking models run 8-channel layers at 128x128). Pixels whose taps
+// leave the image go per pixel; every output adds its taps in (ky, kx) order, as elsewhere.
+constexpr int64_t kNarrowMaxTaps = 49;
+
+bool narrow_fits(const DwArgs& a) {
+  return a.c < VecF::kLanes && VecF::kLanes % a.c == 0 && a.sw == 1 && a.dw == 1 && a.kh * a.kw <= kNarrowMaxTaps;
+}
+
+void rows_narrow(const DwArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t L = VecF::kLanes;
+  constexpr int kP = 4;  // vectors per step: independent FMA chains
+  const int64_t c = a.c, taps = a.kh * a.kw;
+  VecF w[kNarrowMaxTaps];
+  alignas(64) float tiled[L];
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t l = 0; l < L; ++l) tiled[l] = a.weight[t * a.cp + l % c];
+    w[t] = VecF::load(tiled);
+  }
+  for (int64_t l = 0; l < L; ++l) tiled[l] = a.bias[l % c];
+  const VecF bias = VecF::load(tiled), lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+  // Pixels [ox_lo, ox_end) have their whole window row inside the image and fill whole vectors.
+  const int64_t ox_lo = min_i(a.pl, a.ow), ox_hi = max_i(ox_lo, min_i(a.w - a.kw + a.pl + 1, a.ow));
+  const int64_t f_lo = ox_lo * c, f_end = f_lo + (ox_hi - ox_lo) * c / L * L, ox_end = f_end / c;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / a.oh, oy = r % a.oh, iy0 = oy * a.sh - a.pt;
+    const int64_t ky0 = first_tap(iy0, a.dh), ky1 = last_tap(iy0, a.dh, a.h, a.kh);
+    float* y = a.y + r * a.ow * c;
+    auto border = [&](int64_t ox) {
+      const int64_t ix0 = ox - a.pl;
+      pixel_general<true>(a, b, iy0, ky0, ky1, ix0, first_tap(ix0, 1), last_tap(ix0, 1, a.w, a.kw), y + ox * c, 0,
+                          c);
+    };
+    for (int64_t ox = 0; ox < ox_lo; ++ox) border(ox);
+    for (int64_t ox = ox_end; ox < a.ow; ++ox) border(ox);
+    // Input row ky's floats from pixel -pl on; f >= f_lo = pl * c keeps every read inside the row.
+    auto row = [&](int64_t ky) { return a.x + (b * a.h + iy0 + ky * a.dh) * a.w * c - a.pl * c; };
+    int64_t f = f_lo;
+    for (; f + kP * L <= f_end; f += kP * L) {
+      VecF acc[kP];
+      for (int v = 0; v < kP; ++v) acc[v] = bias;
+      for (int64_t ky = ky0; ky < ky1; ++ky) {
+        const float* xr = row(ky) + f;
+        for (int64_t kx = 0; kx < a.kw; ++kx)
+          for (int v = 0; v < kP; ++v) acc[v] = fmadd(VecF::load(xr + kx * c + v * L), w[ky * a.kw + kx], acc[v]);
+      }
+      for (int v = 0; v < kP; ++v) clamp(acc[v], lo, hi).store(y + f + v * L);
+    }
+    for (; f < f_end; f += L) {
+      VecF acc = bias;
+      for (int64_t ky = ky0; ky < ky1; ++ky) {
+        const float* xr = row(ky) + f;
+        for (int64_t kx = 0; kx < a.kw; ++kx) acc = fmadd(VecF::load(xr + kx * c), w[ky * a.kw + kx], acc);
+      }
+      clamp(acc, lo, hi).store(y + f);
+    }
+  }
+}
+
 }  // namespace
 
 void dwconv2d_f32(const DwArgs& a, int64_t r0, int64_t r1) {
+  if (narrow_fits(a)) return rows_narrow(a, r0, r1);
   const bool square = a.kh == a.kw && a.sh == a.sw && a.dh == 1 && a.dw == 1;
   if (square && a.kh == 3 && a.sh == 1) return rows_fast<3, 1>(a, r0, r1);
   if (square && a.kh == 3 && a.sh == 2) return rows_fast<3, 2>(a, r0, r1);

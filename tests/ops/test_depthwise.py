@@ -9,7 +9,7 @@ from oprun import Const, assert_program_matches_single_calls, run_op
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.PadMode import PadMode
 
-CHANNELS = [1, 3, 7, 8, 9, 15, 16, 17, 31, 33]  # lane counts 1/4/8/16, each +-1, plus odd ones
+CHANNELS = [1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33]  # lane counts 1/4/8/16, each +-1, plus odd ones
 
 
 def dwconv_ref(x, wt, bias, sh, sw, dh, dw, pt, pl, oh, ow, mult=1, lo=-np.inf, hi=np.inf):
@@ -52,6 +52,13 @@ GEOMS = [
     (3, 3, 2, 2, 1, 1, 0, 1, 0, 1, 5, 45),
     (3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, 39),
     (5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 30),
+    # Few channels at horizontal stride 1 (c = 1, 2, 4, 8 where it divides the lane count): whole
+    # rows as one run of vectors, border pixels alone; a 1x1, H strided or dilated, pads past the
+    # row, and 7x9 (63 taps, past the run's 49).
+    (1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 45),
+    (3, 3, 2, 1, 2, 1, 2, 1, 1, 1, 7, 37),
+    (3, 5, 1, 1, 1, 1, 0, 0, 6, 6, 3, 3),
+    (7, 9, 1, 1, 1, 1, 3, 3, 4, 4, 9, 40),
 ]
 
 
