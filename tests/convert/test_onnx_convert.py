@@ -72,6 +72,11 @@ CASES = {
                                                 ("ax", np.array([2, 3], np.int64)),
                                                 ("pads", np.array([0, 0, 1, 0, 0, 0, 1, 0], np.int64)),
                                                 ("b2", f32(2, 1, 1))]),
+    # magika: [1, L, C] to NCHW [1, C, L, 1] through a Transpose, then a 5x1 conv. Stored NHWC the
+    # transposed tensor is x's data as it is, so nothing is moved.
+    "transpose_into_conv": ([N("Unsqueeze", ["x", "ax3"], ["u"]), N("Transpose", ["u"], ["t"], perm=[0, 2, 1, 3]),
+                             N("Conv", ["t", "w"], ["y"])], [("x", [1, 12, 6])],
+                            [("ax3", np.array([3], np.int64)), ("w", f32(4, 6, 5, 1))]),
     "reduce_transpose": ([N("ReduceSum", ["x", "axes"], ["r"], keepdims=0), N("Transpose", ["r"], ["y"], perm=[1, 0, 2])],
                          [("x", [2, 3, 4, 5])], [("axes", np.array([2], np.int64))]),
     "elementwise": ([N("Mul", ["x", "x"], ["a"]), N("Sqrt", ["a"], ["b"]), N("Sub", ["b", "c"], ["d"]),
@@ -155,6 +160,12 @@ def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
     nodes, inputs, inits = CASES[name]
     ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
     assert [n.op for n in ms.nodes] == ops  # Add and BatchNormalization folded, Relu fused
+
+
+def test_transpose_into_nchw_stores_nhwc_without_moving_data():
+    nodes, inputs, inits = CASES["transpose_into_conv"]
+    ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
+    assert [n.op for n in ms.nodes if n.op != "Reshape"] == ["Conv2D"]
 
 
 @pytest.mark.parametrize("order,shared", [("xs", False), ("sx", False), ("xs", True)])

@@ -32,10 +32,19 @@ def transpose(c: Ctx):
     shape, dtype = c.out()
     perm = list(c.attr("perm", list(range(len(v.shape)))[::-1]))
     stored = [v.axis(p) for p in perm]  # the permutation of the stored tensor giving ONNX's result
+    # The result stored NHWC, when that moves no data: a Conv after a transpose into NCHW (a 1-D
+    # conv over a sequence, magika) then reads v as it is, where storing the result plain would
+    # cost a Transpose here and another one back to NHWC for the Conv.
+    nhwc = [stored[p] for p in TO_NHWC] if len(shape) == 4 else None
     if stored == sorted(stored):
         c.set(0, Val(shape, dtype, index=c.e.index(v)))
     elif dense_order_matches(v.stored_shape, stored):
         c.set(0, c.op("Reshape", [v], shape, dtype, shape=list(shape)))
+    elif nhwc and nhwc == sorted(nhwc):
+        c.set(0, Val(shape, dtype, index=c.e.index(v), nhwc=True))
+    elif nhwc and dense_order_matches(v.stored_shape, nhwc):
+        out = Val(shape, dtype, nhwc=True)
+        c.set(0, c.op("Reshape", [v], shape, dtype, True, shape=list(out.stored_shape)))
     else:
         c.set(0, c.op("Transpose", [v], shape, dtype, perm=stored))
 
