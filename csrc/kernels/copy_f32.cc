@@ -8,6 +8,8 @@
 namespace msv0 {
 
 constexpr int kCopyMaxRank = 8;
+// Rows of a transposing move copied together (one 64-byte line of source floats).
+constexpr int64_t kCopyBlock = 16;
 
 struct CopyMove {
   int32_t input;  // which input, or -1 to fill with `value`
@@ -60,10 +62,20 @@ void copy_f32(const CopyArgs& a, int64_t r0, int64_t r1) {
       }
       const float* x = a.in[mv.input] + src;
       const int64_t ss = mv.src_stride[last];
-      if (ss == 1 && ds == 1)
+      if (ss == 1 && ds == 1) {
         __builtin_memcpy(y, x, static_cast<size_t>(len) * sizeof(float));
-      else
+      } else if (ds == 1 && last > 0 && mv.src_stride[last - 1] == 1) {
+        // A transpose: the next rows start at the next source elements. Copied one by one, each
+        // row would read one float per source line; a block of rows uses every line it reads.
+        const int64_t inner = mv.shape[last - 1], step = mv.dst_stride[last - 1];
+        const int64_t block = min_i(kCopyBlock, min_i(end - r, inner - (r - mv.first_row) % inner));
+        for (int64_t i0 = 0; i0 < len; i0 += kCopyBlock)
+          for (int64_t k = 0; k < block; ++k)
+            for (int64_t i = i0; i < min_i(len, i0 + kCopyBlock); ++i) y[k * step + i] = x[i * ss + k];
+        r += block - 1;
+      } else {
         for (int64_t i = 0; i < len; ++i) y[i * ds] = x[i * ss];
+      }
     }
     ++m;
   }

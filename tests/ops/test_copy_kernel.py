@@ -44,6 +44,23 @@ def test_transpose_kernel(isa, rng, perm):
     np.testing.assert_array_equal(_run_guarded(kernel, [x], out_shape), x.transpose(perm))
 
 
+# Transposes copied in blocks of 16 rows: rows per inner run that are not a multiple of the block,
+# several runs (the block stops at each run's end), and two threads that split rows mid-block.
+@pytest.mark.parametrize("shape,perm", [((2, 37, 40), (0, 2, 1)), ((3, 20, 1, 35), (0, 3, 2, 1)),
+                                        ((5, 16, 3), (2, 0, 1)), ((2, 3, 33, 18), (0, 3, 1, 2))], ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transpose_kernel_blocks(isa, rng, shape, perm, threads):
+    x = rng.standard_normal(shape).astype(F)
+    out_shape = tuple(x.shape[p] for p in perm)
+    kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(shape), [1] * len(shape))
+    pool = msv0._core.ThreadPool(threads)
+    pool.bind()
+    try:
+        np.testing.assert_array_equal(_run_guarded(kernel, [x], out_shape), x.transpose(perm))
+    finally:
+        msv0._core.ThreadPool.unbind()
+
+
 def test_strided_gather_and_concat_kernels(isa, rng):
     x = rng.standard_normal((4, 9, 19)).astype(F)
     kernel = copy_moves.gather(x.shape, (2, 3, 6), (2, 3, 6), range(3), [3, 1, 18], [-2, 3, -3])
