@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import fusion, straight_line
+from msv0 import _core, fusion, straight_line
 from msv0.builder import Builder
 from msv0.fb.Format import Format
 from msv0.fb.ActivationType import ActivationType
@@ -131,3 +131,82 @@ def test_mobilenet_tiny_fused_matches(isa, rng, monkeypatch, threads):
     a, b, fused = run_both(zoo.mobilenet_tiny(), (1, 64, 64, 3), threads, rng, monkeypatch, 0)
     assert len(fused) >= 4
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+# Activation steps fused into the Conv2D that produces their input: each algorithm (and its
+# thread splits: pixel tiles, output channels, per group), several kinds; bit-equal to the conv
+# object followed by the activation object.
+POST_CASES = [
+    # x shape, weight shape, group, stride, pads (pt, pl), algorithm
+    ((1, 13, 11, 20), (37, 1, 1, 20), 1, 1, 0, "gemm1x1"),
+    ((1, 5, 7, 20), (70, 1, 1, 20), 1, 1, 0, "gemm1x1"),  # 35 pixels: 2 threads split channels
+    ((2, 9, 7, 8), (19, 3, 3, 8), 1, 2, 1, "im2col"),
+    ((1, 4, 5, 12), (99, 3, 3, 4), 3, 1, 1, "im2col"),  # grouped, channels split per group
+    ((1, 18, 17, 16), (24, 3, 3, 16), 1, 1, 1, "winograd"),
+    ((1, 17, 15, 3), (21, 3, 3, 3), 1, 2, 1, "direct"),
+    ((2, 11, 13, 24), (24, 3, 3, 1), 24, 1, 1, "depthwise"),
+    ((1, 11, 40, 8), (8, 1, 1, 1), 8, 1, 0, "depthwise"),  # few channels: whole rows as one run
+]
+
+
+@pytest.mark.parametrize("kind", ["hswish", "sigmoid", "relu6"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", POST_CASES, ids=[c[-1] for c in POST_CASES])
+def test_conv_with_activation_equals_the_two_objects(isa, rng, case, threads, kind):
+    x_shape, w_shape, group, stride, pad, algorithm = case
+    kh = w_shape[1]
+    oh, ow = [(d + 2 * pad - kh) // stride + 1 for d in x_shape[1:3]]
+    y_shape = (x_shape[0], oh, ow, w_shape[0])
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    bias = rng.standard_normal(w_shape[0]).astype(np.float32)
+    conv = _core.conv2d_f32(w, bias, group, stride, stride, 1, 1, pad, pad, x_shape, y_shape)
+    assert conv.name == algorithm
+    act = _core.Activation(_core.ACTIVATION_KINDS[kind], list(y_shape))
+    fused = _core.with_activation(conv, act)
+    x = rng.standard_normal(x_shape).astype(np.float32) * 3
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        y, want, got = (np.full(y_shape, np.nan, np.float32) for _ in range(3))
+        conv([x], [y])
+        act([y], [want])
+        fused([x], [got])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_activation_fusion_in_a_session(rng):
+    """Conv2D -> HSWISH -> Conv2D -> PReLU: the first pair is one step; PReLU (its slope is an
+    input) and a conv output that is also a graph output stay apart."""
+    b = Builder("post")
+    x = b.input("x", (1, 9, 9, 4))
+    y = conv(b, x, rng, 4, 8, 0)
+    y = b.node("Activation", [y], type=ActivationType.HSWISH)
+    z = conv(b, y, rng, 8, 8, 0)
+    p = b.node("PReLU", [z, b.const("slope", rng.standard_normal(8).astype(np.float32))])
+    b.output(p, z)
+    session = msv0.Session(msv0.load(b.finish()))
+    xv = rng.standard_normal((1, 9, 9, 4)).astype(np.float32)
+    _, times = session.profile([xv])
+    assert [t.op for t in times] == ["Conv2D+Activation", "Conv2D", "PReLU"]
+    model = msv0.load(b.finish())
+    w0 = model.tensors[model.nodes[0].inputs[1]].data.reshape(8, 4)
+    b0 = model.tensors[model.nodes[0].inputs[2]].data
+    h = xv.reshape(-1, 4).astype(np.float64) @ w0.T.astype(np.float64) + b0
+    h = h * np.clip(h + 3, 0, 6) / 6
+    w1 = model.tensors[model.nodes[2].inputs[1]].data.reshape(8, 8)
+    b1 = model.tensors[model.nodes[2].inputs[2]].data
+    want = (h @ w1.T.astype(np.float64) + b1).reshape(1, 9, 9, 8)
+    out = session.run([xv])
+    np.testing.assert_allclose(out[model.tensors[model.nodes[2].outputs[0]].name], want, rtol=1e-4, atol=1e-4)
+
+
+def test_prelu_is_not_a_post_op(rng):
+    w = rng.standard_normal((8, 1, 1, 4)).astype(np.float32)
+    conv_obj = _core.conv2d_f32(w, None, 1, 1, 1, 1, 1, 0, 0, (1, 3, 3, 4), (1, 3, 3, 8))
+    prelu = _core.Activation(_core.ACTIVATION_KINDS["prelu"], [1, 3, 3, 8], slope_shape=[8])
+    assert _core.with_activation(conv_obj, prelu) is None
+    relu = _core.Activation(_core.ACTIVATION_KINDS["relu"], [1, 3, 3, 9])
+    with pytest.raises(ValueError, match="shape"):
+        _core.with_activation(conv_obj, relu)

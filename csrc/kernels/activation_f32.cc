@@ -224,6 +224,8 @@ class Activation : public NativeOp {
     parallel_for(size_, 8192, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
   }
   const char* name() const override { return "activation"; }
+  // This activation as a producer's post-op; none for PReLU, whose slope is an input.
+  PostOp post_op() const { return g_.kind == kActPrelu ? PostOp{} : PostOp{fn_, g_}; }
 
  private:
   static constexpr int64_t kMaxPeriod = 256;
@@ -258,6 +260,20 @@ MSV0_BIND(m) {
            py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("exponent") = 1.f,
            py::arg("slope_shape") = std::vector<int64_t>{},
            py::arg("channel_shared") = false);
+  m.def("with_activation",
+        [](const NativeOp& producer, const NativeOp& activation) -> std::shared_ptr<NativeOp> {
+          const auto* act = dynamic_cast<const Activation*>(&activation);
+          if (!act) throw ArgError("activation: expected an Activation object");
+          if (producer.outputs().size() != 1 || producer.outputs()[0].type != 'f' ||
+              producer.outputs()[0].shape != act->inputs()[0].shape)
+            throw ArgError("producer: its output is not the activation's input shape");
+          const PostOp post = act->post_op();
+          return post.fn ? producer.with_post(post) : nullptr;
+        },
+        py::arg("producer"), py::arg("activation"),
+        "A copy of the producer kernel object (sharing its packed weights) that applies the Activation "
+        "object's function to each block of output as it writes it, or None where the producer cannot "
+        "(a kernel other than Conv2D's) or the activation is PReLU.");
 }
 
 }  // namespace msv0

@@ -205,14 +205,25 @@ class DirectConv2d : public NativeOp {
     DirectConvArgs a = a_;
     a.x = static_cast<const float*>(in[0]);
     a.y = static_cast<float*>(out[0]);
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn_(a, r0, r1); });
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) {
+      fn_(a, r0, r1);
+      post_.apply(a.y, r0 * a.ow * a.oc, r1 * a.ow * a.oc);
+    });
   }
   const char* name() const override { return "direct"; }
+  std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
+    auto c = std::make_shared<DirectConv2d>(*this);
+    c->post_ = post;
+    c->a_.weight = c->weight_.data();  // the copy's own vectors
+    c->a_.bias = c->bias_.data();
+    return c;
+  }
 
  private:
   DirectConvFn fn_;
   std::vector<float> weight_, bias_;
   DirectConvArgs a_;
+  PostOp post_;
 };
 
 }  // namespace

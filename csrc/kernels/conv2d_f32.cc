@@ -309,7 +309,15 @@ class Conv2dGemm : public NativeOp {
     run_gemm(a);
   }
   const char* name() const override { return conv2d_algorithm_name(algo_); }
-  const PointwiseParts* pointwise() const { return algo_ == Conv2dAlgorithm::kGemm1x1 ? &parts_ : nullptr; }
+  std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
+    auto c = std::make_shared<Conv2dGemm>(*this);
+    c->post_ = post;
+    return c;
+  }
+  // A fused block absorbs the plain 1x1 object only (it has no post-op stage).
+  const PointwiseParts* pointwise() const {
+    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_.fn ? &parts_ : nullptr;
+  }
 
  private:
   // Transformed weight floats above which threads split output channels rather than tiles
@@ -337,9 +345,29 @@ class Conv2dGemm : public NativeOp {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t pt = t / splits, part = t % splits;
         const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
-        fn_(a, pt * rows, std::min(pixels, pt * rows + rows), q0, q1, buf);
+        const int64_t p0 = pt * rows, p1 = std::min(pixels, pt * rows + rows);
+        fn_(a, p0, p1, q0, q1, buf);
+        if (!post_.fn) continue;
+        const int64_t og = a.oc / a.group, c0 = q0 * kGemmNr, c1 = std::min(q1 * kGemmNr, og);
+        if (c0 == 0 && c1 == og)
+          post_.apply_pixels(a.y, a.oc, p0, p1, 0, a.oc);
+        else
+          for (int64_t g = 0; g < a.group; ++g) post_.apply_pixels(a.y, a.oc, p0, p1, g * og + c0, g * og + c1);
       }
     });
+  }
+
+  // The post-op on output channels [c0, c1) of Winograd tiles [t0, t1) (4x4 pixels, clipped).
+  void post_tiles(const ConvArgs& a, int64_t t0, int64_t t1, int64_t c0, int64_t c1) const {
+    const int64_t th = (a.oh + kWinoTile - 1) / kWinoTile, tw = (a.ow + kWinoTile - 1) / kWinoTile;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / (th * tw), oy0 = t / tw % th * kWinoTile, ox0 = t % tw * kWinoTile;
+      const int64_t ny = std::min(kWinoTile, a.oh - oy0), nx = std::min(kWinoTile, a.ow - ox0);
+      for (int64_t i = 0; i < ny; ++i) {
+        const int64_t p = (b * a.oh + oy0 + i) * a.ow + ox0;
+        post_.apply_pixels(a.y, a.oc, p, p + nx, c0, c1);
+      }
+    }
   }
 
   // U = G g G^T per (oc, c), in double, then each of the 36 points packed as a c x oc B. U is
@@ -401,7 +429,9 @@ class Conv2dGemm : public NativeOp {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / splits, part = t % splits;
         const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
-        wino_fn_(a, b * rows, std::min(tiles, b * rows + rows), q0, q1, v, v + 36 * rows * a.c);
+        const int64_t t_lo = b * rows, t_hi = std::min(tiles, b * rows + rows);
+        wino_fn_(a, t_lo, t_hi, q0, q1, v, v + 36 * rows * a.c);
+        if (post_.fn) post_tiles(a, t_lo, t_hi, q0 * kGemmNr, std::min(q1 * kGemmNr, a.oc));
       }
     });
   }
@@ -413,6 +443,7 @@ class Conv2dGemm : public NativeOp {
   Conv2dWinoFn wino_fn_;
   int64_t group_stride_ = 0;
   PointwiseParts parts_;  // the packed weights, bias and clamp
+  PostOp post_;
 };
 
 // Checks a Conv2D's arguments and geometry (the op layer has already turned a model's bad

@@ -317,15 +317,25 @@ class DwConv2d : public NativeOp {
     a.x = static_cast<const float*>(in[0]);
     a.y = static_cast<float*>(out[0]);
     a.zeros = zeros_.data();  // the row read for taps above or below the image
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) { fn_(a, r0, r1); });
+    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) {
+      fn_(a, r0, r1);
+      post_.apply(a.y, r0 * a.ow * a.c, r1 * a.ow * a.c);
+    });
   }
   const char* name() const override { return "depthwise"; }
-  const DepthwiseParts& parts() const { return parts_; }
+  std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
+    auto c = std::make_shared<DwConv2d>(*this);
+    c->post_ = post;
+    return c;
+  }
+  // A fused block absorbs the plain object only (it has no post-op stage).
+  const DepthwiseParts* parts() const { return post_.fn ? nullptr : &parts_; }
 
  private:
   DwConvFn fn_;
   DepthwiseParts parts_;
   std::vector<float> zeros_;
+  PostOp post_;
 };
 
 }  // namespace
@@ -336,7 +346,7 @@ std::shared_ptr<NativeOp> make_dwconv2d(const Conv2dShape& s, const float* weigh
 
 const DepthwiseParts* depthwise_parts(const NativeOp& op) {
   const auto* d = dynamic_cast<const DwConv2d*>(&op);
-  return d ? &d->parts() : nullptr;
+  return d ? d->parts() : nullptr;
 }
 
 }  // namespace msv0

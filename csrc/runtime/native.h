@@ -5,10 +5,13 @@
 // tier active when it is built, and packs its weights in the layout those slots read.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
 namespace msv0 {
+
+struct PostOp;  // kernels/activation_f32.h
 
 // One input or output as the kernel was built for it: its exact shape and NumPy type char
 // ('f' = float32).
@@ -25,6 +28,9 @@ class NativeOp {
   virtual void run(const void* const* in, void* const* out) const = 0;
   // What this object computes with (an algorithm or kernel family name), for tests and logs.
   virtual const char* name() const = 0;
+  // A copy of this object (sharing its packed weights) that applies `post` to each block of its
+  // output as it writes it, or null where the kernel cannot.
+  virtual std::shared_ptr<NativeOp> with_post(const PostOp&) const { return nullptr; }
 
   const std::vector<Operand>& inputs() const { return inputs_; }
   const std::vector<Operand>& outputs() const { return outputs_; }

@@ -1,6 +1,8 @@
 """Plan-time fusion of inverted-residual blocks (MobileNetV2's): a 1x1 expand Conv2D, a
 depthwise conv and optionally a 1x1 project Conv2D become one native step
-(csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory.
+(csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory. Then an
+Activation step that alone reads a Conv2D's output runs inside the Conv2D, on each block of
+output while it is in cache (HSWISH after every conv of PP-LCNet and MobileNetV3).
 
 The pass absorbs steps whose Conv2D kernel object (Plan.kernel) is a 1x1 GEMM ("gemm1x1") or a
 depthwise conv ("depthwise"), and the fused object reuses their packed weights. It only merges
@@ -70,3 +72,24 @@ def _chain(planned, i, uses, num_threads):
     block = _core.FusedBlock(expand.kernel, dw_plan.kernel, project.kernel if project else None, MAX_BAND)
     out_plan = (project or dw_plan).outputs
     return (nodes, Plan(out_plan, kernel=block), [ins[0]], outs), length
+
+
+def fuse_activations(planned: list, uses: dict[int, int]) -> list:
+    """planned and uses as for fuse_blocks. Returns the steps with each Conv2D step whose output
+    only an Activation step reads (not PReLU) merged with it: the conv's kernel object applies
+    the activation to what it writes, the same kernel on the same values as the two steps."""
+    out = []
+    i = 0
+    while i < len(planned):
+        nodes, plan, ins, _ = planned[i]
+        fused = None
+        if plan.kernel is not None and _feeds(planned, i, uses) and _is(planned[i + 1][1], "activation"):
+            fused = _core.with_activation(plan.kernel, planned[i + 1][1].kernel)
+        if fused is None:
+            out.append(planned[i])
+            i += 1
+            continue
+        act_nodes, act_plan, _, act_outs = planned[i + 1]
+        out.append((nodes + act_nodes, Plan(act_plan.outputs, kernel=fused), ins, act_outs))
+        i += 2
+    return out
