@@ -87,6 +87,25 @@ VecF to_integer(VecF x) {
   return select_lt(abs(x), VecF::splat(8388608.f), r, x);
 }
 
+// x / 6 rounded as the division rounds it, without a divide (~8 cycles a vector, most of a
+// fused conv epilogue's HSWISH): q0 = x·(1/6), r = x − 6·q0 exactly by FMA, q = q0 + r·(1/6)
+// (Markstein), or q0 where r is 0 (zeros keep their sign), with |x| < 2^-125 scaled by 2^64 and
+// back so no step is subnormal. Equal to x / 6 for all 2^32 floats (checked exhaustively). The
+// scalar tier's fmadd is not fused, so it divides.
+VecF div6(VecF x) {
+  if constexpr (VecF::kLanes == 1) {
+    return x / VecF::splat(6.f);
+  } else {
+    const VecF one = VecF::splat(1.f), tiny = VecF::splat(0x1p-125f), zero = VecF::zero();
+    const VecF inv = VecF::splat(1.f / 6.f);
+    const VecF m = x * select_lt(abs(x), tiny, VecF::splat(0x1p64f), one);
+    const VecF q0 = m * inv, r = fmadd(q0, VecF::splat(-6.f), m);
+    const VecF fix = fmadd(r, inv, q0);
+    const VecF q = select_lt(r, zero, fix, select_lt(zero, r, fix, q0));
+    return q * select_lt(abs(x), tiny, VecF::splat(0x1p-64f), one);
+  }
+}
+
 // `s` is the slope lane (PReLU per channel) or c.alpha.
 template <int Kind>
 VecF act(VecF x, VecF s, const Consts& c) {
@@ -97,8 +116,8 @@ VecF act(VecF x, VecF s, const Consts& c) {
   if constexpr (Kind == kActSigmoid) return sigmoid(x);
   if constexpr (Kind == kActTanh) return tanh_pade(x);
   if constexpr (Kind == kActSwish) return sigmoid(x) * x;
-  if constexpr (Kind == kActHswish) return relu6_of_x_plus_3(x) * x / VecF::splat(6.f);
-  if constexpr (Kind == kActHsigmoid) return relu6_of_x_plus_3(x) / VecF::splat(6.f);
+  if constexpr (Kind == kActHswish) return div6(relu6_of_x_plus_3(x) * x);
+  if constexpr (Kind == kActHsigmoid) return div6(relu6_of_x_plus_3(x));
   if constexpr (Kind == kActHardTanh) return select_lt(x, c.lo, c.lo, min(c.hi, x));
   if constexpr (Kind == kActPrelu) return select_le(zero, x, x, x * s);
   if constexpr (Kind == kActElu) return select_lt(x, zero, c.alpha * expm1_neg(x), x);

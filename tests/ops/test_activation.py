@@ -74,6 +74,23 @@ def test_activation(isa, act, shape, rng):
         np.testing.assert_allclose(y, ref, rtol=3e-7, atol=1e-30)
 
 
+@pytest.mark.parametrize("kind", ["hswish", "hsigmoid"])
+def test_hswish_divides_by_6_exactly_on_any_float(isa, rng, kind):
+    """The vector tiers divide by 6 through FMA corrections: equal to the division on random bit
+    patterns (subnormals, NaN, infinities, signed zeros) and on numerators around 2^-125, where
+    the kernel switches to scaling."""
+    bits = rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+    edge = np.float32(2.0**-125) * np.linspace(0.25, 4, 4001, dtype=F)
+    x = np.concatenate([bits.view(F), edge, -edge, np.array([0, -0.0, np.inf, -np.inf, -3, -4, 3], F)])
+    y = np.empty_like(x)
+    msv0._core.Activation(msv0._core.ACTIVATION_KINDS[kind], [x.size])([x], [y])
+    with np.errstate(invalid="ignore", over="ignore"):
+        r6 = np.minimum(np.maximum(x + F(3), F(0)), F(6))
+        want = (r6 * x if kind == "hswish" else r6) / F(6)
+    assert np.array_equal(y.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
+    assert np.isnan(y[np.isnan(want)]).all()
+
+
 def test_tanh_is_pade_not_libm():
     x = np.array([0.0, 0.1, -0.5, 1.0, 2.0, 3.5, 4.9, 4.999, 5.0, 5.0001, -5.0, -5.0001, 9.0, -30.0], F)
     (y,) = run_op("Activation", [x], type=10)
