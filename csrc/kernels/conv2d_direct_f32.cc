@@ -205,7 +205,7 @@ class DirectConv2d : public NativeOp {
     DirectConvArgs a = a_;
     a.x = static_cast<const float*>(in[0]);
     a.y = static_cast<float*>(out[0]);
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) {
+    parallel_for(a.n * a.oh, grain_for(a.ow * a.oc * a.kh * a.kw * a.c), [&](int64_t r0, int64_t r1) {
       fn_(a, r0, r1);
       post_.apply(a.y, r0 * a.ow * a.oc, r1 * a.ow * a.oc);
     });

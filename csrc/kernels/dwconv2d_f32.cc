@@ -317,7 +317,7 @@ class DwConv2d : public NativeOp {
     a.x = static_cast<const float*>(in[0]);
     a.y = static_cast<float*>(out[0]);
     a.zeros = zeros_.data();  // the row read for taps above or below the image
-    parallel_for(a.n * a.oh, 1, [&](int64_t r0, int64_t r1) {
+    parallel_for(a.n * a.oh, grain_for(a.ow * a.c * a.kh * a.kw), [&](int64_t r0, int64_t r1) {
       fn_(a, r0, r1);
       post_.apply(a.y, r0 * a.ow * a.c, r1 * a.ow * a.c);
     });

@@ -97,7 +97,9 @@ class Pool2d : public NativeOp {
     PoolArgs a = a_;
     a.x = static_cast<const float*>(in[0]);
     a.y = static_cast<float*>(out[0]);
-    parallel_for(pool_item_count(a.win), 1, [&](int64_t i0, int64_t i1) { fn_(a, i0, i1); });
+    const PoolWindow& w = a.win;
+    parallel_for(pool_item_count(w), grain_for(w.ow * w.cblock * w.kh * w.kw),
+                 [&](int64_t i0, int64_t i1) { fn_(a, i0, i1); });
   }
   const char* name() const override { return max_ ? "maxpool2d" : "avgpool2d"; }
 

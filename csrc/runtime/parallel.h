@@ -63,4 +63,11 @@ float* thread_scratch(size_t floats);
 // fn(begin, end) over chunks of [0, n); at least `grain` items per chunk.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// The grain for items of `work` multiply-adds (or element visits) each: a chunk of less than
+// ~64K costs less than handing it to another thread (~2 us), so a small layer runs on one.
+inline int64_t grain_for(int64_t work) {
+  constexpr int64_t kMinChunkWork = 65536;
+  return work >= kMinChunkWork ? 1 : kMinChunkWork / (work > 0 ? work : 1);
+}
+
 }  // namespace msv0
