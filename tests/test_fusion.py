@@ -83,6 +83,9 @@ CASES = [
     ((1, 9, 9, 5), 8, 2, {"pad_mode": 1, "pads": (0, 0, 0, 0)}),  # SAME_UPPER
     ((1, 8, 8, 3), 6, 1, {"pads": (3, 3, 0, 2)}),  # rows whose window lies wholly in the padding
     ((1, 11, 9, 6), 12, 2, {"k": 5, "pads": (2, 2, 2, 2)}),
+    # few channels: the depthwise stage vectorises whole rows (c divides the lane count)
+    ((1, 12, 10, 3), 8, 1, {}),
+    ((2, 9, 13, 5), 4, 1, {"project": False, "pads": (0, 1, 2, 1)}),
 ]
 
 
