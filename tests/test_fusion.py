@@ -180,36 +180,120 @@ def test_conv_with_activation_equals_the_two_objects(isa, rng, case, threads, ki
 
 
 def test_activation_fusion_in_a_session(rng):
-    """Conv2D -> HSWISH -> Conv2D -> PReLU: the first pair is one step; PReLU (its slope is an
-    input) and a conv output that is also a graph output stay apart."""
+    """Conv2D -> HSWISH -> Conv2D -> PReLU (constant slope) -> Conv2D -> PReLU (slope fed at run
+    time): the first two pairs are one step each; the last PReLU stays apart."""
     b = Builder("post")
     x = b.input("x", (1, 9, 9, 4))
-    y = conv(b, x, rng, 4, 8, 0)
-    y = b.node("Activation", [y], type=ActivationType.HSWISH)
-    z = conv(b, y, rng, 8, 8, 0)
-    p = b.node("PReLU", [z, b.const("slope", rng.standard_normal(8).astype(np.float32))])
-    b.output(p, z)
-    session = msv0.Session(msv0.load(b.finish()))
-    xv = rng.standard_normal((1, 9, 9, 4)).astype(np.float32)
-    _, times = session.profile([xv])
-    assert [t.op for t in times] == ["Conv2D+Activation", "Conv2D", "PReLU"]
+    fed = b.input("fed_slope", (8,))
+    y = b.node("Activation", [conv(b, x, rng, 4, 8, 0)], type=ActivationType.HSWISH)
+    const_slope = rng.standard_normal(8).astype(np.float32)
+    y = b.node("PReLU", [conv(b, y, rng, 8, 8, 0), b.const("slope", const_slope)])
+    y = b.node("PReLU", [conv(b, y, rng, 8, 8, 0), fed])
+    b.output(y)
     model = msv0.load(b.finish())
-    w0 = model.tensors[model.nodes[0].inputs[1]].data.reshape(8, 4)
-    b0 = model.tensors[model.nodes[0].inputs[2]].data
-    h = xv.reshape(-1, 4).astype(np.float64) @ w0.T.astype(np.float64) + b0
+    session = msv0.Session(model)
+    xv = rng.standard_normal((1, 9, 9, 4)).astype(np.float32)
+    fed_v = rng.standard_normal(8).astype(np.float32)
+    out, times = session.profile([xv, fed_v])
+    assert [t.op for t in times] == ["Conv2D+Activation", "Conv2D+PReLU", "Conv2D", "PReLU"]
+
+    def conv_ref(h, node):
+        w, bias = (model.tensors[k].data.astype(np.float64) for k in model.nodes[node].inputs[1:3])
+        return h @ w.reshape(w.shape[0], -1).T + bias
+
+    h = conv_ref(xv.reshape(-1, 4).astype(np.float64), 0)
     h = h * np.clip(h + 3, 0, 6) / 6
-    w1 = model.tensors[model.nodes[2].inputs[1]].data.reshape(8, 8)
-    b1 = model.tensors[model.nodes[2].inputs[2]].data
-    want = (h @ w1.T.astype(np.float64) + b1).reshape(1, 9, 9, 8)
-    out = session.run([xv])
-    np.testing.assert_allclose(out[model.tensors[model.nodes[2].outputs[0]].name], want, rtol=1e-4, atol=1e-4)
+    h = conv_ref(h, 2)
+    h = np.where(h >= 0, h, h * const_slope)
+    h = conv_ref(h, 4)
+    h = np.where(h >= 0, h, h * fed_v)
+    (got,) = out.values()
+    np.testing.assert_allclose(got, h.reshape(1, 9, 9, 8), rtol=1e-4, atol=1e-4)
 
 
-def test_prelu_is_not_a_post_op(rng):
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", POST_CASES, ids=[c[-1] for c in POST_CASES])
+def test_conv_with_prelu_equals_the_two_objects(isa, rng, case, threads, shared):
+    """PReLU's slope (an input of the Activation object) is copied into the fused object, tiled
+    as the object tiles it for few channels."""
+    x_shape, w_shape, group, stride, pad, algorithm = case
+    oh, ow = [(d + 2 * pad - w_shape[1]) // stride + 1 for d in x_shape[1:3]]
+    y_shape = (x_shape[0], oh, ow, w_shape[0])
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    conv = _core.conv2d_f32(w, None, group, stride, stride, 1, 1, pad, pad, x_shape, y_shape)
+    slope = rng.standard_normal(1 if shared else w_shape[0]).astype(np.float32)
+    act = _core.Activation(_core.ACTIVATION_KINDS["prelu"], list(y_shape), slope_shape=list(slope.shape),
+                           channel_shared=shared)
+    fused = _core.with_activation(conv, act, slope)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        y, want, got = (np.full(y_shape, np.nan, np.float32) for _ in range(3))
+        conv([x], [y])
+        act([y, slope], [want])
+        fused([x], [got])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_with_activation_checks_its_operands(rng):
     w = rng.standard_normal((8, 1, 1, 4)).astype(np.float32)
     conv_obj = _core.conv2d_f32(w, None, 1, 1, 1, 1, 1, 0, 0, (1, 3, 3, 4), (1, 3, 3, 8))
     prelu = _core.Activation(_core.ACTIVATION_KINDS["prelu"], [1, 3, 3, 8], slope_shape=[8])
-    assert _core.with_activation(conv_obj, prelu) is None
+    with pytest.raises(ValueError, match="slope"):
+        _core.with_activation(conv_obj, prelu)  # a PReLU needs its slope
     relu = _core.Activation(_core.ACTIVATION_KINDS["relu"], [1, 3, 3, 9])
     with pytest.raises(ValueError, match="shape"):
         _core.with_activation(conv_obj, relu)
+    gemm = _core.Gemm(np.ones((4, 8), np.float32), False, None, (3, 4), (3, 8), -np.inf, np.inf)
+    assert _core.with_activation(gemm, _core.Activation(_core.ACTIVATION_KINDS["relu"], [3, 8])) is None
+
+
+def test_activations_of_interleaved_towers_move_up_to_their_producers(rng):
+    """Steps in the order conv A, conv B, PReLU(A), PReLU(B), Add, HSWISH: each activation is fused
+    into its producer although another step comes between them."""
+    b = Builder("towers")
+    x = b.input("x", (1, 7, 6, 4))
+    a, c = conv(b, x, rng, 4, 8, 0), conv(b, x, rng, 4, 8, 0)
+    slope = rng.standard_normal(8).astype(np.float32)
+    pa, pc = (b.node("PReLU", [t, b.const(f"s{t}", slope)]) for t in (a, c))
+    y = b.node("Activation", [b.node("Add", [pa, pc])], type=ActivationType.HSWISH)
+    b.output(y)
+    model = msv0.load(b.finish())
+    xv = rng.standard_normal((1, 7, 6, 4)).astype(np.float32)
+    out, times = msv0.Session(model).profile([xv])
+    assert [t.op for t in times] == ["Conv2D+PReLU", "Conv2D+PReLU", "Add+Activation"]
+
+    def tower(node):
+        w, bias = (model.tensors[k].data.astype(np.float64) for k in model.nodes[node].inputs[1:3])
+        h = xv.reshape(-1, 4).astype(np.float64) @ w.reshape(8, 4).T + bias
+        return np.where(h >= 0, h, h * slope)
+
+    h = tower(0) + tower(1)
+    want = (h * np.clip(h + 3, 0, 6) / 6).reshape(1, 7, 6, 8)
+    (got,) = out.values()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["prelu", "hswish"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_binary_with_activation_equals_the_two_objects(isa, rng, kind, threads):
+    shape = [2, 37, 33, 24]  # 58608 elements: 4 chunks of 16K on 2 threads
+    add = _core.Binary(0, 0, 0, 24, shape, shape, shape, -np.inf, np.inf)
+    slope = rng.standard_normal(24).astype(np.float32)
+    act = _core.Activation(_core.ACTIVATION_KINDS[kind], shape, slope_shape=[24] if kind == "prelu" else [])
+    fused = _core.with_activation(add, act, slope)
+    a, c = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        y, want, got = (np.full(shape, np.nan, np.float32) for _ in range(3))
+        add([a, c], [y])
+        act([y, slope] if kind == "prelu" else [y], [want])
+        fused([a, c], [got])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(got, want)

@@ -243,8 +243,26 @@ class Activation : public NativeOp {
     parallel_for(size_, 8192, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
   }
   const char* name() const override { return "activation"; }
-  // This activation as a producer's post-op; none for PReLU, whose slope is an input.
-  PostOp post_op() const { return g_.kind == kActPrelu ? PostOp{} : PostOp{fn_, g_}; }
+  // This activation as a producer's post-op. PReLU reads its slope from an input at run time;
+  // fused, it takes a copy of `slope` (a constant input: the slopes it needs), tiled as run() tiles it.
+  PostOp post_op(const py::array_t<float, py::array::c_style | py::array::forcecast>& slope) const {
+    PostOp p{fn_, g_, nullptr};
+    if (g_.kind != kActPrelu) return p;
+    if (slope.size() < (shared_ ? 1 : g_.channels))
+      throw ArgError("slope: " + std::to_string(slope.size()) + " values for " + std::to_string(g_.channels) +
+                     " channels");
+    const float* s = slope.data();
+    if (shared_) {
+      p.g.alpha = s[0];
+      return p;
+    }
+    const int64_t n = period_ ? period_ : g_.channels;
+    auto tiled = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) (*tiled)[static_cast<size_t>(i)] = s[i % g_.channels];
+    p.g.channels = n;
+    p.slope = std::move(tiled);
+    return p;
+  }
 
  private:
   static constexpr int64_t kMaxPeriod = 256;
@@ -280,19 +298,19 @@ MSV0_BIND(m) {
            py::arg("slope_shape") = std::vector<int64_t>{},
            py::arg("channel_shared") = false);
   m.def("with_activation",
-        [](const NativeOp& producer, const NativeOp& activation) -> std::shared_ptr<NativeOp> {
+        [](const NativeOp& producer, const NativeOp& activation,
+           const py::array_t<float, py::array::c_style | py::array::forcecast>& slope) -> std::shared_ptr<NativeOp> {
           const auto* act = dynamic_cast<const Activation*>(&activation);
           if (!act) throw ArgError("activation: expected an Activation object");
           if (producer.outputs().size() != 1 || producer.outputs()[0].type != 'f' ||
               producer.outputs()[0].shape != act->inputs()[0].shape)
             throw ArgError("producer: its output is not the activation's input shape");
-          const PostOp post = act->post_op();
-          return post.fn ? producer.with_post(post) : nullptr;
+          return producer.with_post(act->post_op(slope));
         },
-        py::arg("producer"), py::arg("activation"),
+        py::arg("producer"), py::arg("activation"), py::arg("slope") = py::array_t<float>(0),
         "A copy of the producer kernel object (sharing its packed weights) that applies the Activation "
         "object's function to each block of output as it writes it, or None where the producer cannot "
-        "(a kernel other than Conv2D's) or the activation is PReLU.");
+        "(kernels other than Conv2D's and Binary). A PReLU's slope is given here (its values are copied).");
 }
 
 }  // namespace msv0

@@ -3,6 +3,8 @@
 // gates).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "runtime/dispatch.h"
 
@@ -37,12 +39,14 @@ KernelSlots<ActivationFn>& activation_f32_slots();
 struct PostOp {
   ActivationFn fn = nullptr;  // null: none
   ActArgs g{};
+  std::shared_ptr<const std::vector<float>> slope;  // PReLU's per-channel slope (g.channels of it)
   // y[e] = f(y[e]) for e in [e0, e1) of the whole output y.
   void apply(float* y, int64_t e0, int64_t e1) const {
     if (!fn || e0 >= e1) return;
     ActArgs a = g;
     a.x = y;
     a.y = y;
+    if (slope) a.slope = slope->data();
     fn(a, e0, e1);
   }
   // The same on channels [c0, c1) of pixels [p0, p1) of an output with `channels` per pixel.

@@ -79,6 +79,7 @@ MSV0_EXPORT(binary_f32)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "kernels/activation_f32.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -103,13 +104,23 @@ class Binary : public NativeOp {
     g.b = static_cast<const float*>(in[1]);
     g.y = static_cast<float*>(out[0]);
     // 16K elements per chunk: large enough that a chunk outweighs a thread hand-off.
-    parallel_for(g.size, 16384, [&](int64_t e0, int64_t e1) { fn_(g, e0, e1); });
+    parallel_for(g.size, 16384, [&](int64_t e0, int64_t e1) {
+      fn_(g, e0, e1);
+      post_.apply(g.y, e0, e1);
+    });
   }
   const char* name() const override { return "binary"; }
+  // A residual Add followed by PReLU (MediaPipe's blocks) applies the PReLU to each chunk.
+  std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
+    auto c = std::make_shared<Binary>(*this);
+    c->post_ = post;
+    return c;
+  }
 
  private:
   BinaryFn fn_;
   BinaryArgs g_;
+  PostOp post_;
 };
 
 }  // namespace

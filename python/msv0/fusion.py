@@ -1,8 +1,9 @@
 """Plan-time fusion of inverted-residual blocks (MobileNetV2's): a 1x1 expand Conv2D, a
 depthwise conv and optionally a 1x1 project Conv2D become one native step
 (csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory. Then an
-Activation step that alone reads a Conv2D's output runs inside the Conv2D, on each block of
-output while it is in cache (HSWISH after every conv of PP-LCNet and MobileNetV3).
+Activation or PReLU step that alone reads a Conv2D's or an element-wise Add/Sub/Mul/...'s output
+runs inside that step, on each block of output while it is in cache (HSWISH after every conv of
+PP-LCNet and MobileNetV3, PReLU after the convs and residual Adds of MediaPipe's landmark models).
 
 The pass absorbs steps whose Conv2D kernel object (Plan.kernel) is a 1x1 GEMM ("gemm1x1") or a
 depthwise conv ("depthwise"), and the fused object reuses their packed weights. It only merges
@@ -10,6 +11,8 @@ consecutive steps whose intermediate has that one consumer and is not a graph ou
 fused step reads and writes exactly what the chain did.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from msv0 import _core
 from msv0.registry import Plan
@@ -74,22 +77,33 @@ def _chain(planned, i, uses, num_threads):
     return (nodes, Plan(out_plan, kernel=block), [ins[0]], outs), length
 
 
-def fuse_activations(planned: list, uses: dict[int, int]) -> list:
-    """planned and uses as for fuse_blocks. Returns the steps with each Conv2D step whose output
-    only an Activation step reads (not PReLU) merged with it: the conv's kernel object applies
-    the activation to what it writes, the same kernel on the same values as the two steps."""
-    out = []
-    i = 0
-    while i < len(planned):
-        nodes, plan, ins, _ = planned[i]
+def fuse_activations(planned: list, uses: dict[int, int], values: dict) -> list:
+    """planned and uses as for fuse_blocks; values: the planned Values (for a PReLU's constant
+    slope). Returns the steps with each Conv2D or Binary step whose output only an Activation or
+    PReLU step reads merged with it: the producer's kernel object applies the activation to what it
+    writes, the same kernel on the same values as the two steps. A PReLU whose slope is computed
+    stays apart."""
+    # The step that reads each tensor first. An activation is moved up to its producer (its other
+    # input, a PReLU slope, is a constant): models with two towers interleave them in plan order.
+    reader: dict[int, int] = {}
+    for j, (_, _, ins, _) in enumerate(planned):
+        for k in ins:
+            reader.setdefault(k, j)
+    out, absorbed = [], set()
+    for i, (nodes, plan, ins, outs) in enumerate(planned):
+        if i in absorbed:
+            continue
+        j = reader.get(outs[0]) if len(outs) == 1 and uses.get(outs[0], 0) == 1 else None
         fused = None
-        if plan.kernel is not None and _feeds(planned, i, uses) and _is(planned[i + 1][1], "activation"):
-            fused = _core.with_activation(plan.kernel, planned[i + 1][1].kernel)
+        if plan.kernel is not None and j is not None and _is(planned[j][1], "activation"):
+            _, act_plan, act_ins, _ = planned[j]
+            slope = values[act_ins[1]].const if act_plan.kernel_inputs == 2 else np.empty(0, np.float32)
+            if act_ins[0] == outs[0] and slope is not None:
+                fused = _core.with_activation(plan.kernel, act_plan.kernel, slope)
         if fused is None:
             out.append(planned[i])
-            i += 1
             continue
-        act_nodes, act_plan, _, act_outs = planned[i + 1]
+        act_nodes, act_plan, _, act_outs = planned[j]
         out.append((nodes + act_nodes, Plan(act_plan.outputs, kernel=fused), ins, act_outs))
-        i += 2
+        absorbed.add(j)
     return out

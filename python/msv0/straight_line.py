@@ -160,7 +160,7 @@ def prepare(model: Model, order: Sequence[int], inputs: Mapping[int, Value], out
     for k in [k for _, _, ins, _ in planned for k in ins] + list(outputs):
         uses[k] = uses.get(k, 0) + 1
     planned = fuse_blocks(fuse_resizes(model, planned, values, uses), uses, num_threads)
-    planned = fuse_activations(planned, uses)
+    planned = fuse_activations(planned, uses, values)
     # Outputs that are views of a computed input share its bytes; a view of a constant is copied.
     views = {outs[k]: ins[j] for _, plan, ins, outs in planned for k, j in (plan.views or {}).items()
              if values[ins[j]].const is None}

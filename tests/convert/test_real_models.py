@@ -64,8 +64,8 @@ def test_control_flow_models_run_their_if_as_one_step(name, monkeypatch):
     f = rm.to_msv0_feeds(m, feeds)
     session = msv0.Session(model)
     assert not session._dataflow
-    assert [[model.nodes[i].op for i in nodes] for nodes, _ in session.plan_info.steps if len(nodes) > 1] == \
-        [["Switch", "Partial", "Partial", "Merge"]]
+    multi = [[model.nodes[i].op for i in nodes] for nodes, _ in session.plan_info.steps if len(nodes) > 1]
+    assert [ops for ops in multi if "Switch" in ops] == [["Switch", "Partial", "Partial", "Merge"]]
     got = session.run(f)
     monkeypatch.setattr(msv0.if_step, "find", lambda model: None)
     flow = msv0.Session(model)
