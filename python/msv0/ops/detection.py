@@ -166,7 +166,7 @@ class _IouBudget:
 
 
 def _greedy(corners, overlaps, limit, budget):
-    """Greedy NMS over boxes in visiting order, `corners` = (y1, x1, y2, x2) arrays in that order:
+    """Greedy NMS over boxes in visiting order, `corners` = (y1, x1, y2, x2, area) arrays in that order:
     keep the first live box, drop the later ones `overlaps(box corners, later corners)` marks,
     repeat until `limit` are kept. Equal to testing each box against every box kept before it.
     Returns the kept positions."""
@@ -186,16 +186,16 @@ def _greedy(corners, overlaps, limit, budget):
 
 
 def _intersection(box, later):
-    y1, x1, y2, x2 = box
-    ly1, lx1, ly2, lx2 = later
+    y1, x1, y2, x2, _ = box
+    ly1, lx1, ly2, lx2, _ = later
     h = np.maximum(np.minimum(ly2, y2) - np.maximum(ly1, y1), np.float32(0))
     w = np.maximum(np.minimum(lx2, x2) - np.maximum(lx1, x1), np.float32(0))
     return h * w
 
 
-def _area(corners):
-    y1, x1, y2, x2 = corners
-    return (y2 - y1) * (x2 - x1)
+def _with_area(y1, x1, y2, x2):
+    """The corners and each box's area, computed once rather than per kept box."""
+    return [y1, x1, y2, x2, (y2 - y1) * (x2 - x1)]
 
 
 def _nms(boxes, scores, score_thr, iou_thr, limit, budget):
@@ -207,11 +207,11 @@ def _nms(boxes, scores, score_thr, iou_thr, limit, budget):
     order = np.argsort(-scores, kind="stable")
     below = scores[order] < score_thr
     cand = order[:int(np.argmax(below))] if below.any() else order
-    corners = list(boxes[cand].T)
+    corners = _with_area(*boxes[cand].T)
 
     def overlaps(box, later):
         inter = _intersection(box, later)
-        area, later_area = _area(box), _area(later)
+        area, later_area = box[4], later[4]
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = np.where((later_area <= 0) | (area <= 0), np.float32(0), inter / (later_area + area - inter))
         return ~(iou <= iou_thr)
@@ -345,12 +345,12 @@ def non_max_suppression(node, ins):
         if len(selected) >= limit:
             break
         budget.spend(STEP_COST)
-        corners = _corners(boxes[b], center)
+        corners = _with_area(*_corners(boxes[b], center))
 
         def overlaps(box, later):
             inter = _intersection(box, later)
             with np.errstate(divide="ignore", invalid="ignore"):
-                return (inter > 0) & (inter / (_area(later) + _area(box) - inter) > iou_t)
+                return (inter > 0) & (inter / (later[4] + box[4] - inter) > iou_t)
 
         for c in range(scores.shape[1]):
             if len(selected) >= limit:
