@@ -229,11 +229,10 @@ int64_t sgemm_bf16_packed_size(int64_t n, int64_t k) {
 #if defined(__AVX512VNNI__)
 MSV0_EXPORT_CONFIG(sgemm_bf16_amx, sgemm_bf16, kMr, kPt * kGemmNr, sgemm_bf16_pack_b, sgemm_bf16_packed_size)
 #else
+constexpr ::msv0::sgemm_bf16_t sgemm_bf16_config{sgemm_bf16, kMr, kPt * kGemmNr, sgemm_bf16_pack_b,
+                                                 sgemm_bf16_packed_size};
 [[maybe_unused]] static const bool sgemm_bf16_exported =
-    cpu_has_avx512bf16() &&
-    (::msv0::sgemm_bf16_slots().entry[MSV0_ISA_INDEX] =
-         ::msv0::sgemm_bf16_t{sgemm_bf16, kMr, kPt * kGemmNr, sgemm_bf16_pack_b, sgemm_bf16_packed_size},
-     true);
+    cpu_has_avx512bf16() && ::msv0::sgemm_bf16_fill(MSV0_ISA_INDEX, sgemm_bf16_config);
 #endif
 }  // namespace MSV0_ISA
 }  // namespace msv0

@@ -70,28 +70,37 @@ const Entry& amx_or_plain(const KernelSlots<Entry>& amx, Amx unit, const KernelS
 }  // namespace msv0
 
 // MSV0_DECLARE(name, entry type) in msv0 namespace scope of a kernel file; the binding pass
-// (MSV0_ONCE) defines the slot table, the ISA passes only declare it.
+// (MSV0_ONCE) defines the slot table and its filler, the ISA passes only declare them. The
+// filler is what copies an entry into the table, so that copy is compiled for the baseline
+// CPU: an ISA pass's load-time code runs on every CPU, and the compiler may build or copy a
+// config struct with that pass's vector instructions (an AVX-512 broadcast at load killed
+// `import msv0` on AVX2 machines).
 #if MSV0_ONCE
-#define MSV0_DECLARE(name, ...)                                   \
-  using name##_t = __VA_ARGS__;                                   \
-  KernelSlots<name##_t>& name##_slots() {                         \
-    static KernelSlots<name##_t> slots;                           \
-    return slots;                                                 \
+#define MSV0_DECLARE(name, ...)                                              \
+  using name##_t = __VA_ARGS__;                                              \
+  KernelSlots<name##_t>& name##_slots() {                                    \
+    static KernelSlots<name##_t> slots;                                      \
+    return slots;                                                            \
+  }                                                                          \
+  [[gnu::noinline]] bool name##_fill(int isa, const name##_t& entry) {       \
+    name##_slots().entry[isa] = entry;                                       \
+    return true;                                                             \
   }
 #else
-#define MSV0_DECLARE(name, ...) \
-  using name##_t = __VA_ARGS__; \
-  KernelSlots<name##_t>& name##_slots();
+#define MSV0_DECLARE(name, ...)       \
+  using name##_t = __VA_ARGS__;       \
+  KernelSlots<name##_t>& name##_slots(); \
+  bool name##_fill(int isa, const name##_t& entry);
 #endif
 
 // In namespace msv0::MSV0_ISA, after the kernel's definition: fills this tier's slot at load,
 // with the function itself (MSV0_EXPORT) or with the family's config struct built from the
-// braced members that follow the name (MSV0_EXPORT_CONFIG(name, fn, mr, nr, ...)).
-#define MSV0_EXPORT(name)                                                             \
-  [[maybe_unused]] static const bool name##_exported =                                \
-      (::msv0::name##_slots().entry[MSV0_ISA_INDEX] = &name, true);
-#define MSV0_EXPORT_CONFIG(name, ...)                                                 \
-  [[maybe_unused]] static const bool name##_exported =                                \
-      (::msv0::name##_slots().entry[MSV0_ISA_INDEX] = ::msv0::name##_t{__VA_ARGS__}, true);
+// braced members that follow the name (MSV0_EXPORT_CONFIG(name, fn, mr, nr, ...)). The config
+// is a constant (static data, no code); the load-time code only passes its address.
+#define MSV0_EXPORT(name) \
+  [[maybe_unused]] static const bool name##_exported = ::msv0::name##_fill(MSV0_ISA_INDEX, &name);
+#define MSV0_EXPORT_CONFIG(name, ...)                                       \
+  constexpr ::msv0::name##_t name##_config{__VA_ARGS__};                    \
+  [[maybe_unused]] static const bool name##_exported = ::msv0::name##_fill(MSV0_ISA_INDEX, name##_config);
 
 #define MSV0_DISPATCH(name) (::msv0::name##_slots().get())

@@ -24,6 +24,14 @@ def run_ort(model_bytes, feeds):
     return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
 
 
+def run_reference(model_bytes, feeds):
+    """ONNX's own NumPy evaluator: exact integer arithmetic on every CPU, where ONNX Runtime's u8s8
+    kernels on AVX2 without VNNI saturate int16 pair sums (vpmaddubsw)."""
+    from onnx.reference import ReferenceEvaluator
+    s = ReferenceEvaluator(model_bytes)
+    return dict(zip(s.output_names, s.run(None, feeds)))
+
+
 def check(model, feeds, rtol=1e-4, atol=1e-5, **kw):
     data = model.SerializeToString()
     want = run_ort(data, feeds)
