@@ -377,6 +377,41 @@ def test_memory_limit_bounds_a_conv_gathered_tile():
     assert list(out.values())[0].shape == (1, 1, 1, 1)
 
 
+def test_plans_kept_for_the_most_recent_signatures():
+    from msv0 import session as session_module, zoo
+    s = msv0.Session(zoo.mobilenet_tiny())
+    rng = np.random.default_rng(0)
+    feeds = [rng.standard_normal((1, 32 + 2 * k, 40, 3)).astype(np.float32) for k in range(12)]
+    first = [list(s.run([x]).values())[0] for x in feeds]
+    context = s._idle[0]
+    assert len(context.plans) == len(s._prepared) == session_module.MAX_SIGNATURES
+    assert list(context.plans)[-1] == (feeds[-1].shape,)
+    for x, want in zip(feeds, first):  # the evicted ones plan anew, to the same result
+        np.testing.assert_array_equal(list(s.run([x]).values())[0], want)
+    arena = max(p.arena_bytes for p in context.plans.values())
+    s = msv0.Session(zoo.mobilenet_tiny(), memory_limit=3 * arena)
+    for x in feeds:
+        s.run([x])
+    assert sum(p.arena_bytes for p in s._idle[0].plans.values()) <= 3 * arena
+
+
+def test_memory_limit_bounds_the_values_folded_together():
+    # Eight Adds on constants fold at plan time to 40 KB each: each alone is within a 200 KB
+    # limit, all of them are not.
+    from msv0.builder import Builder
+    b = Builder("folded_chain")
+    x = b.input("x", (10000,))
+    v = b.const("c", np.ones(10000, np.float32))
+    for _ in range(8):
+        v = b.node("Add", [v, v])
+    b.output(b.node("Add", [v, x]))
+    model = b.finish()
+    with pytest.raises(msv0.ResourceError, match="folded at plan time"):
+        msv0.Session(model, memory_limit=200 << 10)
+    out = msv0.Session(model, memory_limit=1 << 20).run([np.zeros(10000, np.float32)])
+    np.testing.assert_array_equal(list(out.values())[0], np.full(10000, 256, np.float32))
+
+
 @pytest.mark.parametrize("bad", [0, -5, 2.5, None])
 def test_memory_limit_validation(bad):
     with pytest.raises(msv0.InputError, match="memory_limit"):

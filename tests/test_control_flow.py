@@ -322,6 +322,28 @@ def test_region_in_a_loop_fires_once_per_iteration():
     assert [s.model.nodes[t.nodes[0]].op for t in times if t.program is not None] == ["Add", "Mul"] * 5
 
 
+def test_region_plans_of_a_growing_loop_stay_within_the_memory_limit():
+    """while len(x) < 2**14: x = concat(x, x) + 0 — a region planned anew for each of 14 shapes;
+    the plans kept (each holding its arena) stay within the memory_limit together."""
+    b = Builder("growing")
+    x0 = b.input("x", (1,))
+    x_next = b.tensor("x_next")
+    x = b.node("Merge", [x0, x_next])
+    n = b.node("Shape", [x], out_dtype=np.int32)
+    cond = b.node("Less", [n, b.const("limit", np.array([1 << 14], np.int32))], out_dtype=np.bool_)
+    x_true, x_false = b.node("Switch", [cond, x], outputs=2)
+    b.node("Add", [b.node("Concat", [x_true, x_true], axis=0), scalar(b, "zero", [0.0])], outputs=[x_next])
+    b.output(x_false)
+    limit = 1 << 18  # the largest arena (2 x 64 KiB and 32 KiB) fits; all 14 (~440 KiB) do not
+    s = msv0.Session(b.finish(), memory_limit=limit)
+    out = s.run([np.array([3.0], np.float32)])
+    np.testing.assert_array_equal(out[s.outputs[0].name], np.full(1 << 14, 3.0, np.float32))
+    interpreter = s._idle[0].interpreter
+    kept = [plan.arena_bytes for plan, _, _ in interpreter.region_plans.values()]
+    assert interpreter.region_bytes == sum(kept) <= limit
+    assert 1 < len(kept) < 14
+
+
 def test_node_reading_two_regions_stays_alone():
     """Neg reads the Switch's output and a value computed before it: its own wave could start
     before the rest of a region, so it runs alone (from Python), and the rest still match."""

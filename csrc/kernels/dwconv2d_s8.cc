@@ -181,6 +181,9 @@ class DwConv2dS8 : public NativeOp {
     const int8_t* pw = in_ptr<int8_t>(weight, "weight");
     const int64_t c = weight.shape(0), kh = weight.shape(1), kw = weight.shape(2);
     if (kh < 1 || kw < 1) throw ArgError("weight: empty window");
+    // Vectors over channels: under 4 they fill a vector's lanes so thinly that the one-lane
+    // scalar kernel is faster (1 channel: 10 against 37 ns a pixel on AVX2).
+    if (c < 4) fn_ = dwconv2d_s8_slots().entry[0];
     check_strides(sh, sw, dh, dw);
     check_strides(1, 1, rd, 1);
     check_pads(pt, pl);

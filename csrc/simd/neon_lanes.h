@@ -67,10 +67,19 @@ struct VecI32 {
     __builtin_memcpy(&w, p, 4);
     return {vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)))))};
   }
+  // The n (< 4) bytes are gathered in a general register: bytes copied to the stack and loaded
+  // as a vector stall every load on store forwarding.
   static VecI32 load_s8_tail(const int8_t* p, int64_t n) {
-    int8_t t[4] = {};
-    for (int64_t i = 0; i < n; ++i) t[i] = p[i];
-    return load_s8(t);
+    uint32_t bits = 0;
+    int off = 0;
+    if (n & 2) {
+      uint16_t t;
+      __builtin_memcpy(&t, p, 2);
+      bits = t;
+      off = 2;
+    }
+    if (n & 1) bits |= uint32_t{static_cast<uint8_t>(p[off])} << (8 * off);
+    return {vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(bits)))))};
   }
   static VecI32 splat(int32_t x) { return {vdupq_n_s32(x)}; }
   static VecI32 zero() { return {vdupq_n_s32(0)}; }
@@ -81,12 +90,25 @@ struct VecI32 {
     for (int64_t i = 0; i < n; ++i) p[i] = t[i];
   }
   // Each lane narrowed to int8 (the caller has clamped it to [-128, 127]).
-  void store_s8(int8_t* p) const { store_s8_tail(p, 4); }
+  void store_s8(int8_t* p) const {
+    const uint32_t t = bytes();
+    __builtin_memcpy(p, &t, 4);
+  }
   void store_s8_tail(int8_t* p, int64_t n) const {
+    uint32_t bits = bytes();
+    int off = 0;
+    if (n & 2) {
+      const uint16_t t = static_cast<uint16_t>(bits);
+      __builtin_memcpy(p, &t, 2);
+      bits >>= 16;
+      off = 2;
+    }
+    if (n & 1) p[off] = static_cast<int8_t>(bits);
+  }
+  // The four lanes narrowed to bytes, in a general register.
+  uint32_t bytes() const {
     const int16x4_t w = vmovn_s32(v);
-    int8_t t[8];
-    vst1_s8(t, vmovn_s16(vcombine_s16(w, w)));
-    for (int64_t i = 0; i < n; ++i) p[i] = t[i];
+    return vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(w, w))), 0);
   }
 };
 

@@ -26,6 +26,10 @@ from msv0.registry import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, RE
 from msv0.straight_line import CompiledPlan, Prepared, StepTime, step_label, step_op  # noqa: F401  (the API's names)
 
 Signature = tuple[Shape, ...]
+# Plans are kept for this many input signatures, the most recently run: a model fed many shapes
+# (audio of every length) plans an evicted one anew instead of holding packed weights and an
+# arena for every shape it has seen.
+MAX_SIGNATURES = 8
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -177,7 +181,7 @@ class Session:
 
     def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         sig = tuple(a.shape for a in arrays)
-        plan = ctx.plans.get(sig)
+        plan = ctx.plans.pop(sig, None)  # put back last: the most recently run
         if plan is None:
             with self._lock:
                 prepared = self._prepared.get(sig)
@@ -186,7 +190,12 @@ class Session:
                     prepared = self._prepare(sig)
                 except ModelError as e:
                     raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
-            plan = ctx.plans[sig] = self._bind(prepared)
+            plan = self._bind(prepared)
+            # The arenas kept stay within the memory_limit together, as one plan's does.
+            kept = sum(p.arena_bytes for p in ctx.plans.values())
+            while ctx.plans and (len(ctx.plans) >= MAX_SIGNATURES or kept + plan.arena_bytes > self.memory_limit):
+                kept -= ctx.plans.pop(next(iter(ctx.plans))).arena_bytes
+        ctx.plans[sig] = plan
         outs = straight_line.run(self.model, plan, arrays, times, time.perf_counter())
         return {self.model.tensors[k].name: out for k, out in zip(self.model.graph_outputs, outs)}
 
@@ -237,7 +246,10 @@ class Session:
         with self._planning():
             prepared = straight_line.prepare(model, model.main_nodes, inputs, model.graph_outputs, self.num_threads)
         with self._lock:
-            return self._prepared.setdefault(sig, prepared)
+            prepared = self._prepared.setdefault(sig, prepared)
+            while len(self._prepared) > MAX_SIGNATURES:
+                del self._prepared[next(iter(self._prepared))]
+            return prepared
 
     def _bind(self, prepared: Prepared) -> CompiledPlan:
         return straight_line.bind(self.model, prepared, self.model.graph_inputs, self.model.graph_outputs,

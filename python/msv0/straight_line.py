@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from msv0 import _core, if_step
-from msv0.errors import Error, ModelError, node_error
+from msv0.errors import Error, ModelError, ResourceError, node_error
 from msv0.fusion import fuse_activations, fuse_blocks
 from msv0.model import Model
 from msv0.planner import allocate
@@ -99,6 +99,9 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value], outpu
         values[k] = v
 
     planned: list[PlannedStep] = []
+    # Folded values are each within the memory_limit (check_size); their sum is held to it too,
+    # or a chain of large constant steps could hold many times the limit.
+    folded_bytes, memory_limit = 0, MEMORY_LIMIT.get()
     constructs = if_step.find(model) if any(model.nodes[i].op == "Switch" for i in order) else {}
     inside = {j for c in (constructs or {}).values() for j in c.nodes[1:]}
     for i in order:
@@ -138,6 +141,10 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value], outpu
                     raise
                 except Exception as e:
                     raise node_error(node.label, e) from e
+            folded_bytes += sum(o.nbytes for o in outs)
+            if folded_bytes > memory_limit:
+                raise ResourceError(f"{node.label}: the values folded at plan time so far take {folded_bytes} bytes, "
+                                    f"over the Session's memory_limit of {memory_limit}")
             for k, o in zip(out_tensors, outs):
                 o.flags.writeable = False
                 values[k] = Value(o.shape, o.dtype, model.tensors[k], o)

@@ -141,7 +141,7 @@ def test_quant_cast_bad_pairs(src, dst, xdt, odt):
 
 # The C++ kernels (_core.QuantCast) of f32 <-> i8 on every tier, against the NumPy forms in
 # msv0.ops.cast and against tests/int8_ref.py.
-CAST_SIZES = [1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 97]
+CAST_SIZES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 33, 97]  # every tail of 4, 8 and 16 lanes
 SPECIALS = [np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0, 3.4e38, -3.4e38, 1e-45, 0.05, -0.05, 0.15, -0.15, 12.75,
             -12.85, 127.5, -128.5, 126.49999, -128.49998, 1e10, -1e10]
 
