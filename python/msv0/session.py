@@ -72,7 +72,9 @@ def check_supported(model: Model) -> None:
 
 class Session:
     """Runs a model. `model` is a Model or anything msv0.load accepts. `memory_limit` bounds the
-    bytes the Session plans for its tensors (ResourceError beyond it). `precision="bf16"` rounds
+    bytes the Session plans for its tensors (ResourceError beyond it): a plan's arena, the values
+    it folds at plan time, and together the arenas it keeps for the input shapes run most recently
+    (the oldest go first, planned anew if they come back). `precision="bf16"` rounds
     the weights and activations of the GEMM-based float kernels to bf16 (float sums) where the
     CPU has AVX512-BF16, and warns and runs fp32 elsewhere. run() may be called from many
     threads at once: each concurrent call gets its own arena and thread pool (kept for reuse),
