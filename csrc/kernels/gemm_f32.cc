@@ -28,13 +28,14 @@ constexpr int64_t kKc = kGemmKc;  // k block: packed A is kMr * kc floats (12 Ki
 constexpr int64_t kLdA = kKc + 16;  // row stride of packed A: 1 KiB + 64 B
 constexpr int64_t kPanels = 32;  // panels per block: kc x 512 columns of B (512 KiB) stay in L2
 
-// C tile rows [i, i + R), panels [p, p + P), k block [k0, k0 + kc). a points at A[i, k0], rows
+// C tile rows [i, i + R), panels [p, p + P), k block [k0, k0 + kc), the first V vectors of each
+// row (fewer than the panels hold only in the matrix's last panel). a points at A[i, k0], rows
 // kLdA apart when Packed, else g.lda apart.
-template <int R, int P, bool Packed>
+template <int R, int P, bool Packed, int V = P * kNv>
 void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, int64_t kc, bool ahead) {
   const bool first = k0 == 0, last = k0 + kc == g.k;
   const int64_t col = p * kGemmNr, cols = min_i(P * kGemmNr, g.n - col);
-  constexpr int kV = P * kNv;
+  constexpr int kV = V;
   // Accumulate from zero and add the partial C of earlier k blocks at the end: its lines were
   // prefetched here, so their trip from L3 overlaps the k loop instead of stalling it.
   if (!first)
@@ -52,8 +53,7 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
   const int64_t lda = Packed ? kLdA : g.lda;
   auto step = [&](int64_t kk, VecF (&sum)[R][kV]) {
     VecF bv[kV];
-    for (int q = 0; q < P; ++q)
-      for (int v = 0; v < kNv; ++v) bv[q * kNv + v] = VecF::load(b + q * panel + v * VecF::kLanes);
+    for (int v = 0; v < kV; ++v) bv[v] = VecF::load(b + v / kNv * panel + v % kNv * VecF::kLanes);
     // One 64-byte line per panel row: fetch the same row of the next P panels, so a B that
     // comes from DRAM streams in while this tile computes instead of stalling the next one.
     if (ahead)
@@ -88,19 +88,30 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
   }
 }
 
+// Panel p alone, computing only the vectors that hold columns: on AVX2 (two vectors a panel) a
+// matrix of 24 columns would spend half of its last panel's multiply-adds on padding.
+template <int R, bool Packed, int V = kNv>
+void lone_panel(int vectors, const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, int64_t kc,
+                bool ahead) {
+  if constexpr (V > 1)
+    if (vectors < V) return lone_panel<R, Packed, V - 1>(vectors, g, a, i, p, k0, kc, ahead);
+  tile<R, 1, Packed, V>(g, a, i, p, k0, kc, ahead);
+}
+
 // Panels [pb, pe) of row tile i (R rows): kPt panels at a time, a lone last panel on its own.
 // ahead: prefetch the panels after each group (see tile).
 template <int R>
 void row_tile(const GemmArgs& g, const float* a, bool packed, int64_t i, int64_t pb, int64_t pe, int64_t k0,
               int64_t kc, bool ahead) {
-  if (!packed) {
-    for (int64_t p = pb; p < pe; ++p) tile<R, 1, false>(g, a, i, p, k0, kc, ahead);
-    return;
-  }
+  auto lone = [&](int64_t p) {
+    const int vectors = static_cast<int>((min_i(kGemmNr, g.n - p * kGemmNr) + VecF::kLanes - 1) / VecF::kLanes);
+    packed ? lone_panel<R, true>(vectors, g, a, i, p, k0, kc, ahead)
+           : lone_panel<R, false>(vectors, g, a, i, p, k0, kc, ahead);
+  };
   int64_t p = pb;
   if constexpr (kPt > 1)
-    for (; p + kPt <= pe; p += kPt) tile<R, kPt, true>(g, a, i, p, k0, kc, ahead);
-  for (; p < pe; ++p) tile<R, 1, true>(g, a, i, p, k0, kc, ahead);
+    for (; packed && p + kPt <= pe; p += kPt) tile<R, kPt, true>(g, a, i, p, k0, kc, ahead);
+  for (; p < pe; ++p) lone(p);
 }
 
 template <int R>

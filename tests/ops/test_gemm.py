@@ -39,7 +39,7 @@ def test_gemm_small(isa, rng, transposed):
 
 # Around the tiles: rows 4 (scalar), 6 (AVX2, NEON), 12 (AVX-512); columns 16 (one panel) and
 # 32 (two panels per AVX-512 tile); k around the 256-row block; n around the 32-panel block.
-TILE_SIZES = [(m, n, 9) for m in (3, 4, 5, 6, 7, 11, 12, 13, 23, 24, 25) for n in (15, 16, 17, 31, 32, 33, 47, 48, 49)]
+TILE_SIZES = [(m, n, 9) for m in (3, 4, 5, 6, 7, 11, 12, 13, 23, 24, 25) for n in (15, 16, 17, 24, 28, 31, 32, 33, 47, 48, 49)]
 BLOCK_SIZES = [(13, 20, 255), (13, 20, 256), (13, 20, 257), (25, 40, 513), (5, 511, 7), (5, 512, 7), (5, 513, 7),
                (14, 528, 300)]
 # Around the few-rows path (up to 120 rows: all row tiles of a k block packed at once, panel
