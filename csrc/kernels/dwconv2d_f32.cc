@@ -85,7 +85,7 @@ void interior(const DwArgs& a, const Taps<K>& t, const float* const* rows, float
 // weights (16 registers on AVX2, 32 on AVX-512 and NEON).
 template <int K>
 constexpr int outputs_per_step() {
-  return K == 3 ? (VecF::kLanes == 8 ? 4 : 8) : 3;
+  return K == 1 ? 8 : K == 3 ? (VecF::kLanes == 8 ? 4 : 8) : 3;
 }
 
 // Output rows yrows[0, R) of one channel block; rows are their windows' input rows.
@@ -263,6 +263,9 @@ void rows_narrow(const DwArgs& a, int64_t r0, int64_t r1) {
 void dwconv2d_f32(const DwArgs& a, int64_t r0, int64_t r1) {
   if (narrow_fits(a)) return rows_narrow(a, r0, r1);
   const bool square = a.kh == a.kw && a.sh == a.sw && a.dh == 1 && a.dw == 1;
+  // 1x1: a per-channel multiply-add (hand-tracking models scale 8- and 16-channel maps so).
+  if (square && a.kh == 1 && a.sh == 1) return rows_fast<1, 1>(a, r0, r1);
+  if (square && a.kh == 1 && a.sh == 2) return rows_fast<1, 2>(a, r0, r1);
   if (square && a.kh == 3 && a.sh == 1) return rows_fast<3, 1>(a, r0, r1);
   if (square && a.kh == 3 && a.sh == 2) return rows_fast<3, 2>(a, r0, r1);
   if (square && a.kh == 5 && a.sh == 1) return rows_fast<5, 1>(a, r0, r1);

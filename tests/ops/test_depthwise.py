@@ -52,6 +52,9 @@ GEOMS = [
     (3, 3, 2, 2, 1, 1, 0, 1, 0, 1, 5, 45),
     (3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, 39),
     (5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 30),
+    # 1x1 (a per-channel scale): 8-pixel steps at stride 1 and 2, padded borders.
+    (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5, 23),
+    (1, 1, 2, 2, 1, 1, 1, 0, 1, 0, 9, 29),
     # Few channels at horizontal stride 1 (c = 1, 2, 4, 8 where it divides the lane count): whole
     # rows as one run of vectors, border pixels alone; a 1x1, H strided or dilated, pads past the
     # row, and 7x9 (63 taps, past the run's 49).
