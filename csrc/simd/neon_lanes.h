@@ -1,10 +1,13 @@
 // NEON lanes shared by the neon and neondot tiers (vec_neon.h and vec_neondot.h add the 4-way
-// dot product each tier has): 4 float or int32 lanes, 16 int8 lanes; tails go through a small
-// stack buffer so no lane reads or writes past n.
+// dot product each tier has): 4 float or int32 lanes, 16 int8 lanes; float tails go through a
+// small stack buffer, int8 tails through a general register (tail_bytes.h), so no lane reads or
+// writes past n.
 #pragma once
 #include <arm_neon.h>
 
 #include <cstdint>
+
+#include "simd/tail_bytes.h"
 
 namespace msv0 {
 namespace MSV0_ISA {
@@ -67,18 +70,8 @@ struct VecI32 {
     __builtin_memcpy(&w, p, 4);
     return {vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)))))};
   }
-  // The n (< 4) bytes are gathered in a general register: bytes copied to the stack and loaded
-  // as a vector stall every load on store forwarding.
   static VecI32 load_s8_tail(const int8_t* p, int64_t n) {
-    uint32_t bits = 0;
-    int off = 0;
-    if (n & 2) {
-      uint16_t t;
-      __builtin_memcpy(&t, p, 2);
-      bits = t;
-      off = 2;
-    }
-    if (n & 1) bits |= uint32_t{static_cast<uint8_t>(p[off])} << (8 * off);
+    const uint32_t bits = static_cast<uint32_t>(load_tail_bytes(p, n));
     return {vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(bits)))))};
   }
   static VecI32 splat(int32_t x) { return {vdupq_n_s32(x)}; }
@@ -94,17 +87,7 @@ struct VecI32 {
     const uint32_t t = bytes();
     __builtin_memcpy(p, &t, 4);
   }
-  void store_s8_tail(int8_t* p, int64_t n) const {
-    uint32_t bits = bytes();
-    int off = 0;
-    if (n & 2) {
-      const uint16_t t = static_cast<uint16_t>(bits);
-      __builtin_memcpy(p, &t, 2);
-      bits >>= 16;
-      off = 2;
-    }
-    if (n & 1) p[off] = static_cast<int8_t>(bits);
-  }
+  void store_s8_tail(int8_t* p, int64_t n) const { store_tail_bytes(p, bytes(), n); }
   // The four lanes narrowed to bytes, in a general register.
   uint32_t bytes() const {
     const int16x4_t w = vmovn_s32(v);

@@ -1,11 +1,13 @@
-// AVX2 + FMA tier: 8 float or int32 lanes, 32 int8 lanes; tails use maskload/maskstore (no
-// reads or writes past n). The 4-way int8 dot product is two vpmaddwd on the sign-extended even
+// AVX2 + FMA tier: 8 float or int32 lanes, 32 int8 lanes; tails use maskload/maskstore, int8
+// tails a general register (tail_bytes.h): no reads or writes past n. The 4-way int8 dot product is two vpmaddwd on the sign-extended even
 // and odd bytes: int8·int8 pairs summed in int32 cannot saturate, unlike vpmaddubsw, whose int16
 // pair sums can.
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
+
+#include "simd/tail_bytes.h"
 
 namespace msv0 {
 namespace MSV0_ISA {
@@ -72,26 +74,8 @@ struct VecI32 {
   static VecI32 load_s8(const int8_t* p) {
     return {_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))};
   }
-  // The n (< 8) bytes are gathered in a general register: bytes copied to the stack and loaded
-  // as a vector stall every load on store forwarding (depthwise rows of one channel ran 12x
-  // slower than the scalar tier).
   static VecI32 load_s8_tail(const int8_t* p, int64_t n) {
-    uint64_t bits = 0;
-    int off = 0;
-    if (n & 4) {
-      uint32_t t;
-      __builtin_memcpy(&t, p, 4);
-      bits = t;
-      off = 4;
-    }
-    if (n & 2) {
-      uint16_t t;
-      __builtin_memcpy(&t, p + off, 2);
-      bits |= uint64_t{t} << (8 * off);
-      off += 2;
-    }
-    if (n & 1) bits |= uint64_t{static_cast<uint8_t>(p[off])} << (8 * off);
-    return {_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bits)))};
+    return {_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(load_tail_bytes(p, n))))};
   }
   static VecI32 splat(int32_t x) { return {_mm256_set1_epi32(x)}; }
   static VecI32 zero() { return {_mm256_setzero_si256()}; }
@@ -100,21 +84,7 @@ struct VecI32 {
   // Each lane narrowed to int8 (the caller has clamped it to [-128, 127]).
   void store_s8(int8_t* p) const { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), narrow()); }
   void store_s8_tail(int8_t* p, int64_t n) const {
-    uint64_t bits = static_cast<uint64_t>(_mm_cvtsi128_si64(narrow()));
-    int off = 0;
-    if (n & 4) {
-      const uint32_t t = static_cast<uint32_t>(bits);
-      __builtin_memcpy(p, &t, 4);
-      bits >>= 32;
-      off = 4;
-    }
-    if (n & 2) {
-      const uint16_t t = static_cast<uint16_t>(bits);
-      __builtin_memcpy(p + off, &t, 2);
-      bits >>= 16;
-      off += 2;
-    }
-    if (n & 1) p[off] = static_cast<int8_t>(bits);
+    store_tail_bytes(p, static_cast<uint64_t>(_mm_cvtsi128_si64(narrow())), n);
   }
   __m128i narrow() const {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
