@@ -340,7 +340,7 @@ def test_region_plans_of_a_growing_loop_stay_within_the_memory_limit():
     np.testing.assert_array_equal(out[s.outputs[0].name], np.full(1 << 14, 3.0, np.float32))
     interpreter = s._idle[0].interpreter
     kept = [plan.arena_bytes for plan, _, _ in interpreter.region_plans.values()]
-    assert interpreter.region_bytes == sum(kept) <= limit
+    assert sum(kept) <= limit
     assert 1 < len(kept) < 14
 
 

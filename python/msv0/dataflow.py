@@ -145,7 +145,6 @@ class Interpreter:
     layouts: dict[tuple, Layout] = field(default_factory=dict)  # (order, keep, graph inputs) -> Layout
     # (nodes, input signature) -> (plan, its first Program's number, the feeds it is fed by position)
     region_plans: dict[tuple, tuple[CompiledPlan, int, list[int]]] = field(default_factory=dict)
-    region_bytes: int = 0  # the arenas of region_plans
     programs: int = 0  # Program numbers handed to region plans so far (StepTime.program)
     times: list[StepTime] | None = None  # where a profiled run's step times go
     t0: float = 0.0
@@ -294,11 +293,8 @@ class Interpreter:
             prepared = straight_line.prepare(model, region.nodes, inputs, region.outputs, self.num_threads)
             plan = straight_line.bind(model, prepared, [region.feeds[j] for j in fed], region.outputs,
                                       MEMORY_LIMIT.get())
-            # Each plan holds its arena: a loop whose shapes change every iteration would keep one
-            # per iteration. The oldest go once they would together pass the memory_limit.
-            while self.region_plans and self.region_bytes + plan.arena_bytes > MEMORY_LIMIT.get():
-                self.region_bytes -= self.region_plans.pop(next(iter(self.region_plans)))[0].arena_bytes
-            self.region_bytes += plan.arena_bytes
+            # A loop whose shapes change every iteration would keep an arena per iteration.
+            straight_line.make_room(self.region_plans, plan, MEMORY_LIMIT.get(), plan_of=lambda found: found[0])
             found = self.region_plans[key] = (plan, self.programs, fed)
             self.programs += len(plan.steps)
         plan, first, fed = found

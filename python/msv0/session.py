@@ -193,10 +193,7 @@ class Session:
                 except ModelError as e:
                     raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
             plan = self._bind(prepared)
-            # The arenas kept stay within the memory_limit together, as one plan's does.
-            kept = sum(p.arena_bytes for p in ctx.plans.values())
-            while ctx.plans and (len(ctx.plans) >= MAX_SIGNATURES or kept + plan.arena_bytes > self.memory_limit):
-                kept -= ctx.plans.pop(next(iter(ctx.plans))).arena_bytes
+            straight_line.make_room(ctx.plans, plan, self.memory_limit, MAX_SIGNATURES)
         ctx.plans[sig] = plan
         outs = straight_line.run(self.model, plan, arrays, times, time.perf_counter())
         return {self.model.tensors[k].name: out for k, out in zip(self.model.graph_outputs, outs)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -200,6 +200,16 @@ def bind(model: Model, prepared: Prepared, inputs: Sequence[int], outputs: Seque
         steps[-1].nodes.append(nodes)
         program.add(plan.kernel, [np.require(a, requirements="C") for a in in_arrays[:plan.kernel_inputs]], out_arrays)
     return CompiledPlan([buffers[k] for k in inputs], steps, [array(k) for k in outputs], total)
+
+
+def make_room(plans: dict, new: CompiledPlan, memory_limit: int, count: int | None = None,
+              plan_of: Callable[[object], CompiledPlan] = lambda v: v) -> None:
+    """Drop the oldest of the cached `plans` (insertion order) until `new` fits beside them: their
+    arenas and its within memory_limit together, and fewer than `count` of them left. A cache of
+    plans per input signature would otherwise keep an arena for every shape it has seen."""
+    kept = sum(plan_of(v).arena_bytes for v in plans.values())
+    while plans and ((count is not None and len(plans) >= count) or kept + new.arena_bytes > memory_limit):
+        kept -= plan_of(plans.pop(next(iter(plans)))).arena_bytes
 
 
 def run(model: Model, plan: CompiledPlan, arrays: Sequence[np.ndarray], times: list[StepTime] | None,
