@@ -40,7 +40,7 @@ ThreadPool::ThreadPool(int num_threads) : blocks_(num_threads < 1 ? 1 : num_thre
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -59,11 +59,12 @@ void ThreadPool::worker_loop(int self) {
   uint64_t seen = 0;
   for (;;) {
     auto posted = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    if (!spin_until(posted, kPauses, kYields)) {
+    auto posted_or_stop = [&] { return stop_.load(std::memory_order_relaxed) || posted(); };
+    if (!spin_until(posted_or_stop, kPauses, kYields)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || posted(); });
-      if (stop_) return;
+      wake_.wait(lock, posted_or_stop);
     }
+    if (stop_.load(std::memory_order_relaxed)) return;
     seen = generation_.load(std::memory_order_acquire);
     // Join generation `seen`, unless the caller has already excused this worker from it.
     uint64_t previous = seen - 1;

@@ -32,7 +32,9 @@ class ThreadPool {
   std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
   std::mutex mu_;      // pairs with wake_ for workers that stopped spinning
   std::condition_variable wake_;
-  bool stop_ = false;  // guarded by mu_
+  // Set under mu_; also read by spinning workers, so that a pool is destroyed without waiting
+  // out a worker's spin.
+  std::atomic<bool> stop_{false};
   // The current job. Written by run() only while no worker holds it (pending_ == 0), then
   // published by the release increment of generation_; a worker reads it after acquiring
   // generation_ and gives it back by decrementing pending_.
