@@ -153,7 +153,10 @@ void sgemm_few_rows(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64
       const int64_t pe = min_i(p + kPt, p1);
       for (int64_t i = m0; i < m1; i += kMr) {
         const float* a = packed ? packed_a + (i - m0) * kLdA : g.a + i * g.lda + k0;
-        row_tile_of<kMr>(static_cast<int>(min_i(kMr, m1 - i)), g, a, packed, i, p, pe, k0, kc, i == m0);
+        // With a single row tile (a GEMV) no other tile reuses the group, and prefetching the
+        // next one only evicts this one from L1: 1x1536x128 on AVX-512 took 11.2 us, 8.7 without.
+        const bool ahead = i == m0 && m1 - m0 > kMr;
+        row_tile_of<kMr>(static_cast<int>(min_i(kMr, m1 - i)), g, a, packed, i, p, pe, k0, kc, ahead);
       }
     }
   }
