@@ -7,13 +7,14 @@ step, and returns fresh copies of the outputs.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -99,15 +100,18 @@ class Session:
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
         self._input_names = [t.name for t in self._input_tensors]
+        self._input_name_set = set(self._input_names)
         self._input_dtypes = [t.dtype for t in self._input_tensors]
+        self._output_names = [self.model.tensors[k].name for k in self.model.graph_outputs]
         # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
         # planned node by node; if/else constructs alone plan as steps of a straight line.
         constructs = if_step.find(self.model)
         self._dataflow = constructs is None
         self._prepared: dict[Signature, Prepared] = {}
         self._weights: dict[int, np.ndarray] = {}  # dequantised once, for every plan (msv0.weights)
-        self._lock = threading.Lock()  # guards _prepared and _idle
-        self._idle: list[Context] = [self._new_context()]
+        self._lock = threading.Lock()  # guards _prepared
+        # Contexts no caller holds. A deque's pop and append are atomic: no lock on every run.
+        self._idle: collections.deque[Context] = collections.deque([self._new_context()])
         self.plan_info = PlanInfo([], {})
         if not self._dataflow:
             default = tuple(t.shape for t in self._input_tensors)
@@ -118,7 +122,7 @@ class Session:
                     raise
                 # branches that give different shapes: data flow plans them as they run
                 self._dataflow = True
-                self._idle = [self._new_context()]
+                self._idle = collections.deque([self._new_context()])
         if not self._dataflow:
             plan = self._idle[0].plans[default] = self._bind(prepared)
             self.plan_info = PlanInfo(
@@ -152,9 +156,9 @@ class Session:
 
     def _run(self, feeds, times: list[StepTime] | None) -> dict[str, np.ndarray]:
         arrays = self._check_feeds(feeds)
-        with self._lock:
-            ctx = self._idle.pop() if self._idle else None
-        if ctx is None:  # another caller holds every context: this one gets its own
+        try:
+            ctx = self._idle.pop()
+        except IndexError:  # another caller holds every context: this one gets its own
             ctx = self._new_context()
         ctx.pool.bind()
         try:
@@ -164,8 +168,7 @@ class Session:
                 return self._run_dataflow(ctx, arrays, times)
         finally:
             _core.ThreadPool.unbind()
-            with self._lock:
-                self._idle.append(ctx)
+            self._idle.append(ctx)
 
     @contextlib.contextmanager
     def _planning(self):
@@ -182,7 +185,7 @@ class Session:
         return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model, self.num_threads) if self._dataflow else None)
 
     def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
-        sig = tuple(a.shape for a in arrays)
+        sig = tuple([a.shape for a in arrays])
         plan = ctx.plans.pop(sig, None)  # put back last: the most recently run
         if plan is None:
             with self._lock:
@@ -195,8 +198,8 @@ class Session:
             plan = self._bind(prepared)
             straight_line.make_room(ctx.plans, plan, self.memory_limit, MAX_SIGNATURES)
         ctx.plans[sig] = plan
-        outs = straight_line.run(self.model, plan, arrays, times, time.perf_counter())
-        return {self.model.tensors[k].name: out for k, out in zip(self.model.graph_outputs, outs)}
+        outs = straight_line.run(self.model, plan, arrays, times, 0.0 if times is None else time.perf_counter())
+        return dict(zip(self._output_names, outs))
 
     def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         model = self.model
@@ -216,8 +219,8 @@ class Session:
 
     def _check_feeds(self, feeds) -> list[np.ndarray]:
         tensors, names = self._input_tensors, self._input_names
-        if isinstance(feeds, Mapping):
-            if len(feeds) != len(names) or not all(n in feeds for n in names):
+        if isinstance(feeds, dict) or isinstance(feeds, Mapping):  # dict first: the cheap check
+            if len(feeds) != len(names) or feeds.keys() != self._input_name_set:
                 missing = [n for n in names if n not in feeds]
                 extra = [n for n in feeds if n not in names]
                 raise InputError(f"feeds do not match the model inputs {names}: missing {missing}, unexpected {extra}")
