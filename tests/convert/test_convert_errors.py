@@ -61,9 +61,11 @@ CONVERT_FINDINGS = sorted((Path(__file__).parents[1] / "fuzz" / "findings").glob
 
 @pytest.mark.parametrize("path", CONVERT_FINDINGS, ids=lambda p: p.stem)
 def test_fuzz_findings_convert_or_raise(path):
-    """Files the converter fuzzer crashed the process with (tests/fuzz/README.md), converted in a
-    child process so that a crash fails the test instead of killing the runner."""
+    """Files the converter fuzzer crashed the process with or hung on (tests/fuzz/README.md),
+    converted in a child process so that a crash fails the test instead of killing the runner.
+    The hang: onnx's shape inference spent 40 s on an 835-byte file; it now gives up after
+    INFER_SECONDS (5 s)."""
     code = ("import sys, msv0\nfrom msv0.convert import convert\n"
             "try:\n    convert(open(sys.argv[1], 'rb').read())\nexcept msv0.Error:\n    pass\n")
-    proc = subprocess.run([*PYTHON, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*PYTHON, "-c", code, str(path)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr[-2000:]

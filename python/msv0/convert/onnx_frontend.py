@@ -12,6 +12,9 @@ handlers (onnx_ops, onnx_nn, onnx_shape, onnx_lowered) emit each remaining node.
 from __future__ import annotations
 
 import os
+import select
+import signal
+import time
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -106,10 +109,16 @@ def _fix_inputs(model, batch):
                                  "only the batch dimension may be dynamic")
 
 
+# onnx infers a real model's shapes in well under a second; the fuzzer found an 835-byte file it
+# spends 40 s on. Past this, the child is killed and the conversion goes on without them.
+INFER_SECONDS = 5.0
+
+
 def _inferred(model):
-    """The model with onnx's inferred shapes, or the model itself where inference fails. onnx's
-    C++ inference can kill the process on a malformed model (a LayerNormalization axis out of
-    range segfaults onnx 1.2x), so it runs in a forked child that sends the result back."""
+    """The model with onnx's inferred shapes, or the model itself where inference fails or runs
+    past INFER_SECONDS. onnx's C++ inference can kill the process on a malformed model (a
+    LayerNormalization axis out of range segfaults onnx 1.2x), so it runs in a forked child that
+    sends the result back."""
     onnx = _onnx()
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -122,9 +131,19 @@ def _inferred(model):
         finally:
             os._exit(0)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as src:
-        data = src.read()
+    chunks, deadline = [], time.monotonic() + INFER_SECONDS
+    with os.fdopen(read_end, "rb", buffering=0) as src:
+        while True:
+            if not select.select([src], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                os.kill(pid, signal.SIGKILL)  # out of time: go on without the shapes
+                chunks = []
+                break
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
     _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
     if status != 0 or not data:
         return model
     return onnx.load_from_string(data)
