@@ -245,11 +245,11 @@ void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* 
   }
 }
 
-// C rows [i, i + rows) x panels p, p + 1 (p alone when p + 1 == pe); a: the rows' packed A.
-// Packed rows from `rows` to the tile's 16 or 32 are stale and their rows of C not stored.
+// The products of a 16- or 32-row tile of packed A (a) and panels p, p + 1 (p twice when p + 1
+// == pe), left in tiles 0-3. Packed rows past the tile's real ones are stale; their rows of C
+// are never stored.
 template <bool kTwoHalves>
-void amx_tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int64_t i, int rows, int64_t p,
-              int64_t pe) {
+void amx_products(const GemmS8Args& g, const int8_t* a, int64_t p, int64_t pe) {
   const int64_t panel = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes, steps = (g.k + kAmxStep - 1) / kAmxStep;
   const int8_t* b0 = g.b_packed + p * panel;
   const int8_t* b1 = p + 1 < pe ? b0 + panel : b0;
@@ -274,20 +274,30 @@ void amx_tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int
       _tile_dpbssd(3, 5, 7);
     }
   }
-  alignas(64) int32_t c[kAmxMr][2 * kGemmS8Nr];
+}
+
+using AmxC = int32_t[kAmxMr][2 * kGemmS8Nr];
+
+// Tiles 0-3 into c, rows [0, 16) and, with two halves, [16, 32).
+void amx_store(AmxC& c, bool two_halves) {
   _tile_stored(0, &c[0][0], sizeof c[0]);
   _tile_stored(1, &c[0][16], sizeof c[0]);
-  if (kTwoHalves) {
+  if (two_halves) {
     _tile_stored(2, &c[16][0], sizeof c[0]);
     _tile_stored(3, &c[16][16], sizeof c[0]);
   }
+}
+
+// C rows [i, i + rows) x panels p, p + 1 from their stored products c (see finish).
+void amx_finish(const GemmS8Args& g, const AmxC& c, const int32_t* row_term, int64_t i, int rows, int64_t p,
+                int64_t pe) {
   // The tiles start at 0: bias − a_zp · Σ_k b is added here (int32 sums wrap, so the order is free).
   const int64_t col = p * kGemmS8Nr, cols = min_i(min_i(pe - p, 2) * kGemmS8Nr, g.n - col);
   const VecI32 a_zp = VecI32::splat(g.a_zp);
   VecI32 start[2] = {VecI32::zero(), VecI32::zero()};
   for (int v = 0; v < min_i(pe - p, 2); ++v)  // per-column arrays end at the last whole panel
     start[v] = VecI32::load(g.bias + col + v * kLanes) - a_zp * VecI32::load(g.b_sum + col + v * kLanes);
-  for (int h = 0; h < (kTwoHalves ? 2 : 1); ++h) {
+  for (int h = 0; h * 16 < rows; ++h) {
     VecI32 acc[16][2];
     for (int r = 0; r < 16; ++r)
       for (int v = 0; v < 2; ++v) acc[r][v] = VecI32::load(&c[16 * h + r][v * kLanes]) + start[v];
@@ -297,22 +307,35 @@ void amx_tile(const GemmS8Args& g, const int8_t* a, const int32_t* row_term, int
 
 }  // namespace
 
+// One tile behind: a tile's vector epilogue runs after the next tile's tdpbssd are issued, so
+// the vector ports requantize while the tile unit multiplies (the epilogue costs about as much
+// as the products at ResNet-50's sizes). Hence two product buffers and two sets of row sums.
 void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch) {
   if (m1 - m0 < kAmxMinRows) return gemm_s8(g, m0, m1, p0, p1, scratch);
-  int32_t* row_term = reinterpret_cast<int32_t*>(scratch + gemm_s8_scratch_bytes(g.k, kAmxMr) - 4 * kAmxMr);
+  alignas(64) AmxC c[2];
+  int32_t row_terms[2][kAmxMr];
+  struct Pending {
+    int64_t i = -1, p = 0, pe = 0;
+    int rows = 0, buf = 0, terms = 0;
+  } last;
   const int64_t panel_bytes = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes;
   const int64_t block = max_i(2, kBlockBytes / max_i(panel_bytes, 1) / 2 * 2);
+  int buf = 0, terms = 0;
   amx_configure();
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = min_i(pb + block, p1);
-    for (int64_t i = m0; i < m1; i += kAmxMr) {
+    for (int64_t i = m0; i < m1; i += kAmxMr, terms ^= 1) {
       const int rows = static_cast<int>(min_i(kAmxMr, m1 - i));
-      amx_pack_a(g, i, rows, scratch, row_term);
-      for (int64_t p = pb; p < pe; p += 2)
-        rows > 16 ? amx_tile<true>(g, scratch, row_term, i, rows, p, pe)
-                  : amx_tile<false>(g, scratch, row_term, i, rows, p, pe);
+      amx_pack_a(g, i, rows, scratch, row_terms[terms]);
+      for (int64_t p = pb; p < pe; p += 2, buf ^= 1) {
+        rows > 16 ? amx_products<true>(g, scratch, p, pe) : amx_products<false>(g, scratch, p, pe);
+        if (last.i >= 0) amx_finish(g, c[last.buf], row_terms[last.terms], last.i, last.rows, last.p, last.pe);
+        amx_store(c[buf], rows > 16);
+        last = {i, p, pe, rows, buf, terms};
+      }
     }
   }
+  if (last.i >= 0) amx_finish(g, c[last.buf], row_terms[last.terms], last.i, last.rows, last.p, last.pe);
   amx_release();
 }
 
