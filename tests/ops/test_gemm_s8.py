@@ -145,8 +145,9 @@ def test_gemm_s8_clamp(gemm_isa, rng, lo, hi):
 
 
 # Model shapes: a MobileNetV2 1x1 conv at 14x14 (m=196, k=384, n=64), a 3x3 conv's im2col
-# (m=49, k=4608, n=512 scaled down to n=40) and a batch-1 classifier.
-@pytest.mark.parametrize("m,n,k", [(196, 64, 384), (49, 40, 4608), (1, 1000, 1280)], ids=str)
+# (m=49, k=4608, n=512 scaled down to n=40) and a batch-1 classifier; B in two 1 MiB blocks
+# (17 panels of 65 KB) under row tiles of 32 and 8 rows (AMX finishes each tile one behind).
+@pytest.mark.parametrize("m,n,k", [(196, 64, 384), (49, 40, 4608), (1, 1000, 1280), (40, 260, 4100)], ids=str)
 def test_gemm_s8_model_sizes(gemm_isa, rng, m, n, k):
     check(rng, m, n, k, True, -128, rng.integers(-10, 10, n), rng.integers(-(2**16), 2**16, n, dtype=np.int32),
           random_requant(rng, n), c_zp=3)
