@@ -262,6 +262,8 @@ class Interpreter:
                         del pending[k]
                         env.pop(k, None)
             for slot, value in produced.items():
+                if slot >= len(unit.outputs):
+                    raise fail(unit, f"lists {len(unit.outputs)} output(s); its op writes output {slot}")
                 k = unit.outputs[slot]
                 if k in fixed:  # it would make itself ready again, forever
                     raise fail(unit, f"writes {model.tensors[k].label}, a constant or an input of its graph")

@@ -167,11 +167,17 @@ Control = Callable[[Any, Node, list[Any]], dict[int, Any] | None]
 CONTROL: dict[str, Control] = {}
 
 
-def control(name: str):
-    """Register a control-flow op, run by the data-flow executor (msv0.dataflow)."""
+def control(name: str, inputs: int = 0):
+    """Register a control-flow op, run by the data-flow executor (msv0.dataflow), which gets at
+    least `inputs` inputs (checked here, before fn reads them)."""
 
     def register(fn: Control) -> Control:
-        CONTROL[name] = fn
+        def checked(interp: Any, node: Node, ins: list[Any]) -> dict[int, Any] | None:
+            if len(ins) < inputs:
+                raise fail(node, f"expects at least {inputs} input(s), got {len(ins)}")
+            return fn(interp, node, ins)
+
+        CONTROL[name] = checked
 
         def build(node: Node, ins: list[Value]) -> Plan:
             raise fail(node, f"{name} runs only in data-flow mode")

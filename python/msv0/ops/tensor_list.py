@@ -37,7 +37,7 @@ def _element_shape(v: Any) -> tuple[int, ...] | None:
     return tuple(int(x) for x in a)
 
 
-@control("TensorListFromTensor")
+@control("TensorListFromTensor", inputs=1)
 def _list_from_tensor(interp, node, ins):
     x = np.asarray(ins[0])
     if x.ndim < 1:
@@ -69,7 +69,7 @@ def _itemfirst_int(node: Node, lst: TensorList, v: Any) -> int:
     return i
 
 
-@control("TensorListGetItem")
+@control("TensorListGetItem", inputs=2)
 def _list_get(interp, node, ins):
     lst = _as_list(node, ins[0])
     i = _itemfirst_int(node, lst, ins[1])
@@ -81,7 +81,7 @@ def _list_get(interp, node, ins):
     return {0: item}
 
 
-@control("TensorListSetItem")
+@control("TensorListSetItem", inputs=3)
 def _list_set(interp, node, ins):
     lst = _as_list(node, ins[0])
     i = _itemfirst_int(node, lst, ins[1])
@@ -90,7 +90,7 @@ def _list_set(interp, node, ins):
     return {0: TensorList(items, lst.element_shape, lst.dtype)}
 
 
-@control("TensorListStack")
+@control("TensorListStack", inputs=1)
 def _list_stack(interp, node, ins):
     lst = _as_list(node, ins[0])
     out = lst.stacked(node)
