@@ -151,6 +151,14 @@ def test_resize_bilinear_s8_ignores_output_params(rng, zp_in, align):
     np.testing.assert_array_equal(y, resize_bilinear_s8(x, 7, 4, align, zp_in))
 
 
+@pytest.mark.parametrize("zp_in", [0, 5])
+def test_resize_bilinear_s8_in_row_blocks(rng, zp_in):
+    """An output of 70 rows x 512 x 64 runs as blocks of 32 rows (8 MiB of int64 temporaries)."""
+    x = q8(rng, (1, 9, 40, 64))
+    y = run1("Resize", [x], (0.1, zp_in, 0.9, 50), method=0, newHeight=70, newWidth=512, alignCorners=False)
+    np.testing.assert_array_equal(y, resize_bilinear_s8(x, 70, 512, False, zp_in))
+
+
 def test_space_to_batch_pads_with_output_zero_point(rng):
     x = q8(rng, (1, 3, 2, 2))
     y = run1("SpaceToBatch", [x], (0.1, 3, 0.5, 77), blockShape=[2, 2], paddings=[1, 0, 0, 2])
