@@ -304,6 +304,12 @@ def _check_lower(node, lower, n_in):
         raise fail(node, "int8 bilinear Resize would read past the input (r1.1's rounded ratio)")
 
 
+def _tap(src, ys, xs, rows, dtype):
+    """One bilinear tap for the output rows in slice `rows`: src at (ys[rows], xs), both axes
+    gathered at once."""
+    return src[:, ys[rows, None], xs[None, :]].astype(dtype)
+
+
 @op("Resize", int8=True)
 def resize_s8(node, ins):
     """NEAREST: integer source positions; copied when the zero points are equal and the float
@@ -343,12 +349,11 @@ def resize_s8(node, ins):
         def fixed(inputs, outputs):
             src = inputs[0]
             for b in blocks:
-                def tap(ys, xs):
-                    return src[:, ys[b, None], xs[None, :]].astype(np.int64)
-
                 v = wy[:, b]
-                acc = ((1024 - wx) * (1024 - v) * tap(y0, x0) + v * (1024 - wx) * tap(y1, x0)
-                       + wx * (1024 - v) * tap(y0, x1) + wx * v * tap(y1, x1)) + (1 << 19)
+                acc = ((1024 - wx) * (1024 - v) * _tap(src, y0, x0, b, np.int64)
+                       + v * (1024 - wx) * _tap(src, y1, x0, b, np.int64)
+                       + wx * (1024 - v) * _tap(src, y0, x1, b, np.int64)
+                       + wx * v * _tap(src, y1, x1, b, np.int64)) + (1 << 19)
                 outputs[0][:, b] = np.where(acc >= 0, acc >> 20, -((-acc) >> 20))  # C division truncates
 
         return Plan([(out_shape, I8)], fixed)
@@ -359,15 +364,13 @@ def resize_s8(node, ins):
     def floating(inputs, outputs):
         src = inputs[0]
         for b in blocks:
-            def tap(ys, xs):
-                return src[:, ys[b, None], xs[None, :]].astype(np.float32)
-
             v = wy[b]
             c_lb = ((one - wx)[None, :] * (one - v)[:, None])[None, :, :, None]
             c_lt = (v[:, None] * (one - wx)[None, :])[None, :, :, None]
             c_rb = (wx[None, :] * (one - v)[:, None])[None, :, :, None]
             c_rt = (wx[None, :] * v[:, None])[None, :, :, None]
-            v = c_lb * tap(y0, x0) + c_lt * tap(y1, x0) + c_rb * tap(y0, x1) + c_rt * tap(y1, x1)
+            v = (c_lb * _tap(src, y0, x0, b, np.float32) + c_lt * _tap(src, y1, x0, b, np.float32)
+                 + c_rb * _tap(src, y0, x1, b, np.float32) + c_rt * _tap(src, y1, x1, b, np.float32))
             outputs[0][:, b] = np.trunc(v)  # the float-to-int8 conversion truncates
 
     return Plan([(out_shape, I8)], floating)
