@@ -46,7 +46,8 @@ constexpr int64_t kGemmS8Kc = 256;
 constexpr int64_t kGemmS8ChunkStride = kGemmS8Kc + 64;  // not a multiple of 256: rows in distinct L1 sets
 // static: tier passes call it too, and a shared inline copy could carry a wider tier's code.
 static inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) {
-  return ((k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride + 4) * mr;  // + mr int32 row sums
+  // + mr int32 row sums: the plain kernel's (the AMX slot, one tile behind, keeps two sets on its stack)
+  return ((k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride + 4) * mr;
 }
 
 // Rows [m0, m1) and panels [p0, p1) of C; scratch: gemm_s8_scratch_bytes(k, mr), 4-byte aligned.
