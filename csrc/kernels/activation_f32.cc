@@ -87,22 +87,22 @@ VecF to_integer(VecF x) {
   return select_lt(abs(x), VecF::splat(8388608.f), r, x);
 }
 
-// x / 6 rounded as the division rounds it, without a divide (~8 cycles a vector, most of a
-// fused conv epilogue's HSWISH): q0 = x·(1/6), r = x − 6·q0 exactly by FMA, q = q0 + r·(1/6)
-// (Markstein), or q0 where r is 0 (zeros keep their sign), with |x| < 2^-125 scaled by 2^64 and
-// back so no step is subnormal. Equal to x / 6 for all 2^32 floats (checked exhaustively). The
-// scalar tier's fmadd is not fused, so it divides.
-VecF div6(VecF x) {
-  if constexpr (VecF::kLanes == 1) {
-    return x / VecF::splat(6.f);
+// x / 6 rounded as the division rounds it, without a divide (the divide was most of a fused conv
+// epilogue's HSWISH): q0 = x·(1/6), then Markstein's correction with the remainder negated,
+// q = q0 − (6·q0 − x)·(1/6), two FMAs. Negated, the correction keeps the sign of a zero quotient,
+// ±0 and x / 6 underflowing to 0 included. Equal to x / 6 on every float whose q0 is zero or
+// normal and finite (all 2^32 checked exhaustively); where any lane's q0 is subnormal, infinite
+// or NaN (the remainder would round, or be inf − inf), the vector divides. A template so the
+// scalar tier, whose fmadd is not fused and which always divides, needs no any-lane test.
+template <class V>
+V div6(V x) {
+  if constexpr (V::kLanes == 1) {
+    return x / V::splat(6.f);
   } else {
-    const VecF one = VecF::splat(1.f), tiny = VecF::splat(0x1p-125f), zero = VecF::zero();
-    const VecF inv = VecF::splat(1.f / 6.f);
-    const VecF m = x * select_lt(abs(x), tiny, VecF::splat(0x1p64f), one);
-    const VecF q0 = m * inv, r = fmadd(q0, VecF::splat(-6.f), m);
-    const VecF fix = fmadd(r, inv, q0);
-    const VecF q = select_lt(r, zero, fix, select_lt(zero, r, fix, q0));
-    return q * select_lt(abs(x), tiny, VecF::splat(0x1p-64f), one);
+    const V inv = V::splat(1.f / 6.f), six = V::splat(6.f);
+    const V q0 = x * inv;
+    if (__builtin_expect(any_subnormal_or_nonfinite(q0), 0)) return x / six;
+    return fmadd(fmadd(q0, six, x * V::splat(-1.f)), V::splat(-1.f / 6.f), q0);  // x · −1: −0 for +0
   }
 }
 

@@ -39,6 +39,10 @@ inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) {
 inline VecF select_le(VecF a, VecF b, VecF x, VecF y) {
   return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LE_OQ), y.v, x.v)};
 }
+// Whether any lane is subnormal, infinite or NaN: a fast path's rare exit.
+inline bool any_subnormal_or_nonfinite(VecF a) {
+  return _mm512_fpclass_ps_mask(a.v, 0x01 | 0x08 | 0x10 | 0x20 | 0x80) != 0;  // QNaN, ±inf, denormal, SNaN
+}
 
 // 64 bytes: int8 values, or uint8 as dot4's first operand on the VNNI tier.
 struct VecI8 {

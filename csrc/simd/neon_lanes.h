@@ -46,6 +46,13 @@ inline float reduce_max(VecF a) { return vmaxvq_f32(a.v); }
 // a < b (a <= b) ? x : y, false where unordered.
 inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) { return {vbslq_f32(vcltq_f32(a.v, b.v), x.v, y.v)}; }
 inline VecF select_le(VecF a, VecF b, VecF x, VecF y) { return {vbslq_f32(vcleq_f32(a.v, b.v), x.v, y.v)}; }
+// Whether any lane is subnormal, infinite or NaN: a fast path's rare exit.
+inline bool any_subnormal_or_nonfinite(VecF a) {
+  const float32x4_t m = vabsq_f32(a.v);
+  const uint32x4_t sub = vandq_u32(vcgtq_f32(m, vdupq_n_f32(0.f)), vcltq_f32(m, vdupq_n_f32(0x1p-126f)));
+  const uint32x4_t big = vmvnq_u32(vcleq_f32(m, vdupq_n_f32(0x1.fffffep127f)));  // inf or NaN
+  return vmaxvq_u32(vorrq_u32(sub, big)) != 0;
+}
 
 struct VecI8 {
   static constexpr int kBytes = 16;

@@ -52,6 +52,14 @@ inline VecF select_lt(VecF a, VecF b, VecF x, VecF y) {
 inline VecF select_le(VecF a, VecF b, VecF x, VecF y) {
   return {_mm256_blendv_ps(y.v, x.v, _mm256_cmp_ps(a.v, b.v, _CMP_LE_OQ))};
 }
+// Whether any lane is subnormal, infinite or NaN: a fast path's rare exit.
+inline bool any_subnormal_or_nonfinite(VecF a) {
+  const __m256 m = _mm256_andnot_ps(_mm256_set1_ps(-0.f), a.v);
+  const __m256 sub = _mm256_and_ps(_mm256_cmp_ps(m, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                   _mm256_cmp_ps(m, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ));
+  const __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(0x1.fffffep127f), _CMP_NLE_UQ);  // inf or NaN
+  return _mm256_movemask_ps(_mm256_or_ps(sub, big)) != 0;
+}
 
 struct VecI8 {
   static constexpr int kBytes = 32;

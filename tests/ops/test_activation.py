@@ -77,8 +77,8 @@ def test_activation(isa, act, shape, rng):
 @pytest.mark.parametrize("kind", ["hswish", "hsigmoid"])
 def test_hswish_divides_by_6_exactly_on_any_float(isa, rng, kind):
     """The vector tiers divide by 6 through FMA corrections: equal to the division on random bit
-    patterns (subnormals, NaN, infinities, signed zeros) and on numerators around 2^-125, where
-    the kernel switches to scaling."""
+    patterns (subnormals, NaN, infinities, signed zeros; vectors with and without such a lane)
+    and on numerators around 3·2^-125, below which x / 6 is subnormal and a vector divides."""
     bits = rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32)
     edge = np.float32(2.0**-125) * np.linspace(0.25, 4, 4001, dtype=F)
     x = np.concatenate([bits.view(F), edge, -edge, np.array([0, -0.0, np.inf, -np.inf, -3, -4, 3], F)])
