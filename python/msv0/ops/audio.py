@@ -76,21 +76,19 @@ def mel_weights(node, bins: int, rate: float, channels: int, lower: float, upper
     if end >= bins:  # TF refuses ("input too short"); reading on would pass the last bin
         raise fail(node, f"upper limit {upper} Hz needs bin {end}, the spectrogram has {bins}")
     m = np.zeros((channels, bins))
-    ch = 0
-    for i in range(bins):
-        if i < start or i > end:
-            continue
-        melf = _mel(i * hz_per_bin)
-        while ch < channels and centers[ch] < melf:
-            ch += 1
-        band = ch - 1
-        if band >= 0:
-            w = (centers[band + 1] - melf) / (centers[band + 1] - centers[band])
-            m[band, i] += w
-        else:
-            w = (centers[0] - melf) / (centers[0] - mel_lo)
-        if band + 1 < channels:
-            m[band + 1, i] += 1.0 - w
+    # Vectorised over bins (a fuzzed file's 2^25 bins took minutes in a Python loop): TF's walk
+    # keeps a channel index that only grows, which is the count of centres below each bin's mel.
+    i = np.arange(start, end + 1)
+    melf = _mel(i * hz_per_bin)
+    band = np.searchsorted(centers[:channels], melf, side="left") - 1
+    inside = band >= 0
+    w = np.empty_like(melf)
+    b = band[inside]
+    w[inside] = (centers[b + 1] - melf[inside]) / (centers[b + 1] - centers[b])
+    w[~inside] = (centers[0] - melf[~inside]) / (centers[0] - mel_lo)
+    m[b, i[inside]] += w[inside]
+    upper_band = band + 1 < channels
+    m[band[upper_band] + 1, i[upper_band]] += 1.0 - w[upper_band]
     return m
 
 
