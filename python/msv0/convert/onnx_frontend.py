@@ -110,15 +110,18 @@ def _fix_inputs(model, batch):
 
 
 # onnx infers a real model's shapes in well under a second; the fuzzer found an 835-byte file it
-# spends 40 s on. Past this, the child is killed and the conversion goes on without them.
+# spends 40 s on. Past this, in all for one conversion (folding reruns inference), the child is
+# killed and the conversion goes on without the shapes it has not got.
 INFER_SECONDS = 5.0
 
 
-def _inferred(model):
+def _inferred(model, deadline: float):
     """The model with onnx's inferred shapes, or the model itself where inference fails or runs
-    past INFER_SECONDS. onnx's C++ inference can kill the process on a malformed model (a
+    past the deadline (time.monotonic()). onnx's C++ inference can kill the process on a malformed model (a
     LayerNormalization axis out of range segfaults onnx 1.2x), so it runs in a forked child that
     sends the result back."""
+    if time.monotonic() >= deadline:
+        return model
     onnx = _onnx()
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -131,7 +134,7 @@ def _inferred(model):
         finally:
             os._exit(0)
     os.close(write_end)
-    chunks, deadline = [], time.monotonic() + INFER_SECONDS
+    chunks = []
     with os.fdopen(read_end, "rb", buffering=0) as src:
         while True:
             if not select.select([src], [], [], max(0.0, deadline - time.monotonic()))[0]:
@@ -149,9 +152,9 @@ def _inferred(model):
     return onnx.load_from_string(data)
 
 
-def _shapes(model) -> dict:
+def _shapes(model, deadline: float) -> dict:
     from onnx import helper
-    inferred = _inferred(model)
+    inferred = _inferred(model, deadline)
     out = {}
     g = inferred.graph
     for vi in list(g.input) + list(g.value_info) + list(g.output):
@@ -187,7 +190,8 @@ def load_graph(src, batch=None) -> OGraph:
     _fix_inputs(model, batch)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    shapes = _shapes(model)
+    deadline = time.monotonic() + INFER_SECONDS
+    shapes = _shapes(model, deadline)
     for name, v in consts.items():
         shapes[name] = (v.shape, v.dtype)
     inputs = [vi.name for vi in g.input if vi.name not in consts]
@@ -205,7 +209,7 @@ def load_graph(src, batch=None) -> OGraph:
                 initial.add(name)
         del g.node[:]
         g.node.extend(n.proto for n in graph.nodes)
-        graph.shapes.update(_shapes(model))
+        graph.shapes.update(_shapes(model, deadline))
     return graph
 
 
