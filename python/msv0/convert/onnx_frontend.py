@@ -117,9 +117,9 @@ INFER_SECONDS = 5.0
 
 def _inferred(model, deadline: float):
     """The model with onnx's inferred shapes, or the model itself where inference fails or runs
-    past the deadline (time.monotonic()). onnx's C++ inference can kill the process on a malformed model (a
-    LayerNormalization axis out of range segfaults onnx 1.2x), so it runs in a forked child that
-    sends the result back."""
+    past the deadline (time.monotonic()). onnx's C++ inference can kill the process on a
+    malformed model (a LayerNormalization axis out of range segfaults onnx 1.2x), so it runs in
+    a forked child that sends the result back."""
     if time.monotonic() >= deadline:
         return model
     onnx = _onnx()
