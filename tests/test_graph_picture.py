@@ -3,6 +3,7 @@ constants inside their consumers; fused blocks, Programs and stepless (folded) n
 fill colour; the HTML page run in a real headless browser."""
 from __future__ import annotations
 
+import os
 import shutil
 import xml.etree.ElementTree as ET
 
@@ -113,7 +114,9 @@ def chromium_driver():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=driver), options=opts)
+    # Under scripts/sanitize.sh the browser must not inherit the ASan preload meant for Python: it aborts.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=driver, env=env), options=opts)
 
 
 def test_html_pans_and_zooms_in_chromium(tmp_path):

@@ -86,6 +86,7 @@ np.save(__import__("sys").stdout.buffer, y)
 
 @pytest.mark.skipif(platform.machine() != "x86_64" or QEMU_X86 is None or "MSV0_TEST_PYTHON" in os.environ,
                     reason="needs an x86_64 host with qemu-user (Debian qemu-user-static)")
+@pytest.mark.skipif("MSV0_SANITIZED" in os.environ, reason="qemu-user cannot map ASan's shadow memory")
 @pytest.mark.parametrize("cpu,tiers", [("Nehalem", "scalar"), ("Haswell", "scalar avx2")])
 def test_imports_and_runs_on_a_lesser_cpu(cpu, tiers):
     """A build made on any machine imports and runs on a CPU with fewer features: the load-time
