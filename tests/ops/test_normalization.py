@@ -143,7 +143,7 @@ def window_sq(x, before, after):
     return out
 
 
-@pytest.mark.parametrize("c,r", [(1, 0), (7, 2), (16, 5), (33, 1)])
+@pytest.mark.parametrize("c,r", [(1, 0), (7, 2), (16, 5), (33, 1), (5, 9)])
 def test_local_response_normalization(rng, c, r):
     x = rng.standard_normal((2, 3, 2, c)).astype(np.float32)
     (y,) = run_op("LocalResponseNormalization", [x], depthRadius=r, bias=1.5, alpha=0.3, beta=0.6)
@@ -164,6 +164,17 @@ def test_lrn_bad():
         run_op("Lrn", [np.zeros((1, 3), np.float32)], size=0)
     with pytest.raises(msv0.ModelError):
         run_op("LocalResponseNormalization", [np.zeros((1, 3), np.float32)], depthRadius=-1)
+
+
+def test_lrn_window_work_is_bounded():
+    """A window of 65535 channels over 32768 values would take 2^31 adds (a fuzzed file's 14 s)."""
+    x = np.ones((1, 1 << 15), np.float32)
+    with pytest.raises(msv0.ResourceError, match="window of 65535 channels over 32768 values"):
+        run_op("LocalResponseNormalization", [x], depthRadius=1 << 15, bias=1.0, alpha=1.0, beta=0.5)
+    with pytest.raises(msv0.ResourceError, match="window of 65535 channels"):
+        run_op("Lrn", [x], size=1 << 16, alpha=1.0, beta=0.5, bias=1.0)
+    (y,) = run_op("Lrn", [x], size=3, alpha=3.0, beta=0.5, bias=1.0)
+    assert y[0, 0] == y[0, -1] == np.float32(1 / np.sqrt(3.0))
 
 
 @pytest.mark.parametrize("axis,act", [([], 0), ([-1], 0), ([0, 1, 2], 3), ([2], 1)])

@@ -6,15 +6,19 @@ computed. LRN, L2Norm, LayerNorm, InstanceNorm and LpNormalization compute their
 from the input. Activations are NHWC, so "channels" is the last axis throughout."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from msv0 import _core
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
+from msv0.errors import ResourceError
 from msv0.ops.elementwise import fused_activation
 from msv0.registry import Plan, activation_range, as_float32, const_input, expect_inputs, fail, normalize_axis, op
 
 F32 = np.dtype(np.float32)
+MAX_WINDOW_ADDS = 1 << 30  # about a second of _window_square_sum's slice adds
 
 
 def _per_channel(node, ins, names) -> int:
@@ -121,13 +125,26 @@ def bias_add(node, ins):
     return Plan([(ins[0].shape, F32)], run)
 
 
-def _window_square_sum(x: np.ndarray, before: int, after: int) -> np.ndarray:
-    """Σ x_k² over k in [c - before, c + after] ∩ [0, C) along the last axis, in float32."""
+def _window(node, shape: tuple, before: int, after: int) -> range:
+    """The offsets of the window [c - before, c + after] along the last axis that can reach a
+    channel: offsets past the axis add nothing, however wide the window. The sum costs an add per
+    offset and value, in r1.1 too; past MAX_WINDOW_ADDS the node raises ResourceError."""
+    c = shape[-1]
+    offsets = range(-min(before, c - 1), min(after, c - 1) + 1)
+    values = math.prod(shape)
+    if len(offsets) * values > MAX_WINDOW_ADDS:
+        raise ResourceError(f"{node.label}: a window of {len(offsets)} channels over {values} values is over "
+                            f"the {MAX_WINDOW_ADDS} adds it may take")
+    return offsets
+
+
+def _window_square_sum(x: np.ndarray, offsets: range) -> np.ndarray:
+    """Σ x_{c+d}² over the offsets d (from _window) that stay in [0, C), along the last axis, in
+    float32 and in the order of d."""
     sq = x * x
     c = x.shape[-1]
     acc = np.zeros_like(sq)
-    # Offsets past the axis add nothing: the loop stops there, however wide the window.
-    for d in range(-min(before, c - 1), min(after, c - 1) + 1):
+    for d in offsets:
         lo, hi = max(0, -d), min(c, c - d)
         if lo < hi:
             acc[..., lo:hi] += sq[..., lo + d:hi + d]
@@ -146,10 +163,11 @@ def local_response_normalization(node, ins):
         raise fail(node, f"depthRadius {r} is negative")
     if not ins[0].shape:
         raise fail(node, "input must be at least 1-D")
+    offsets = _window(node, ins[0].shape, r, r)
 
     def run(inputs, outputs):
         x = inputs[0]
-        s = _window_square_sum(x, r, r).astype(np.float64)
+        s = _window_square_sum(x, offsets).astype(np.float64)
         scale = np.power(np.float64(a.bias) + np.float64(np.float32(a.alpha)) * s, -np.float64(a.beta))
         np.copyto(outputs[0], x * scale, casting="same_kind")
 
@@ -168,11 +186,11 @@ def lrn(node, ins):
         raise fail(node, f"size {size} must be >= 1")
     if not ins[0].shape:
         raise fail(node, "input must be at least 1-D")
-    before, after = (size - 1) // 2, size // 2
+    offsets = _window(node, ins[0].shape, (size - 1) // 2, size // 2)
 
     def run(inputs, outputs):
         x = inputs[0]
-        s = _window_square_sum(x, before, after)
+        s = _window_square_sum(x, offsets)
         np.copyto(outputs[0], x / np.power(np.float32(a.bias) + np.float32(a.alpha / size) * s, np.float32(a.beta)))
 
     return Plan([(ins[0].shape, np.dtype(np.float32))], run)
