@@ -9,11 +9,12 @@
 #include "kernels/kernel.h"
 #include "kernels/vec_exp.h"
 #include "kernels/vec_log.h"
+#include "simd/pragmas.h"
 
 // The formulas are r1.1's unfused float expressions (tanh's Padé form, x·relu6(x+3)/6): an FMA
 // contracted from them would round differently from r1.1 and from the tier without FMA. exp_f's
 // explicit fmadd calls are still fused where the tier has FMA.
-#pragma GCC optimize("fp-contract=off")
+MSV0_FP_CONTRACT_OFF
 
 namespace msv0 {
 

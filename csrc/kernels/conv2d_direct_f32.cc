@@ -50,8 +50,11 @@ int64_t last_tap(int64_t start, int64_t d, int64_t size, int64_t k) {
 }
 
 // Stores V vectors of output channels [o0, o0 + V*lanes), clipped to oc.
+// The loops over accumulators unroll completely, so that they stay registers: indexed by a loop
+// clang does not unroll, they live on the stack, stored at every tap.
 template <int V>
 void store_out(const VecF* acc, float* out, int64_t o0, int64_t oc, VecF lo, VecF hi) {
+#pragma GCC unroll 8
   for (int v = 0; v < V; ++v) {
     const int64_t o = o0 + v * VecF::kLanes;
     const VecF r = clamp(acc[v], lo, hi);
@@ -88,6 +91,7 @@ void interior_block(const DirectConvArgs& a, const float* xb, const float* wb, c
   // The clamp bounds are made here, not passed in: with 4 x 6 accumulators, two more live
   // registers through the loop make the compiler spill a weight vector.
   const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+#pragma GCC unroll 16
   for (int p = 0; p < P; ++p) store_out<V>(acc[p], yrow + (ox + p) * a.oc, o0, a.oc, lo, hi);
 }
 

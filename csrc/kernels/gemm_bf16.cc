@@ -15,6 +15,7 @@
 #include "kernels/gemm_f32.h"
 
 #include "kernels/kernel.h"
+#include "simd/pragmas.h"
 
 namespace msv0 {
 MSV0_DECLARE(sgemm_bf16, SgemmConfig)
@@ -24,11 +25,10 @@ bool cpu_has_avx512bf16();  // runtime/cpu_features.cc
 
 #if !MSV0_ONCE
 #if defined(__AVX512F__)
-#pragma GCC push_options
 #if defined(__AVX512VNNI__)
-#pragma GCC target("avx512bf16,amx-tile,amx-bf16")
+MSV0_TARGET_PUSH("avx512bf16,amx-tile,amx-bf16")
 #else
-#pragma GCC target("avx512bf16")
+MSV0_TARGET_PUSH("avx512bf16")
 #endif
 #include "simd/avx512_bf16.h"
 #if defined(__AVX512VNNI__)
@@ -236,7 +236,7 @@ constexpr ::msv0::sgemm_bf16_t sgemm_bf16_config{sgemm_bf16, kMr, kPt * kGemmNr,
 #endif
 }  // namespace MSV0_ISA
 }  // namespace msv0
-#pragma GCC pop_options
+MSV0_TARGET_POP
 #endif  // __AVX512F__
 
 #else  // binding pass

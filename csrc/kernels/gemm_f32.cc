@@ -76,6 +76,10 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < kV; ++v) acc[0][r][v] = acc[0][r][v] + acc[s][r][v];
   const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
+  // Unrolled completely, so acc stays in registers: left a loop (clang's choice), it indexes
+  // acc, which then lives on the stack, stored at every k step (the zig-built wheel's SGEMM
+  // 512^3 ran at 61 GFLOP/s, 140 with this).
+#pragma GCC unroll 16
   for (int v = 0; v < kV; ++v) {
     const int64_t left = cols - v * VecF::kLanes;
     if (left <= 0) break;

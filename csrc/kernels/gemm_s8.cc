@@ -9,6 +9,7 @@
 #include "kernels/gemm_s8.h"
 
 #include "kernels/kernel.h"
+#include "simd/pragmas.h"
 
 namespace msv0 {
 MSV0_DECLARE(gemm_s8, GemmS8Kernel)
@@ -88,27 +89,38 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
 
 // The accumulators of C rows [i, i + rows) and columns [col, col + cols) (the first cols of
 // V * kLanes) finished: the b_zp · row-sum term off, then stored as int32 or requantized int8.
+// The loops over acc unroll completely, so that a tile's accumulators stay registers: indexed
+// by a loop clang does not unroll, they live on the stack, stored at every k step.
 template <int R, int V>
 void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, int64_t i, int64_t col, int64_t cols,
             int rows) {
+#pragma GCC unroll 8
   for (int v = 0; v < V; ++v) {
     const int64_t left = cols - v * kLanes, c0 = col + v * kLanes;
     if (left <= 0) break;
     if (g.b_zp) {
       const VecI32 b_zp = VecI32::load(g.b_zp + c0);
-      for (int r = 0; r < rows; ++r) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        if (r < rows) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
     }
     if (g.c8) {
       const Requant rq{VecI32::load(g.mult + c0), VecI32::load(g.left + c0), VecI32::load(g.right + c0),
                        VecI32::splat(g.c_zp), VecI32::splat(g.lo), VecI32::splat(g.hi)};
       int8_t* c = g.c8 + i * g.ldc + c0;
-      for (int r = 0; r < rows; ++r, c += g.ldc) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r, c += g.ldc) {
+        if (r >= rows) break;
         const VecI32 y = rq(acc[r][v]);
         left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
       }
     } else {
       int32_t* c = g.c32 + i * g.ldc + c0;
-      for (int r = 0; r < rows; ++r, c += g.ldc) left >= kLanes ? acc[r][v].store(c) : acc[r][v].store_tail(c, left);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r, c += g.ldc) {
+        if (r >= rows) break;
+        left >= kLanes ? acc[r][v].store(c) : acc[r][v].store_tail(c, left);
+      }
     }
   }
 }
@@ -202,8 +214,7 @@ MSV0_EXPORT_CONFIG(gemm_s8, &gemm_s8, kMr, kPt * kGemmS8Nr, kGemmS8Kr, &gemm_s8_
 }  // namespace msv0
 
 #if defined(__AVX512VNNI__)
-#pragma GCC push_options
-#pragma GCC target("amx-tile,amx-int8")
+MSV0_TARGET_PUSH("amx-tile,amx-int8")
 #include "simd/amx.h"
 
 namespace msv0 {
@@ -342,7 +353,7 @@ void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_
 MSV0_EXPORT_CONFIG(gemm_s8_amx, &gemm_s8_amx, kAmxMr, 2 * kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack)
 }  // namespace MSV0_ISA
 }  // namespace msv0
-#pragma GCC pop_options
+MSV0_TARGET_POP
 #endif  // __AVX512VNNI__
 
 #else  // binding pass

@@ -7,9 +7,8 @@
 //   i8 -> f32: y = float(q − zp) · scale.
 // r1.1's reference is the unfused C expression, and GCC contracts a vector multiply followed by
 // an add into an FMA wherever the tier has one (aarch64 always): contraction is off for this file.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "simd/pragmas.h"
+MSV0_FP_CONTRACT_OFF
 #include "kernels/kernel.h"
 
 namespace msv0 {

@@ -3,10 +3,11 @@
 // bilinear interpolates along x on rows y0 and y1, then between them, in r1.1's unfused order
 // of operations. Channels are the vector lanes.
 #include "kernels/kernel.h"
+#include "simd/pragmas.h"
 
 // r1.1's interpolation is unfused float arithmetic; an FMA contracted from it would round
 // differently from r1.1 and from the tier without FMA.
-#pragma GCC optimize("fp-contract=off")
+MSV0_FP_CONTRACT_OFF
 
 namespace msv0 {
 

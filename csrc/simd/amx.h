@@ -1,6 +1,7 @@
 // AMX tiles for the avx512vnni pass's AMX slots (gemm_bf16.cc, gemm_s8.cc). AMX is a feature of
-// those kernels, not a tier: the includer compiles this header under #pragma GCC
-// target("amx-tile,...") and its slot is used only where amx_usable() (runtime/dispatch.h).
+// those kernels, not a tier: the includer compiles this header under
+// MSV0_TARGET_PUSH("amx-tile,...") (simd/pragmas.h) and its slot is used only where
+// amx_usable() (runtime/dispatch.h).
 #pragma once
 #include "simd/avx512_lanes.h"
 
