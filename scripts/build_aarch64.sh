@@ -6,6 +6,8 @@
 #                   Python sysroot, the host build venv, the CMake build tree and the wheel.
 #   MSV0_ARM_TESTS  pytest arguments, shell-quoted (default: -m "not slow" tests).
 #   MSV0_ARM_SHARDS how many qemu'd pytest processes share the tests (default 2).
+#   MSV0_ARM_WHEEL  a cp311 aarch64 wheel to test instead of cross-building one with gcc, e.g.
+#                   scripts/build_wheels.sh's (zig's clang).
 #   PYTHON          host CPython 3.11 (default: python3.11); it must match the target's 3.11
 #                   because the wheel's ABI tag and the build's sysconfig come from it.
 #
@@ -73,25 +75,29 @@ stamped_venv "$VENV" "$PYTHON" "$HOST_REQS"
 # 4. Cross-build the wheel. scikit-build-core takes the wheel tag from _PYTHON_HOST_PLATFORM;
 #    pybind11 takes the module suffix from the target's sysconfigdata. Debian's pyconfig.h
 #    includes <aarch64-linux-gnu/python3.11/pyconfig.h>, hence -idirafter the sysroot include.
-log "cross-build wheel"
-rm -rf "$ROOT/dist"
-launcher=()
-if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$SRC}
-  launcher=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [ -n "${MSV0_ARM_WHEEL:-}" ]; then
+  WHEEL=$(realpath "$MSV0_ARM_WHEEL")
+else
+  log "cross-build wheel"
+  rm -rf "$ROOT/dist"
+  launcher=()
+  if command -v ccache >/dev/null; then
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$SRC}
+    launcher=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  env PYTHONPATH="$SYSROOT/xsysconfig" _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__aarch64-linux-gnu \
+      _PYTHON_HOST_PLATFORM=linux-aarch64 \
+    "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps "$SRC" -w "$ROOT/dist" \
+      -C build-dir="$ROOT/build" "${launcher[@]}" \
+      -C cmake.define.CMAKE_TOOLCHAIN_FILE="$SRC/cmake/aarch64-toolchain.cmake" \
+      -C cmake.define.MSV0_ARM_SYSROOT="$SYSROOT" \
+      -C cmake.define.Python_INCLUDE_DIR="$SYSROOT/usr/include/python3.11" \
+      -C "cmake.define.CMAKE_CXX_FLAGS=-idirafter $SYSROOT/usr/include"
+  WHEEL=$(ls "$ROOT"/dist/msv0-*-cp311-cp311-linux_aarch64.whl)
+  echo "built $(basename "$WHEEL")"
 fi
-env PYTHONPATH="$SYSROOT/xsysconfig" _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__aarch64-linux-gnu \
-    _PYTHON_HOST_PLATFORM=linux-aarch64 \
-  "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps "$SRC" -w "$ROOT/dist" \
-    -C build-dir="$ROOT/build" "${launcher[@]}" \
-    -C cmake.define.CMAKE_TOOLCHAIN_FILE="$SRC/cmake/aarch64-toolchain.cmake" \
-    -C cmake.define.MSV0_ARM_SYSROOT="$SYSROOT" \
-    -C cmake.define.Python_INCLUDE_DIR="$SYSROOT/usr/include/python3.11" \
-    -C "cmake.define.CMAKE_CXX_FLAGS=-idirafter $SYSROOT/usr/include"
-WHEEL=$(ls "$ROOT"/dist/msv0-*-cp311-cp311-linux_aarch64.whl)
-echo "built $(basename "$WHEEL")"
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --upgrade --target "$SITE" \
-  --platform linux_aarch64 --only-binary=:all: "$WHEEL"
+  --platform linux_aarch64 --platform manylinux2014_aarch64 --only-binary=:all: "$WHEEL"
 
 # 5. Tests under qemu at every tier qemu's default CPU (max) offers.
 if [ -n "${MSV0_ARM_TESTS:-}" ]; then eval "set -- $MSV0_ARM_TESTS"; else set -- -m "not slow" tests; fi

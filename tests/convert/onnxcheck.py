@@ -7,6 +7,10 @@ import pytest
 import msv0
 from msv0.convert import convert
 
+# The IR version of the test graphs: the newest that onnxruntime 1.23, the last release for
+# Python 3.10, reads (onnx's default is newer).
+IR_VERSION = 10
+
 
 def run_msv0(model_bytes, feeds: dict[str, np.ndarray], keep_nchw=False, **kw) -> dict[str, np.ndarray]:
     """Convert and run; 4-D feeds go in NHWC and 4-D results come back NCHW, as ONNX has them."""

@@ -10,7 +10,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 
 from msv0.convert import convert  # noqa: E402
 from msv0.errors import UnsupportedOpError  # noqa: E402
-from onnxcheck import check, run_msv0, run_ort  # noqa: E402
+from onnxcheck import IR_VERSION, check, run_msv0, run_ort  # noqa: E402
 
 R = np.random.default_rng(12)
 N = h.make_node
@@ -28,7 +28,7 @@ def model(nodes, inputs, inits=(), elem=T.FLOAT, out_elem=T.FLOAT):
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, elem, s) for n, s in inputs],
                      [h.make_tensor_value_info("y", out_elem, None)],
                      [nh.from_array(v, k) for k, v in inits])
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION)
 
 
 def test_shape_arithmetic_folds():
@@ -110,7 +110,7 @@ def test_int_times_zero_folds(sr):
                       N("Add", ["x", "f"], ["y"])], "g",
                      [h.make_tensor_value_info("x", T.FLOAT, [2, 3]), h.make_tensor_value_info("sr", T.INT64, [])],
                      [h.make_tensor_value_info("y", T.FLOAT, None)])
-    check(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), {"x": f32(2, 3), "sr": np.array(sr, np.int64)})
+    check(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION), {"x": f32(2, 3), "sr": np.array(sr, np.int64)})
 
 
 def test_is_nan():
@@ -127,7 +127,7 @@ def test_gather_nd(runtime_indices):
         g = h.make_graph([N("GatherND", ["x", "i"], ["y"])], "g",
                          [h.make_tensor_value_info("x", T.FLOAT, [3, 4, 5]), h.make_tensor_value_info("i", T.INT64, [2, 2, 2])],
                          [h.make_tensor_value_info("y", T.FLOAT, None)])
-        m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION)
         check(m, {"x": f32(3, 4, 5), "i": ind})
     else:
         check(model([N("GatherND", ["x", "i"], ["y"])], [("x", [3, 4, 5])], inits=[("i", ind)]), {"x": f32(3, 4, 5)})
@@ -142,7 +142,7 @@ def test_einsum_matmul(eq, sa, sb):
     g = h.make_graph([N("Einsum", ["a", "b"], ["y"], equation=eq)], "g",
                      [h.make_tensor_value_info("a", T.FLOAT, sa), h.make_tensor_value_info("b", T.FLOAT, sb)],
                      [h.make_tensor_value_info("y", T.FLOAT, None)])
-    check(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), {"a": f32(*sa), "b": f32(*sb)})
+    check(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION), {"a": f32(*sa), "b": f32(*sb)})
 
 
 def test_einsum_trace_is_reported():

@@ -11,7 +11,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
 from msv0.fb.ActivationType import ActivationType  # noqa: E402
-from onnxcheck import check  # noqa: E402
+from onnxcheck import IR_VERSION, check  # noqa: E402
 
 R = np.random.default_rng(0)
 
@@ -24,7 +24,7 @@ def model(nodes, inputs, outputs, inits=(), opset=17):
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
                      [h.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
                      [nh.from_array(v, k) for k, v in inits])
-    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=IR_VERSION)
 
 
 N = h.make_node

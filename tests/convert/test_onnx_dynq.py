@@ -9,7 +9,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 
-from onnxcheck import run_msv0, run_ort, run_reference  # noqa: E402
+from onnxcheck import IR_VERSION, run_msv0, run_ort, run_reference  # noqa: E402
 
 R = np.random.default_rng(5)
 N = h.make_node
@@ -19,7 +19,7 @@ def model(nodes, inputs, outputs, inits=(), opset=17):
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
                      [h.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
                      [nh.from_array(np.asarray(v), k) for k, v in inits])
-    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=IR_VERSION)
 
 
 def check_close(m, feeds, tol=1e-6, reference=run_reference):
@@ -87,7 +87,7 @@ def test_integer_output_read_as_int32():
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
                      [h.make_tensor_value_info("y", T.INT32, None)],
                      [nh.from_array(R.integers(-128, 127, (4, 6)).astype(np.int8), "w")])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION)
     x = R.standard_normal((3, 4)).astype(np.float32)
     want, got = run_reference(m.SerializeToString(), {"x": x}), run_msv0(m.SerializeToString(), {"x": x})
     assert got["y"].dtype == np.int32
@@ -115,7 +115,7 @@ def test_dynamic_quantize_linear_uint8_outputs():
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
                      [h.make_tensor_value_info("q", T.UINT8, None), h.make_tensor_value_info("zp", T.UINT8, None),
                       h.make_tensor_value_info("qf", T.FLOAT, None)])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION).SerializeToString()
     x = R.standard_normal((3, 4)).astype(np.float32)
     want, got = run_ort(m, {"x": x}), run_msv0(m, {"x": x})
     for k in want:

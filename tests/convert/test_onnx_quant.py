@@ -21,6 +21,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 quantization = pytest.importorskip("onnxruntime.quantization")
+ORT_BEFORE_1_25 = tuple(int(v) for v in ort.__version__.split(".")[:2]) < (1, 25)  # Python 3.10's newest is 1.23
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
@@ -170,6 +171,9 @@ def tmp(tmp_path_factory):
 @pytest.mark.parametrize("fmt,per_channel,dtype", CASES[::3], ids=["-".join(map(str, c)) for c in CASES[::3]])
 @pytest.mark.parametrize("kind", OPS)
 def test_quantized_op_matches_onnxruntime(kind, fmt, per_channel, dtype, tmp, isa):
+    if kind.startswith("conv") and (fmt, dtype) == ("QOperator", "uint8") and ORT_BEFORE_1_25:
+        pytest.skip("onnxruntime before 1.25 gets u8 x u8 QLinearConv wrong (1.23.2, 1.24.4: outputs up to 239 "
+                    "steps off a NumPy reference that msv0 matches)")
     total, far, worst, ratio = _check(kind, fmt, per_channel, dtype, tmp)
     if kind.endswith("average_pool"):
         assert worst <= 0.5 * ratio + 1 + 1e-6, f"up to {worst:.2f} steps for a scale ratio of {ratio:.2f}"

@@ -14,7 +14,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
-from onnxcheck import run_msv0, run_ort  # noqa: E402
+from onnxcheck import IR_VERSION, run_msv0, run_ort  # noqa: E402
 
 R = np.random.default_rng(3)
 
@@ -46,7 +46,7 @@ def rnn_model(op, seq, batch, inp, hid, direction="forward", layout=0, bias=True
     outs = list(outputs if op == "LSTM" else outputs[:2])
     node = h.make_node(op, names, outs, hidden_size=hid, direction=direction, layout=layout, **attrs)
     g = h.make_graph([node], "rnn", inputs, [h.make_tensor_value_info(o, T.FLOAT, None) for o in outs if o], inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 14)]), feeds
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 14)], ir_version=IR_VERSION), feeds
 
 
 def as_layout0(model):

@@ -34,6 +34,7 @@ ONNX_CASES = [  # mode, coordinate_transformation_mode, nearest_mode, input [N, 
 def _onnx_resize(mode, coord, nearest, shape, target):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    from onnxcheck import IR_VERSION
     attrs = dict(mode=mode, coordinate_transformation_mode=coord)
     if nearest:
         attrs["nearest_mode"] = nearest
@@ -46,7 +47,7 @@ def _onnx_resize(mode, coord, nearest, shape, target):
         node = h.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)
     g = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, shape)],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 19)])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=IR_VERSION)
 
 
 @pytest.mark.parametrize("mode,coord,nearest,shape,target", ONNX_CASES)
