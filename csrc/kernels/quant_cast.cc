@@ -5,8 +5,9 @@
 //              tests isinf first); NaN -> 0 (undefined in r1.1: msv0's choice, as its NumPy
 //              u8 path does).
 //   i8 -> f32: y = float(q − zp) · scale.
-// r1.1's reference is the unfused C expression, and GCC contracts a vector multiply followed by
-// an add into an FMA wherever the tier has one (aarch64 always): contraction is off for this file.
+// r1.1's reference is the unfused C expression, and the compiler contracts a vector multiply
+// followed by an add into an FMA wherever the tier has one (aarch64 always): contraction is off
+// for this file.
 #include "simd/pragmas.h"
 MSV0_FP_CONTRACT_OFF
 #include "kernels/kernel.h"

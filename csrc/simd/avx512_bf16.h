@@ -2,8 +2,8 @@
 // BF16 is a CPU feature of that kernel rather than a tier of its own (a tier would compile and
 // test every kernel once more for one GEMM): the includer compiles this header and its bf16
 // code under MSV0_TARGET_PUSH("avx512bf16") (simd/pragmas.h) and fills its slot only when the
-// CPU has it. vdpbf16ps multiplies two bf16 pairs per 32-bit lane and adds both products to that lane's
-// float.
+// CPU has it. vdpbf16ps multiplies two bf16 pairs per 32-bit lane and adds both products to that
+// lane's float.
 #pragma once
 #include "simd/avx512_lanes.h"
 
