@@ -1,20 +1,25 @@
-"""Whole-model latency, msv0 vs ONNX Runtime, on the zoo networks (random weights, batch 1).
+"""Whole-model latency, msv0 vs ONNX Runtime and LiteRT, on the zoo networks (random weights,
+batch 1), saved for bench/track.py.
 
     python -m pytest bench/bench_models.py --benchmark-enable [-k resnet50]
 
 ONNX Runtime runs the equivalent ONNX graph with intra_op_num_threads = N, inter_op 1,
-sequential execution. Each model+threads pair is its own benchmark group; at the end the
-median ratio msv0 / onnxruntime of every group is printed.
+sequential execution; LiteRT (XNNPACK) the .tflite twin of bench/zoo_models.py. Each
+model+threads pair is its own benchmark group; at the end the median ratio of msv0 to each peer
+is printed. The engines run one after another, a second's pause before each; for a table
+measured in alternating blocks, with OpenVINO too, run bench/zoo_models.py.
 """
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 import pytest
 
 import msv0
 from msv0 import zoo
+from zoo_models import tflite_twin
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -27,15 +32,25 @@ MEDIANS: dict[tuple[str, int], dict[str, float]] = {}
 def network(name: str):
     net = zoo.NETS[name]()
     x = np.random.default_rng(0).standard_normal(net.input_shape).astype(np.float32)
-    return net.to_ms(), net.to_onnx().SerializeToString(), x
+    return net.to_ms(), net.to_onnx().SerializeToString(), tflite_twin(net), x
 
 
 def runner(engine: str, name: str, threads: int):
-    ms, onnx_bytes, x = network(name)
+    ms, onnx_bytes, tflite, x = network(name)
     if engine == "msv0":
         session = msv0.Session(ms, num_threads=threads)
         feeds = {"input": x}
         return lambda: session.run(feeds)
+    if engine == "litert":
+        litert = pytest.importorskip("ai_edge_litert.interpreter")
+        it = litert.Interpreter(model_content=tflite, num_threads=threads)
+        it.allocate_tensors()
+        index = it.get_input_details()[0]["index"]
+
+        def run():
+            it.set_tensor(index, x)
+            it.invoke()
+        return run
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
@@ -45,11 +60,12 @@ def runner(engine: str, name: str, threads: int):
     return lambda: sess.run(None, feeds)
 
 
-@pytest.mark.parametrize("engine", ["msv0", "onnxruntime"])
+@pytest.mark.parametrize("engine", ["msv0", "onnxruntime", "litert"])
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("name", MODELS)
 def test_model_latency(benchmark, name, threads, engine):
     run = runner(engine, name, threads)
+    time.sleep(1.0)  # the last engine's spinning workers would take this one's cores
     benchmark.group = f"{name} {threads}t"
     benchmark.extra_info.update(model=name, threads=threads, engine=engine, isa=msv0.isa())
     benchmark.pedantic(run, warmup_rounds=3, rounds=20 if name == "resnet50" else 50, iterations=1)
@@ -58,11 +74,11 @@ def test_model_latency(benchmark, name, threads, engine):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print msv0 / onnxruntime median ratios (called by bench/conftest.py's hook)."""
-    rows = [(k, v) for k, v in sorted(MEDIANS.items()) if len(v) == 2]
+    """Print msv0's median ratio to each peer (called by bench/conftest.py's hook)."""
+    rows = [(k, v) for k, v in sorted(MEDIANS.items()) if "msv0" in v and len(v) > 1]
     if not rows:
         return
-    terminalreporter.section("msv0 / onnxruntime (median latency)")
+    terminalreporter.section("msv0 / peer (median latency)")
     for (name, threads), v in rows:
-        terminalreporter.write_line(f"{name:14s} {threads}t  msv0 {v['msv0'] * 1e3:8.2f} ms  "
-                                    f"ort {v['onnxruntime'] * 1e3:8.2f} ms  ratio {v['msv0'] / v['onnxruntime']:.3f}")
+        peers = "  ".join(f"{e} {t * 1e3:8.2f} ms ({v['msv0'] / t:.3f})" for e, t in v.items() if e != "msv0")
+        terminalreporter.write_line(f"{name:14s} {threads}t  msv0 {v['msv0'] * 1e3:8.2f} ms  {peers}")

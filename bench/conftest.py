@@ -1,5 +1,5 @@
-"""Benchmark-wide hooks: every enabled run is saved for bench/track.py, and the msv0 /
-onnxruntime ratio summary of bench_models.py is printed."""
+"""Benchmark-wide hooks: every enabled run is saved for bench/track.py, and the msv0 / peer
+ratio summary of bench_models.py is printed."""
 import sys
 
 import pytest

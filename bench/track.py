@@ -5,10 +5,10 @@
 
 bench/conftest.py saves every enabled benchmark run (pytest-benchmark's autosave: one JSON per
 run, named by commit, with machine and commit info). Absolute times drift between machines
-and with load, so a run is judged by the ratio msv0 / peer of each benchmark group, the peer
-(ONNX Runtime) measured in the same run on the same machine (extra_info "engine"). The newest
-ratio of a group is compared with the median of its last --window ratios before it; a rise
-over --threshold is a regression and the exit status is 1. --plot draws every group's ratio
+and with load, so a run is judged by the ratio msv0 / peer of each benchmark group, each peer
+(ONNX Runtime, LiteRT) measured in the same run on the same machine (extra_info "engine").
+The newest ratio of a group is compared with the median of its last --window ratios before it;
+a rise over --threshold is a regression and the exit status is 1. --plot draws every group's ratio
 over the runs (PNG or SVG by the file name; needs matplotlib: pip install 'msv0[track]').
 """
 from __future__ import annotations
