@@ -236,7 +236,7 @@ int64_t wino_tiles(const Conv2dShape& s) {
 
 }  // namespace
 
-Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s) {
+Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision) {
   // One channel per group: the depthwise kernel computes the same sums.
   if (s.group == s.c && s.c == s.oc) return Conv2dAlgorithm::kDepthwise;
   // A 1x1 unpadded stride-1 conv is a GEMM on x's rows as they are (no im2col copy to save),
@@ -245,8 +245,13 @@ Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s) {
       s.oh == s.h && s.ow == s.w)
     return Conv2dAlgorithm::kGemm1x1;
   if (s.group == 1 && s.c <= kDirectMaxChannels && s.kh * s.kw * s.c <= kDirectMaxK) return Conv2dAlgorithm::kDirect;
+  // Winograd runs fp32 under bf16 and fp16 too (its transforms would amplify their rounding).
+  // Where AMX runs the bf16 GEMM, im2col on it is the faster: bf16 ResNet-50 took 20.7 ms so,
+  // 25.6 with its 3x3 convs on Winograd. vdpbf16ps alone runs no faster than fp32, and fp16's
+  // GEMM no more than twice as fast, so Winograd (4x fewer products) stays for those.
   if (s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 && s.group == 1 &&
-      s.c >= kWinoMinChannels && s.oc >= kWinoMinChannels && wino_tiles(s) >= kWinoMinTiles)
+      s.c >= kWinoMinChannels && s.oc >= kWinoMinChannels && wino_tiles(s) >= kWinoMinTiles &&
+      !(precision == Precision::kBf16 && bf16_gemm_on_amx()))
     return Conv2dAlgorithm::kWinograd;
   return Conv2dAlgorithm::kIm2col;
 }
@@ -276,12 +281,13 @@ int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) 
 // A Conv2D through the packed SGEMM: im2col (the 1x1 stride-1 unpadded case reads x's rows
 // directly), or Winograd F(4x4, 3x3). The weight [oc, kh, kw, c/group] ("KHWC") is packed
 // once: group g's rows form B^T (og x kh*kw*cg) of its GEMM; Winograd packs the 36 transformed
-// c x oc blocks instead. With bf16, im2col and 1x1 run on the bf16 GEMM; Winograd stays fp32
-// (its transforms would amplify bf16's rounding).
+// c x oc blocks instead. With bf16 or fp16, im2col and 1x1 run on that GEMM; Winograd stays
+// fp32 (see conv2d_algorithm).
 class Conv2dGemm : public NativeOp {
  public:
-  Conv2dGemm(const Conv2dShape& s, Conv2dAlgorithm algo, const float* weight, const float* bias, bool bf16)
-      : s_(s), algo_(algo), gemm_(&gemm_config(bf16 && algo != Conv2dAlgorithm::kWinograd)),
+  Conv2dGemm(const Conv2dShape& s, Conv2dAlgorithm algo, const float* weight, const float* bias, Precision precision)
+      : s_(s), algo_(algo),
+        gemm_(&gemm_config(algo == Conv2dAlgorithm::kWinograd ? Precision::kFp32 : precision)),
         fn_(MSV0_DISPATCH(conv2d_f32)), wino_fn_(MSV0_DISPATCH(conv2d_f32_winograd)) {
     const int64_t og = s.oc / s.group, k = s.kh * s.kw * (s.c / s.group);
     if (algo == Conv2dAlgorithm::kWinograd) {
@@ -476,31 +482,36 @@ MSV0_BIND(m) {
   m.def("conv2d_f32",
         [](const py::array& weight, std::optional<py::array> bias, int64_t group, int64_t sh, int64_t sw, int64_t dh,
            int64_t dw, int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape,
-           const std::vector<int64_t>& y_shape, float lo, float hi, bool bf16) -> std::shared_ptr<NativeOp> {
+           const std::vector<int64_t>& y_shape, float lo, float hi,
+           const std::string& precision_name) -> std::shared_ptr<NativeOp> {
           const Conv2dShape s = conv2d_shape(shape_of(weight), group, sh, sw, dh, dw, pt, pl, x_shape, y_shape, lo, hi);
           if (bias) expect_shape(*bias, {s.oc}, "bias");
           const float* w = in_ptr<float>(weight, "weight");
           const float* b = bias ? in_ptr<float>(*bias, "bias") : nullptr;
-          const Conv2dAlgorithm algo = conv2d_algorithm(s);
+          const Precision precision = parse_precision(precision_name);
+          const Conv2dAlgorithm algo = conv2d_algorithm(s, precision);
           if (algo == Conv2dAlgorithm::kDepthwise) return make_dwconv2d(s, w, b);
           if (algo == Conv2dAlgorithm::kDirect) return make_direct_conv2d(s, w, b);
-          return std::make_shared<Conv2dGemm>(s, algo, w, b, bf16);
+          return std::make_shared<Conv2dGemm>(s, algo, w, b, precision);
         },
         py::arg("weight"), py::arg("bias"), py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"),
         py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"),
-        py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("bf16") = false,
+        py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("precision") = "fp32",
         "The NHWC float32 Conv2D kernel object for these shapes: weight [oc, kh, kw, c/group] packed once for "
-        "the algorithm conv2d_algorithm picks; its name is that algorithm. With bf16, im2col and gemm1x1 "
-        "round weights and activations to bf16 (float sums); the other algorithms ignore it.");
+        "the algorithm conv2d_algorithm picks; its name is that algorithm. With precision bf16 or fp16, im2col "
+        "and gemm1x1 round weights and activations to it; the other algorithms run fp32.");
   m.def("conv2d_algorithm",
         [](const std::vector<int64_t>& weight_shape, int64_t group, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
-           int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape) {
+           int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
+           const std::string& precision) {
           return std::string(conv2d_algorithm_name(conv2d_algorithm(
-              conv2d_shape(weight_shape, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape, -INFINITY, INFINITY))));
+              conv2d_shape(weight_shape, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape, -INFINITY, INFINITY),
+              parse_precision(precision))));
         },
         py::arg("weight_shape"), py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"),
-        py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"),
-        "The algorithm conv2d_f32 picks for this geometry: depthwise, direct, gemm1x1, im2col or winograd.");
+        py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"), py::arg("precision") = "fp32",
+        "The algorithm conv2d_f32 picks for this geometry (and precision, on this CPU): depthwise, direct, "
+        "gemm1x1, im2col or winograd.");
 }
 
 }  // namespace msv0

@@ -23,7 +23,8 @@ struct Conv2dShape {
 };
 
 enum class Conv2dAlgorithm { kDepthwise, kDirect, kGemm1x1, kIm2col, kWinograd };
-Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s);
+// precision: the kernel object's (a 3x3 conv may leave Winograd for the bf16 GEMM).
+Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision);
 const char* conv2d_algorithm_name(Conv2dAlgorithm a);
 
 // weight as above; bias oc floats, or null.

@@ -22,7 +22,7 @@ struct FusedArgs {
   GemmArgs expand;   // b_packed, bias, n = c, k = cin, lo, hi; the rest is set per band
   DwArgs dw;         // weight, bias, zeros and geometry; x, y, n, h, oh, pt are set per band
   GemmArgs project;  // as expand (n = cout, k = c); b_packed null when there is none
-  SgemmFn expand_gemm, project_gemm;  // the slots that packed their B (fp32 or bf16)
+  SgemmFn expand_gemm, project_gemm;  // the slots that packed their B (fp32, bf16 or fp16)
   int64_t n, h, oh;
   int64_t band;  // output rows per band
 };

@@ -241,25 +241,17 @@ MSV0_TARGET_POP
 
 #else  // binding pass
 namespace msv0 {
-namespace {
 
 // The AMX slot asks the OS for the tile state here, on first use, and yields to the plain one
 // where the OS refuses.
-const SgemmConfig& bf16_config() { return amx_or_plain(sgemm_bf16_amx_slots(), Amx::kBf16, sgemm_bf16_slots()); }
+const SgemmConfig& bf16_gemm() { return amx_or_plain(sgemm_bf16_amx_slots(), Amx::kBf16, sgemm_bf16_slots()); }
 
-}  // namespace
-
-const SgemmConfig& gemm_config(bool bf16) {
-  if (!bf16) return sgemm_config();
-  const SgemmConfig& c = bf16_config();
-  if (!c.fn) throw ArgError("bf16: needs AVX512-BF16 and the avx512 tier (active: " + std::string(isa_name(active_isa())) + ")");
-  return c;
-}
+bool bf16_gemm_on_amx() { return &bf16_gemm() == &sgemm_bf16_amx_slots().get(); }
 
 MSV0_BIND(m) {
-  m.def("bf16_available", [] { return bf16_config().fn != nullptr; },
+  m.def("bf16_available", [] { return bf16_gemm().fn != nullptr; },
         "Whether the bf16 GEMM that precision=\"bf16\" needs runs here: AVX512-BF16, from the avx512 tier up.");
-  m.def("bf16_tile", [] { const SgemmConfig& c = bf16_config(); return py::make_tuple(c.mr, c.nr); },
+  m.def("bf16_tile", [] { const SgemmConfig& c = bf16_gemm(); return py::make_tuple(c.mr, c.nr); },
         "(mr, nr) of the bf16 GEMM on the active tier: (12, 32) vdpbf16ps, (32, 32) AMX; (0, 0) none.");
 }
 

@@ -231,6 +231,23 @@ namespace msv0 {
 
 const SgemmConfig& sgemm_config() { return MSV0_DISPATCH(sgemm_f32); }
 
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
+  if (name == "fp16") return Precision::kFp16;
+  throw ArgError("precision must be fp32, bf16 or fp16, got '" + name + "'");
+}
+
+const SgemmConfig& gemm_config(Precision precision) {
+  if (precision == Precision::kFp32) return sgemm_config();
+  const bool bf16 = precision == Precision::kBf16;
+  const SgemmConfig& c = bf16 ? bf16_gemm() : fp16_gemm();
+  if (c.fn) return c;
+  const std::string active = isa_name(active_isa());
+  throw ArgError(bf16 ? "bf16: needs AVX512-BF16 and the avx512 tier (active: " + active + ")"
+                      : "fp16: needs FP16 arithmetic (ARMv8.2-A) and the neon tier (active: " + active + ")");
+}
+
 std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k,
                                       const float* bias, const SgemmConfig& gemm) {
   auto p = std::make_shared<PackedB>();
@@ -256,12 +273,12 @@ void sgemm_run(const SgemmConfig& cfg, const GemmArgs& g) {
 }
 
 // y = clamp(x · B + bias, lo, hi) with B packed once: a FullConnection, or a constant MatMul
-// operand. x holds rows x k floats and y rows x n, in the shapes fixed here. With bf16, B and
-// x are rounded to bf16 (gemm_bf16.cc).
+// operand. x holds rows x k floats and y rows x n, in the shapes fixed here. With bf16 or fp16,
+// B and x are rounded to it (see Precision).
 class Gemm : public NativeOp {
  public:
   Gemm(const py::array& b, bool transposed, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
-       const std::vector<int64_t>& y_shape, float lo, float hi, bool bf16)
+       const std::vector<int64_t>& y_shape, float lo, float hi, const std::string& precision)
       : lo_(lo), hi_(hi) {
     if (b.ndim() != 2) throw ArgError("weight: expected a 2-D array");
     const int64_t n = transposed ? b.shape(0) : b.shape(1), k = transposed ? b.shape(1) : b.shape(0);
@@ -273,7 +290,7 @@ class Gemm : public NativeOp {
     if (elements(x_shape) != rows_ * k)
       throw ArgError("x_shape: expected " + std::to_string(rows_) + " rows of " + std::to_string(k));
     b_ = pack_b(in_ptr<float>(b, "weight"), b.shape(1), transposed, n, k,
-                bias ? in_ptr<float>(*bias, "bias") : nullptr, gemm_config(bf16));
+                bias ? in_ptr<float>(*bias, "bias") : nullptr, gemm_config(parse_precision(precision)));
     set_operands({{x_shape}}, {{y_shape}});
   }
 
@@ -296,9 +313,9 @@ MSV0_BIND(m) {
       "y = clamp(x · B + bias, lo, hi) with B (k x n, or n x k when transposed) packed once, on x of x_shape "
       "(rows x k elements) into y of y_shape (rows x n).")
       .def(py::init<const py::array&, bool, std::optional<py::array>, const std::vector<int64_t>&,
-                    const std::vector<int64_t>&, float, float, bool>(),
+                    const std::vector<int64_t>&, float, float, const std::string&>(),
            py::arg("b"), py::arg("transposed"), py::arg("bias"), py::arg("x_shape"), py::arg("y_shape"),
-           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("bf16") = false);
+           py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY, py::arg("precision") = "fp32");
 }
 
 }  // namespace msv0

@@ -64,13 +64,23 @@ inline void sgemm_bias_only(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p
 }  // namespace msv0
 #else
 #include <memory>
+#include <string>
 #include <vector>
 namespace msv0 {
 // The active tier's SGEMM slot.
 const SgemmConfig& sgemm_config();
-// The slot a kernel object packs its constant B for: sgemm_config(), or with bf16 the active
-// tier's bf16 GEMM (gemm_bf16.cc; ArgError where the tier has none).
-const SgemmConfig& gemm_config(bool bf16);
+// The arithmetic of a GEMM-based float kernel object (Session precision): fp32, or B and A
+// rounded to bf16 (gemm_bf16.cc, x86) or to fp16 (gemm_f16.cc, aarch64) by the slot that
+// packs them, each a CPU feature of that one kernel. Named "fp32", "bf16", "fp16".
+enum class Precision { kFp32, kBf16, kFp16 };
+Precision parse_precision(const std::string& name);  // ArgError for any other name
+// The slot a kernel object packs its constant B for (ArgError where the active tier has none).
+const SgemmConfig& gemm_config(Precision precision);
+// The active tier's reduced-precision slots; fn is null where this CPU or tier has none.
+const SgemmConfig& bf16_gemm();
+const SgemmConfig& fp16_gemm();
+// Whether the active tier's bf16 GEMM runs on AMX tiles (else vdpbf16ps, or there is none).
+bool bf16_gemm_on_amx();
 
 // B packed once per Session by a slot's packer (pack_b), with its bias (empty for none): what
 // a GEMM-based kernel object owns and a fused block that absorbs it shares.

@@ -2,8 +2,8 @@
 // transposes when asked. A constant b is packed once per batch at construction; a b computed
 // by the graph (attention's Q·K^T and P·V) is packed per run, batch by batch, into the running
 // thread's scratch. With at least as many batches as threads, each thread takes whole batches;
-// otherwise the batches run one after another, each over the whole pool. With bf16 (a constant
-// b only), b and a are rounded to bf16 (gemm_bf16.cc).
+// otherwise the batches run one after another, each over the whole pool. With bf16 or fp16 (a
+// constant b only), b and a are rounded to it (gemm_f32.h's Precision).
 #include "kernels/gemm_f32.h"
 
 #include "kernels/kernel.h"
@@ -27,11 +27,11 @@ class MatMul : public NativeOp {
   // trans_a), batch x (k x n, or n x k when trans_b) and batch x m x n elements.
   MatMul(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, std::optional<py::array> b,
          std::optional<py::array> bias, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
-         const std::vector<int64_t>& y_shape, bool bf16)
-      : gemm_(&gemm_config(bf16)), batch_(batch), m_(m), n_(n), k_(k), trans_a_(trans_a), trans_b_(trans_b),
-        const_b_(b.has_value()) {
+         const std::vector<int64_t>& y_shape, const std::string& precision)
+      : gemm_(&gemm_config(parse_precision(precision))), batch_(batch), m_(m), n_(n), k_(k), trans_a_(trans_a),
+        trans_b_(trans_b), const_b_(b.has_value()) {
     if (batch < 0 || m < 0 || n < 0 || k < 0) throw ArgError("batch, m, n and k must be >= 0");
-    if (bf16 && !b) throw ArgError("bf16: needs a constant b");
+    if (precision != "fp32" && !b) throw ArgError(precision + ": needs a constant b");
     const auto expect = [](const std::vector<int64_t>& s, int64_t want, const char* what) {
       if (elements(checked_shape(s, s.size(), what)) != want)
         throw ArgError(std::string(what) + ": expected " + std::to_string(want) + " elements");
@@ -118,10 +118,10 @@ MSV0_BIND(m) {
       "without it b is the kernel's second input, packed per run.")
       .def(py::init<int64_t, int64_t, int64_t, int64_t, bool, bool, std::optional<py::array>,
                     std::optional<py::array>, const std::vector<int64_t>&, const std::vector<int64_t>&,
-                    const std::vector<int64_t>&, bool>(),
+                    const std::vector<int64_t>&, const std::string&>(),
            py::arg("batch"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("trans_a"), py::arg("trans_b"),
            py::arg("b") = py::none(), py::arg("bias") = py::none(), py::arg("a_shape"), py::arg("b_shape"),
-           py::arg("y_shape"), py::arg("bf16") = false);
+           py::arg("y_shape"), py::arg("precision") = "fp32");
 }
 
 }  // namespace msv0

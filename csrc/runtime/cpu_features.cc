@@ -21,6 +21,12 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP_FPHP
+#define HWCAP_FPHP (1 << 9)
+#endif
+#ifndef HWCAP_ASIMDHP
+#define HWCAP_ASIMDHP (1 << 10)
+#endif
 #endif
 
 namespace msv0 {
@@ -118,6 +124,17 @@ bool cpu_has_avx512bf16() {
 #if defined(__x86_64__) || defined(_M_X64)
   unsigned a, b, c, d;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+  return false;
+#endif
+}
+
+// FP16 arithmetic (ARMv8.2-A FP16, scalar and AdvSIMD): gemm_f16.cc's kernel, on the aarch64
+// tiers.
+bool cpu_has_fp16_arith() {
+#if defined(__aarch64__) && defined(__linux__)
+  const unsigned long hw = getauxval(AT_HWCAP);
+  return (hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP);
 #else
   return false;
 #endif

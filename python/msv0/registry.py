@@ -27,18 +27,13 @@ Shape = tuple[int, ...]
 DEFAULT_MEMORY_LIMIT = 4 << 30
 # The planning Session's memory_limit (a context variable: Sessions may plan concurrently).
 MEMORY_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("msv0_memory_limit", default=DEFAULT_MEMORY_LIMIT)
-# The planning Session's precision ("fp32", or "bf16" once the Session has checked that the
-# CPU has it): the GEMM-based float kernels (Conv2D's im2col and 1x1, FullConnection, MatMul
-# on a constant B) read it when they pack their weights.
+# The planning Session's precision ("fp32", or "bf16" / "fp16" once the Session has checked that
+# the CPU has it): the GEMM-based float kernels (Conv2D's im2col and 1x1, FullConnection, MatMul
+# on a constant B) pass it to their kernel objects, which pack their weights for it.
 PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("msv0_precision", default="fp32")
 # The planning Session's dequantised weights by tensor index (msv0.weights): a re-plan for new
 # input shapes reuses them. None outside a Session: nothing is kept.
 WEIGHTS: contextvars.ContextVar[dict[int, np.ndarray] | None] = contextvars.ContextVar("msv0_weights", default=None)
-
-
-def bf16() -> bool:
-    """Whether the kernel object being built packs its weights to bf16 (see PRECISION)."""
-    return PRECISION.get() == "bf16"
 
 
 def check_size(what: str, shape: Sequence[int], dtype) -> None:

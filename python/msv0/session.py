@@ -31,7 +31,9 @@ Signature = tuple[Shape, ...]
 # (audio of every length) plans an evicted one anew instead of holding packed weights and an
 # arena for every shape it has seen.
 MAX_SIGNATURES = 8
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "fp16")
+# What each reduced precision needs from the CPU and the active tier (its warning).
+_NEEDS = {"bf16": "AVX512-BF16 and the avx512 tier", "fp16": "FP16 arithmetic (ARMv8.2-A) and the neon tier"}
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,10 @@ class Session:
     it folds at plan time, and together the arenas it keeps for the input shapes run most recently
     (the oldest go first, planned anew if they come back). `precision="bf16"` rounds
     the weights and activations of the GEMM-based float kernels to bf16 (float sums) where the
-    CPU has AVX512-BF16, and warns and runs fp32 elsewhere. run() may be called from many
-    threads at once: each concurrent call gets its own arena and thread pool (kept for reuse),
-    so every caller gets the serial result."""
+    CPU has AVX512-BF16; `precision="fp16"` computes them in fp16 (r1.1's enable_float16) where
+    it has ARMv8.2-A FP16 arithmetic; elsewhere each warns and runs fp32. run() may be called
+    from many threads at once: each concurrent call gets its own arena and thread pool (kept for
+    reuse), so every caller gets the serial result."""
 
     def __init__(self, model: Model | str | os.PathLike | bytes, num_threads: int = 1,
                  memory_limit: int = DEFAULT_MEMORY_LIMIT, precision: str = "fp32"):
@@ -92,11 +95,12 @@ class Session:
         self.memory_limit = memory_limit
         if precision not in PRECISIONS:
             raise InputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if precision == "bf16" and not _core.bf16_available():
-            warnings.warn(f"precision='bf16' needs AVX512-BF16 and the avx512 tier (active: {_core.isa()}): "
+        available = {"fp32": True, "bf16": _core.bf16_available(), "fp16": _core.fp16_available()}
+        if not available[precision]:
+            warnings.warn(f"precision={precision!r} needs {_NEEDS[precision]} (active: {_core.isa()}): "
                           "running fp32", RuntimeWarning, stacklevel=2)
             precision = "fp32"
-        self.precision = precision  # what runs: "bf16" only where the CPU has it
+        self.precision = precision  # what runs: a reduced one only where the CPU has it
         check_supported(self.model)
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
         self._input_names = [t.name for t in self._input_tensors]

@@ -10,7 +10,8 @@ import numpy as np
 from msv0 import _core
 from msv0.fb.PadMode import PadMode
 from msv0.geometry import conv_size, deconv_size
-from msv0.registry import Plan, activation_range, as_float32, bf16, check_size, const_input, expect_inputs, fail, op
+from msv0.registry import (PRECISION, Plan, activation_range, as_float32, check_size, const_input, expect_inputs,
+                           fail, op)
 from msv0.weights import float_weight
 
 
@@ -128,7 +129,7 @@ def conv2d(node, ins):
     win = g.win
     out_shape = (g.n, win.oh, win.ow, g.oc)
     kernel = _core.conv2d_f32(g.weight, g.bias, win.group, win.sh, win.sw, win.dh, win.dw, win.pt, win.pl,
-                              ins[0].shape, out_shape, g.lo, g.hi, bf16=bf16())
+                              ins[0].shape, out_shape, g.lo, g.hi, precision=PRECISION.get())
     return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
 
 

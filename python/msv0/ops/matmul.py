@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import _core
-from msv0.registry import Plan, activation_range, as_float32, bf16, const_input, expect_inputs, fail, op
+from msv0.registry import PRECISION, Plan, activation_range, as_float32, const_input, expect_inputs, fail, op
 from msv0.weights import float_weight
 
 
@@ -40,7 +40,7 @@ def full_connection(node, ins):
         if bias.size != n:
             raise fail(node, f"bias has {bias.size} values, weight has N={n}")
     lo, hi = activation_range(a.activationType)
-    kernel = _core.Gemm(weight, True, bias, x.shape, out_shape, lo, hi, bf16=bf16())
+    kernel = _core.Gemm(weight, True, bias, x.shape, out_shape, lo, hi, precision=PRECISION.get())
     return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)
 
 
@@ -86,5 +86,5 @@ def matmul(node, ins):
     else:
         b = np.ascontiguousarray(float_weight(node, w, "inited", "B"))
     kernel = _core.MatMul(nb, m, n, ka, bool(a.transposeA), bool(a.transposeB), b, bias, x.shape, w.shape,
-                          out_shape, bf16=b is not None and bf16())
+                          out_shape, precision=PRECISION.get() if b is not None else "fp32")
     return Plan([(out_shape, np.dtype(np.float32))], kernel=kernel)

@@ -1,0 +1,292 @@
+"""precision="bf16" and "fp16": the reduced-precision GEMM kernel objects against NumPy on the same
+operands rounded to bf16 (x86) or fp16 (aarch64, under qemu in CI), whole zoo nets against fp32,
+and the fp32 fallback where the CPU or tier lacks them."""
+import pickle
+
+import numpy as np
+import pytest
+
+import msv0
+from msv0 import _core, zoo
+
+# AVX512-BF16 and AMX are CPU features of the bf16 GEMM (csrc/kernels/gemm_bf16.cc), not tiers.
+needs_bf16 = pytest.mark.skipif(not _core.bf16_available(), reason="no AVX512-BF16 here")
+
+
+def bf16(x):
+    """x rounded to the nearest bf16 (ties to even), as float32: vcvtne2ps2bf16 on finite values."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def check_close(got, a, b, bias, lo=-np.inf, hi=np.inf):
+    """got against bf16(a) · bf16(b) + bias in float64. Products of two bf16 values are exact in
+    float32, so the kernel's only error is the rounding of its float32 running sums: at most
+    (k + 2) · 2^-24 · Σ|a·b| (+ |bias|) per output. Unrounded operands would be off by ~2^-9."""
+    a64, b64 = bf16(a).astype(np.float64), bf16(b).astype(np.float64)
+    want = a64 @ b64 + (0 if bias is None else bias)
+    bound = np.abs(a64) @ np.abs(b64) + (0 if bias is None else np.abs(bias))
+    tol = (a.shape[-1] + 2) * 2.0 ** -24 * bound + 1e-30
+    err = np.abs(got.astype(np.float64) - np.clip(want, lo, hi))
+    assert (err <= tol).all(), f"{(err > tol).sum()} of {err.size} outside tolerance; max err {err.max()}"
+
+
+@pytest.fixture(params=["avx512", "avx512vnni"])
+def bf16_tier(request):
+    """Each bf16 GEMM: vdpbf16ps (avx512 tier) and AMX tiles (avx512vnni, where the CPU has AMX)."""
+    if request.param not in msv0.available_isas():
+        pytest.skip(f"no {request.param} tier here")
+    with msv0.isa_cap(request.param):
+        if not _core.bf16_available():
+            pytest.skip("no AVX512-BF16 here")
+        if request.param == "avx512vnni" and _core.bf16_tile() != (32, 32):
+            pytest.skip("no AMX here: the avx512 kernel serves this tier")
+        yield request.param
+
+
+@pytest.fixture(params=[1, 2], ids=["1t", "2t"])
+def threads(request):
+    pool = _core.ThreadPool(request.param)
+    pool.bind()
+    yield request.param
+    _core.ThreadPool.unbind()
+
+
+# Around the 12 x 32 tile, the 120-row chunk, the 512-deep k block and odd k (a half pair).
+GEMM_SIZES = [(1, 1, 1), (1, 1000, 1280), (11, 15, 3), (12, 32, 2), (13, 33, 9), (25, 47, 511), (121, 17, 513),
+              (130, 64, 1030), (196, 96, 384)]
+
+
+@needs_bf16
+@pytest.mark.parametrize("m,n,k", GEMM_SIZES, ids=str)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gemm_bf16(bf16_tier, rng, threads, m, n, k, transposed):
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32) if k % 2 else None
+    gemm = _core.Gemm(b, transposed, bias, (m, k), (m, n), -1.5, 2.0, precision="bf16")
+    y = np.full((m, n), np.nan, np.float32)
+    gemm([a], [y])
+    check_close(y, a, b.T if transposed else b, bias, -1.5, 2.0)
+
+
+@needs_bf16
+def test_matmul_bf16_constant_b(bf16_tier, rng, threads):
+    a = rng.standard_normal((3, 29, 70), dtype=np.float32)
+    b = rng.standard_normal((3, 70, 37), dtype=np.float32)
+    mm = _core.MatMul(3, 29, 37, 70, False, False, b, None, a.shape, b.shape, (3, 29, 37), precision="bf16")
+    y = np.full((3, 29, 37), np.nan, np.float32)
+    mm([a], [y])
+    for i in range(3):
+        check_close(y[i], a[i], b[i], None)
+    with pytest.raises(ValueError, match="constant b"):
+        _core.MatMul(3, 29, 37, 70, False, False, None, None, a.shape, b.shape, (3, 29, 37), precision="bf16")
+
+
+def im2col(x, kh, kw, stride, pads, oh, ow):
+    """Rows of (kh, kw, c) windows of NHWC x, one per output pixel, zeros in the padding."""
+    n, h, w, c = x.shape
+    pt, pl = pads
+    xp = np.zeros((n, h + pt + kh + stride * oh, w + pl + kw + stride * ow, c), np.float32)
+    xp[:, pt:pt + h, pl:pl + w] = x
+    cols = [xp[:, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride]
+            for ky in range(kh) for kx in range(kw)]
+    return np.stack(cols, axis=3).reshape(n * oh * ow, kh * kw * c)
+
+
+# (x shape, oc, kernel, stride, pads, group, algorithm): a 1x1 over odd channels, im2col with
+# padding, stride 2 and groups, a 7x7 map (49 pixels: the threads split channels), and a 3x3
+# that fp32 runs on Winograd: im2col on AMX, Winograd (in fp32, tested in test_conv) on vdpbf16ps.
+CONVS = [((1, 9, 11, 37), 45, 1, 1, (0, 0), 1, "gemm1x1"),
+         ((2, 10, 9, 24), 33, 3, 2, (1, 1), 1, "im2col"),
+         ((1, 8, 7, 20), 34, 3, 1, (1, 0), 2, "im2col"),
+         ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, "im2col"),
+         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd", "avx512vnni": "im2col"})]
+
+
+@needs_bf16
+@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS, ids=str)
+def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
+    n, h, w, c = x_shape
+    cg, og = c // group, oc // group
+    oh, ow = (h + 2 * pads[0] - kernel) // stride + 1, (w + 2 * pads[1] - kernel) // stride + 1
+    x = rng.standard_normal(x_shape, dtype=np.float32)
+    wt = rng.standard_normal((oc, kernel, kernel, cg), dtype=np.float32)
+    bias = rng.standard_normal(oc, dtype=np.float32)
+    conv = _core.conv2d_f32(wt, bias, group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc), 0.0, 6.0,
+                            precision="bf16")
+    want = algorithm if isinstance(algorithm, str) else algorithm[bf16_tier]
+    assert conv.name == want
+    assert _core.conv2d_algorithm(wt.shape, group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc),
+                                  precision="bf16") == want
+    if want == "winograd":
+        return
+    y = np.full((n, oh, ow, oc), np.nan, np.float32)
+    conv([x], [y])
+    for g in range(group):
+        a = im2col(x[..., g * cg:(g + 1) * cg], kernel, kernel, stride, pads, oh, ow)
+        b = wt[g * og:(g + 1) * og].reshape(og, -1).T
+        check_close(y[..., g * og:(g + 1) * og].reshape(-1, og), a, b, bias[g * og:(g + 1) * og], 0.0, 6.0)
+
+
+def rel_err(got, want):
+    """max |got - want| / max |want|: the largest error relative to the output's scale."""
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+# MobileNetV2 (fused blocks, 1x1 convs, the classifier) and ResNet-18 (im2col, Winograd kept fp32).
+@needs_bf16
+@pytest.mark.parametrize("net,num_threads", [("mobilenet_v2", 1), ("mobilenet_v2", 2), ("resnet18", 2)])
+def test_zoo_net_bf16_against_fp32(net, num_threads):
+    model = zoo.NETS[net](resolution=96 if net == "mobilenet_v2" else 112).to_ms()
+    fp32 = msv0.Session(model, num_threads=num_threads)
+    session = msv0.Session(model, num_threads=num_threads, precision="bf16")
+    assert session.precision == "bf16"
+    x = np.random.default_rng(1).standard_normal(fp32.inputs[0].shape).astype(np.float32)
+    want, got = fp32.run([x]), session.run([x])
+    for name in want:
+        err = rel_err(got[name], want[name])
+        assert 0 < err <= 1e-2, f"{net} {name}: relative error {err}"
+    assert pickle.loads(pickle.dumps(session)).precision == "bf16"
+
+
+def test_bf16_falls_back_to_fp32_with_a_warning():
+    model = zoo.mobilenet_tiny()
+    x = np.random.default_rng(1).standard_normal(msv0.load(model).inputs[0].shape).astype(np.float32)
+    with msv0.isa_cap("avx2" if "avx2" in msv0.available_isas() else "scalar"):
+        assert not _core.bf16_available()
+        with pytest.warns(RuntimeWarning, match="precision='bf16' needs AVX512-BF16"):
+            session = msv0.Session(model, precision="bf16")
+        assert session.precision == "fp32"
+        want = msv0.Session(model).run([x])
+        got = session.run([x])
+        with pytest.raises(ValueError, match="AVX512-BF16"):
+            _core.Gemm(np.ones((4, 4), np.float32), False, None, (1, 4), (1, 4), precision="bf16")
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+
+
+@pytest.mark.parametrize("precision", ["FP16", "BF16", "", None, 16])
+def test_unknown_precision_is_an_input_error(precision):
+    with pytest.raises(msv0.InputError, match="precision must be one of"):
+        msv0.Session(zoo.mobilenet_tiny(), precision=precision)
+
+
+def test_kernel_objects_name_the_precisions():
+    with pytest.raises(ValueError, match="precision must be fp32, bf16 or fp16, got 'fp64'"):
+        _core.Gemm(np.ones((4, 4), np.float32), False, None, (1, 4), (1, 4), precision="fp64")
+
+
+# ---- fp16 (aarch64 with ARMv8.2-A FP16 arithmetic) ------------------------------------------
+@pytest.fixture(params=["neon", "neondot"])
+def fp16_tier(request):
+    """The fp16 GEMM of each aarch64 tier (each compiles its own), where the CPU has FP16."""
+    if request.param not in msv0.available_isas():
+        pytest.skip(f"no {request.param} tier here")
+    with msv0.isa_cap(request.param):
+        if not _core.fp16_available():
+            pytest.skip("no FP16 arithmetic here")
+        yield request.param
+
+
+FP16_BLOCK = 256  # gemm_f16.cc's kKc: fp16 sums run over at most this many products
+
+
+def fp16_gemm(a, b, bias, lo=-np.inf, hi=np.inf):
+    """What the fp16 GEMM computes, bit for bit: per k block, fp16 sums of the fp16-rounded
+    operands' products, each step one fused multiply-add rounded once to fp16 (float64 holds the
+    product and the sum exactly); the blocks summed in float32, then bias and clamp in float32."""
+    a16, b16 = (np.asarray(v, np.float32).astype(np.float16).astype(np.float64) for v in (a, b))
+    m, k = a16.shape
+    c = np.zeros((m, b16.shape[1]), np.float32)
+    for k0 in range(0, k, FP16_BLOCK):
+        acc = np.zeros(c.shape, np.float16)
+        for kk in range(k0, min(k, k0 + FP16_BLOCK)):
+            acc = (acc.astype(np.float64) + np.outer(a16[:, kk], b16[kk])).astype(np.float16)
+        c = acc.astype(np.float32) if k0 == 0 else acc.astype(np.float32) + c
+    if bias is not None:
+        c = c + bias.astype(np.float32)
+    return np.clip(c, np.float32(lo), np.float32(hi))
+
+
+# Around the 8-row tile, the 16-column panel and the 256-deep block.
+FP16_SIZES = [(1, 1, 1), (1, 100, 300), (7, 15, 3), (8, 16, 2), (9, 33, 257), (25, 47, 511), (130, 20, 40)]
+
+
+@pytest.mark.parametrize("m,n,k", FP16_SIZES, ids=str)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gemm_fp16(fp16_tier, rng, threads, m, n, k, transposed):
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32) if k % 2 else None
+    gemm = _core.Gemm(b, transposed, bias, (m, k), (m, n), -1.5, 2.0, precision="fp16")
+    y = np.full((m, n), np.nan, np.float32)
+    gemm([a], [y])
+    np.testing.assert_array_equal(y, fp16_gemm(a, b.T if transposed else b, bias, -1.5, 2.0))
+
+
+def test_matmul_fp16_constant_b(fp16_tier, rng, threads):
+    a = rng.standard_normal((3, 29, 70), dtype=np.float32)
+    b = rng.standard_normal((3, 70, 37), dtype=np.float32)
+    mm = _core.MatMul(3, 29, 37, 70, False, False, b, None, a.shape, b.shape, (3, 29, 37), precision="fp16")
+    y = np.full((3, 29, 37), np.nan, np.float32)
+    mm([a], [y])
+    for i in range(3):
+        np.testing.assert_array_equal(y[i], fp16_gemm(a[i], b[i], None))
+    with pytest.raises(ValueError, match="constant b"):
+        _core.MatMul(3, 29, 37, 70, False, False, None, None, a.shape, b.shape, (3, 29, 37), precision="fp16")
+
+
+# As CONVS, with fp16's choice for the 3x3 that fp32 runs on Winograd: Winograd, in fp32.
+FP16_CONVS = CONVS[:-1] + [((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, "winograd")]
+
+
+@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", FP16_CONVS, ids=str)
+def test_conv2d_fp16(fp16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
+    n, h, w, c = x_shape
+    cg, og = c // group, oc // group
+    oh, ow = (h + 2 * pads[0] - kernel) // stride + 1, (w + 2 * pads[1] - kernel) // stride + 1
+    x = rng.standard_normal(x_shape, dtype=np.float32)
+    wt = rng.standard_normal((oc, kernel, kernel, cg), dtype=np.float32)
+    bias = rng.standard_normal(oc, dtype=np.float32)
+    conv = _core.conv2d_f32(wt, bias, group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc), 0.0, 6.0,
+                            precision="fp16")
+    assert conv.name == algorithm
+    if algorithm == "winograd":
+        return
+    y = np.full((n, oh, ow, oc), np.nan, np.float32)
+    conv([x], [y])
+    for g in range(group):
+        a = im2col(x[..., g * cg:(g + 1) * cg], kernel, kernel, stride, pads, oh, ow)
+        b = wt[g * og:(g + 1) * og].reshape(og, -1).T
+        want = fp16_gemm(a, b, bias[g * og:(g + 1) * og], 0.0, 6.0)
+        np.testing.assert_array_equal(y[..., g * og:(g + 1) * og].reshape(-1, og), want)
+
+
+@pytest.mark.parametrize("net,num_threads", [("mobilenet_v2", 1), ("resnet18", 2)])
+def test_zoo_net_fp16_against_fp32(fp16_tier, net, num_threads):
+    model = zoo.NETS[net](resolution=64).to_ms()
+    fp32 = msv0.Session(model, num_threads=num_threads)
+    session = msv0.Session(model, num_threads=num_threads, precision="fp16")
+    assert session.precision == "fp16"
+    x = np.random.default_rng(1).standard_normal(fp32.inputs[0].shape).astype(np.float32)
+    want, got = fp32.run([x]), session.run([x])
+    for name in want:
+        err = rel_err(got[name], want[name])
+        assert 0 < err <= 2e-2, f"{net} {name}: relative error {err}"
+
+
+def test_fp16_falls_back_to_fp32_with_a_warning():
+    model = zoo.mobilenet_tiny()
+    x = np.random.default_rng(1).standard_normal(msv0.load(model).inputs[0].shape).astype(np.float32)
+    with msv0.isa_cap("scalar"):
+        assert not _core.fp16_available()
+        with pytest.warns(RuntimeWarning, match="precision='fp16' needs FP16 arithmetic"):
+            session = msv0.Session(model, precision="fp16")
+        assert session.precision == "fp32"
+        want = msv0.Session(model).run([x])
+        got = session.run([x])
+        with pytest.raises(ValueError, match="fp16: needs FP16 arithmetic"):
+            _core.Gemm(np.ones((4, 4), np.float32), False, None, (1, 4), (1, 4), precision="fp16")
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
