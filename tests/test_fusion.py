@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import msv0
-from msv0 import _core, fusion, straight_line
+from msv0 import _core, fusion, straight_line, zoo
 from msv0.builder import Builder
 from msv0.fb.Format import Format
 from msv0.fb.ActivationType import ActivationType
@@ -297,3 +297,86 @@ def test_binary_with_activation_equals_the_two_objects(isa, rng, kind, threads):
     finally:
         _core.ThreadPool.unbind()
     np.testing.assert_array_equal(got, want)
+
+
+# The GEMM-based Conv2D objects (the ones with_residual takes).
+RESIDUAL_CASES = [c for c in POST_CASES if c[-1] in ("gemm1x1", "im2col", "winograd")]
+
+
+@pytest.mark.parametrize("op,first", [(0, True), (0, False), (1, True), (2, False)],
+                         ids=["add", "add_b", "sub", "mul_b"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", RESIDUAL_CASES, ids=[c[-1] for c in RESIDUAL_CASES])
+def test_conv_with_residual_equals_the_two_objects(isa, rng, case, threads, op, first):
+    """Add, Sub or Mul of the conv's output (operand a, or b where the op commutes) and another
+    full operand, with a ReLU6 clamp, then HSWISH: bit-equal to the three objects."""
+    x_shape, w_shape, group, stride, pad, algorithm = case
+    oh, ow = [(d + 2 * pad - w_shape[1]) // stride + 1 for d in x_shape[1:3]]
+    y_shape = (x_shape[0], oh, ow, w_shape[0])
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    bias = rng.standard_normal(w_shape[0]).astype(np.float32)
+    conv = _core.conv2d_f32(w, bias, group, stride, stride, 1, 1, pad, pad, x_shape, y_shape)
+    assert conv.name == algorithm
+    binary = _core.Binary(op, 0, 0, y_shape[-1], y_shape, y_shape, y_shape, 0.0, 6.0)
+    act = _core.Activation(_core.ACTIVATION_KINDS["hswish"], list(y_shape))
+    fused = _core.with_activation(_core.with_residual(conv, binary, first), act)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    r = rng.standard_normal(y_shape).astype(np.float32) * 3
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        y, z, want, got = (np.full(y_shape, np.nan, np.float32) for _ in range(4))
+        conv([x], [y])
+        binary([y, r] if first else [r, y], [z])
+        act([z], [want])
+        fused([x, r], [got])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_with_residual_takes_only_what_it_can_run(rng):
+    shape = (1, 5, 5, 8)
+    w = rng.standard_normal((8, 1, 1, 4)).astype(np.float32)
+    conv = _core.conv2d_f32(w, None, 1, 1, 1, 1, 1, 0, 0, (1, 5, 5, 4), shape)
+    add = _core.Binary(0, 0, 0, 8, shape, shape, shape)
+    assert _core.with_residual(_core.with_residual(conv, add, True), add, True) is None
+    relu = _core.Activation(_core.ACTIVATION_KINDS["relu"], list(shape))
+    assert _core.with_residual(_core.with_activation(conv, relu), add, True) is None  # it would run first
+    assert _core.with_residual(conv, _core.Binary(1, 0, 0, 8, shape, shape, shape), False) is None  # r - y
+    assert _core.with_residual(conv, _core.Binary(0, 0, 1, 8, shape, (8,), shape), True) is None  # per channel
+    assert _core.with_residual(conv, relu, True) is None
+    dw = _core.conv2d_f32(rng.standard_normal((8, 3, 3, 1)).astype(np.float32), None, 8, 1, 1, 1, 1, 1, 1,
+                          shape, shape)
+    assert dw.name == "depthwise" and _core.with_residual(dw, add, True) is None
+    other = (1, 5, 5, 9)
+    with pytest.raises(ValueError, match="producer's output shape"):
+        _core.with_residual(conv, _core.Binary(0, 0, 0, 9, other, other, other), True)
+
+
+def residual_net(rng) -> bytes:
+    """x -> conv A; x -> conv B; Add(A, B) with ReLU -> PReLU: A's step merges into the Add, which
+    comes after B, and the PReLU into that."""
+    b = Builder("residual")
+    x = b.input("x", (1, 9, 7, 4))
+    a, c = conv(b, x, rng, 4, 8, 0), conv(b, x, rng, 4, 8, 0)
+    y = b.node("Add", [a, c], activationType=ActivationType.RELU)
+    y = b.node("PReLU", [y, b.const("slope", rng.standard_normal(8).astype(np.float32))])
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("net", ["residual", "resnet18"])
+def test_residual_fusion_in_a_session(rng, monkeypatch, net):
+    model = residual_net(rng) if net == "residual" else zoo.resnet18(resolution=64)
+    x = rng.standard_normal(msv0.load(model).inputs[0].shape).astype(np.float32)
+    out, times = msv0.Session(model).profile([x])
+    ops = [t.op for t in times]
+    if net == "residual":
+        assert ops == ["Conv2D", "Conv2D+Add+PReLU"]
+    else:
+        assert ops.count("Conv2D+Add") == 8  # every residual Add of ResNet-18's 8 blocks
+    monkeypatch.setattr(straight_line, "fuse_residuals", lambda planned, uses: planned)
+    want = msv0.Session(model).run([x])
+    for name in want:
+        np.testing.assert_array_equal(out[name], want[name])

@@ -58,7 +58,7 @@ def test_svg_has_every_node(name):
     root = ET.fromstring(graph_picture.svg(m, s.plan_info))
     fused = [g for g in root.iter(SVG + "g") if g.get("class") == "fused-block"]
     assert len(fused) == sum(len(nodes) > 1 for nodes, _ in s.plan_info.steps)
-    assert (name == "mobilenet_tiny") == bool(fused)
+    assert fused  # MobileNet's inverted-residual blocks; ResNet's Conv2D+Add
     programs = [r for r in root.iter(SVG + "rect") if r.get("class") == "program"]
     assert len(programs) == len({p for _, p in s.plan_info.steps if p is not None})
 

@@ -4,25 +4,11 @@
 // dims (a per-channel operand on NHWC), or one whose every value is repeated over a row (a
 // per-pixel operand [N, H, W, 1] on NHWC). The output is flat; elements [e0, e1) split over
 // threads, and each run of a row is one vector loop.
+#include "kernels/binary_f32.h"
+
 #include "kernels/binary_loop.h"
 
 namespace msv0 {
-
-enum BinaryOpKind : int32_t {
-  kBinAdd = 0, kBinSub = 1, kBinMul = 2, kBinDiv = 3, kBinMaximum = 4, kBinMinimum = 5, kBinSquaredDifference = 6
-};
-
-struct BinaryArgs {
-  const float* a;
-  const float* b;
-  float* y;
-  int64_t size, inner;  // output elements; row length for kOperandRow / kOperandPerRow operands
-  int32_t op, a_kind, b_kind;
-  bool clamp;  // a fused activation: without one NaN must pass through untouched
-  float lo, hi;
-};
-
-using BinaryFn = void (*)(const BinaryArgs&, int64_t e0, int64_t e1);
 MSV0_DECLARE(binary_f32, BinaryFn)
 
 }  // namespace msv0
@@ -110,6 +96,7 @@ class Binary : public NativeOp {
     });
   }
   const char* name() const override { return "binary"; }
+  const BinaryArgs* args() const { return post_.fn ? nullptr : &g_; }
   // A residual Add followed by PReLU (MediaPipe's blocks) applies the PReLU to each chunk.
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
     auto c = std::make_shared<Binary>(*this);
@@ -124,6 +111,11 @@ class Binary : public NativeOp {
 };
 
 }  // namespace
+
+const BinaryArgs* binary_args(const NativeOp& op) {
+  const auto* b = dynamic_cast<const Binary*>(&op);
+  return b ? b->args() : nullptr;
+}
 
 MSV0_BIND(m) {
   py::class_<Binary, NativeOp, std::shared_ptr<Binary>>(m, "Binary",

@@ -214,6 +214,8 @@ MSV0_EXPORT(conv2d_f32_winograd)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "kernels/binary_f32.h"
+#include "kernels/binary_loop.h"
 #include "kernels/conv2d_f32.h"
 
 namespace msv0 {
@@ -311,8 +313,9 @@ class Conv2dGemm : public NativeOp {
     const ConvArgs a{static_cast<const float*>(in[0]), static_cast<float*>(out[0]), b.w.data(), group_stride_,
                      gemm_->fn, b.bias_or_null(), s_.n, s_.h, s_.w, s_.c, s_.oh, s_.ow, s_.oc, s_.group,
                      s_.kh, s_.kw, s_.sh, s_.sw, s_.dh, s_.dw, s_.pt, s_.pl, s_.lo, s_.hi};
-    if (algo_ == Conv2dAlgorithm::kWinograd) return run_winograd(a);
-    run_gemm(a);
+    const float* r = residual_fn_ ? static_cast<const float*>(in[1]) : nullptr;
+    if (algo_ == Conv2dAlgorithm::kWinograd) return run_winograd(a, r);
+    run_gemm(a, r);
   }
   const char* name() const override { return conv2d_algorithm_name(algo_); }
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
@@ -320,9 +323,21 @@ class Conv2dGemm : public NativeOp {
     c->post_ = post;
     return c;
   }
-  // A fused block absorbs the plain 1x1 object only (it has no post-op stage).
+  // A copy that also runs the Binary `binary` on each block of output it writes, y = y op r
+  // (then clamped as the Binary clamps), before any post-op: r is the Binary's other operand, of
+  // the output's shape, read as this object's second input. Null once a post-op is set (it
+  // would run first).
+  std::shared_ptr<NativeOp> with_residual(const BinaryArgs& binary) const {
+    if (post_.fn || residual_fn_) return nullptr;
+    auto c = std::make_shared<Conv2dGemm>(*this);
+    c->residual_ = binary;
+    c->residual_fn_ = binary_f32_slots().get();
+    c->set_operands({inputs()[0], outputs()[0]}, outputs());
+    return c;
+  }
+  // A fused block absorbs the plain 1x1 object only (it has no stages after the GEMM).
   const PointwiseParts* pointwise() const {
-    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_.fn ? &parts_ : nullptr;
+    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_.fn && !residual_fn_ ? &parts_ : nullptr;
   }
 
  private:
@@ -330,7 +345,23 @@ class Conv2dGemm : public NativeOp {
   // (each then repeats the input transform, which small layers cannot afford).
   static constexpr int64_t kWinoBigWeights = 1 << 20;
 
-  void run_gemm(const ConvArgs& a) const {
+  // The stages after the GEMM on channels [c0, c1) of pixels [p0, p1), while they are in cache:
+  // the residual Binary (r: its other operand), then the post-op.
+  void finish_pixels(float* y, const float* r, int64_t p0, int64_t p1, int64_t c0, int64_t c1) const {
+    const int64_t oc = s_.oc;
+    if (residual_fn_) {
+      BinaryArgs g = residual_;
+      g.a = y, g.b = r, g.y = y;
+      if (c0 == 0 && c1 == oc)
+        residual_fn_(g, p0 * oc, p1 * oc);
+      else
+        for (int64_t p = p0; p < p1; ++p) residual_fn_(g, p * oc + c0, p * oc + c1);
+    }
+    post_.apply_pixels(y, oc, p0, p1, c0, c1);
+  }
+  bool finishes() const { return post_.fn || residual_fn_; }
+
+  void run_gemm(const ConvArgs& a, const float* r) const {
     const int64_t pixels = a.n * a.oh * a.ow, k = a.kh * a.kw * (a.c / a.group);
     const int64_t panels = (a.oc / a.group + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
     const ThreadPool* pool = bound_pool();
@@ -353,25 +384,25 @@ class Conv2dGemm : public NativeOp {
         const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
         const int64_t p0 = pt * rows, p1 = std::min(pixels, pt * rows + rows);
         fn_(a, p0, p1, q0, q1, buf);
-        if (!post_.fn) continue;
+        if (!finishes()) continue;
         const int64_t og = a.oc / a.group, c0 = q0 * kGemmNr, c1 = std::min(q1 * kGemmNr, og);
         if (c0 == 0 && c1 == og)
-          post_.apply_pixels(a.y, a.oc, p0, p1, 0, a.oc);
+          finish_pixels(a.y, r, p0, p1, 0, a.oc);
         else
-          for (int64_t g = 0; g < a.group; ++g) post_.apply_pixels(a.y, a.oc, p0, p1, g * og + c0, g * og + c1);
+          for (int64_t g = 0; g < a.group; ++g) finish_pixels(a.y, r, p0, p1, g * og + c0, g * og + c1);
       }
     });
   }
 
-  // The post-op on output channels [c0, c1) of Winograd tiles [t0, t1) (4x4 pixels, clipped).
-  void post_tiles(const ConvArgs& a, int64_t t0, int64_t t1, int64_t c0, int64_t c1) const {
+  // finish_pixels on output channels [c0, c1) of Winograd tiles [t0, t1) (4x4 pixels, clipped).
+  void finish_tiles(const ConvArgs& a, const float* r, int64_t t0, int64_t t1, int64_t c0, int64_t c1) const {
     const int64_t th = (a.oh + kWinoTile - 1) / kWinoTile, tw = (a.ow + kWinoTile - 1) / kWinoTile;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / (th * tw), oy0 = t / tw % th * kWinoTile, ox0 = t % tw * kWinoTile;
       const int64_t ny = std::min(kWinoTile, a.oh - oy0), nx = std::min(kWinoTile, a.ow - ox0);
       for (int64_t i = 0; i < ny; ++i) {
         const int64_t p = (b * a.oh + oy0 + i) * a.ow + ox0;
-        post_.apply_pixels(a.y, a.oc, p, p + nx, c0, c1);
+        finish_pixels(a.y, r, p, p + nx, c0, c1);
       }
     }
   }
@@ -413,7 +444,7 @@ class Conv2dGemm : public NativeOp {
     parts_ = PointwiseParts{std::move(b), s_.lo, s_.hi};
   }
 
-  void run_winograd(const ConvArgs& a) const {
+  void run_winograd(const ConvArgs& a, const float* r) const {
     const int64_t tiles = wino_tiles(s_);
     const int64_t panels = (s_.oc + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
     const ThreadPool* pool = bound_pool();
@@ -437,7 +468,7 @@ class Conv2dGemm : public NativeOp {
         const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
         const int64_t t_lo = b * rows, t_hi = std::min(tiles, b * rows + rows);
         wino_fn_(a, t_lo, t_hi, q0, q1, v, v + 36 * rows * a.c);
-        if (post_.fn) post_tiles(a, t_lo, t_hi, q0 * kGemmNr, std::min(q1 * kGemmNr, a.oc));
+        if (finishes()) finish_tiles(a, r, t_lo, t_hi, q0 * kGemmNr, std::min(q1 * kGemmNr, a.oc));
       }
     });
   }
@@ -450,6 +481,8 @@ class Conv2dGemm : public NativeOp {
   int64_t group_stride_ = 0;
   PointwiseParts parts_;  // the packed weights, bias and clamp
   PostOp post_;
+  BinaryArgs residual_{};  // with_residual's Binary (pointers set per block)
+  BinaryFn residual_fn_ = nullptr;
 };
 
 // Checks a Conv2D's arguments and geometry (the op layer has already turned a model's bad
@@ -512,6 +545,26 @@ MSV0_BIND(m) {
         py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("y_shape"), py::arg("precision") = "fp32",
         "The algorithm conv2d_f32 picks for this geometry (and precision, on this CPU): depthwise, direct, "
         "gemm1x1, im2col or winograd.");
+  m.def("with_residual",
+        [](const NativeOp& producer, const NativeOp& binary, bool first) -> std::shared_ptr<NativeOp> {
+          const auto* conv = dynamic_cast<const Conv2dGemm*>(&producer);
+          const BinaryArgs* g = binary_args(binary);
+          if (!conv || !g) return nullptr;
+          const auto& y = conv->outputs()[0].shape;
+          // A broadcast operand (a per-channel scale) stays a step of its own. Operand b: y op r
+          // equals r op y only where op commutes.
+          if (g->a_kind != kOperandFull || g->b_kind != kOperandFull) return nullptr;
+          if (!first && g->op != kBinAdd && g->op != kBinMul) return nullptr;
+          if (binary.inputs()[0].shape != y || binary.inputs()[1].shape != y || binary.outputs()[0].shape != y)
+            throw ArgError("binary: its operands and output are not the producer's output shape");
+          return conv->with_residual(*g);
+        },
+        py::arg("producer"), py::arg("binary"), py::arg("first"),
+        "A copy of a Conv2D kernel object (im2col, gemm1x1 or winograd; sharing its packed weights) that also "
+        "runs the float Binary object on each block of output as it writes it, its output being the Binary's "
+        "operand a (first) or b and the other operand the copy's second input; the Binary's output is the "
+        "copy's. None for other producers, a producer with a post-op, and an operand b under an op that does "
+        "not commute.");
 }
 
 }  // namespace msv0

@@ -1,9 +1,11 @@
 """Plan-time fusion of inverted-residual blocks (MobileNetV2's): a 1x1 expand Conv2D, a
 depthwise conv and optionally a 1x1 project Conv2D become one native step
 (csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory. Then an
-Activation or PReLU step that alone reads a Conv2D's or an element-wise Add/Sub/Mul/...'s output
-runs inside that step, on each block of output while it is in cache (HSWISH after every conv of
-PP-LCNet and MobileNetV3, PReLU after the convs and residual Adds of MediaPipe's landmark models).
+element-wise Add/Mul/... of two full operands, one of them a GEMM-based Conv2D's output that
+nothing else reads (ResNet's residual Adds), and an Activation or PReLU step that alone reads a
+Conv2D's or an element-wise step's output run inside that step, on each block of output while it
+is in cache (HSWISH after every conv of PP-LCNet and MobileNetV3, PReLU after the convs and
+residual Adds of MediaPipe's landmark models).
 
 The pass absorbs steps whose Conv2D kernel object (Plan.kernel) is a 1x1 GEMM ("gemm1x1") or a
 depthwise conv ("depthwise"), and the fused object reuses their packed weights. It only merges
@@ -75,6 +77,40 @@ def _chain(planned, i, uses, num_threads):
     block = _core.FusedBlock(expand.kernel, dw_plan.kernel, project.kernel if project else None, MAX_BAND)
     out_plan = (project or dw_plan).outputs
     return (nodes, Plan(out_plan, kernel=block), [ins[0]], outs), length
+
+
+def fuse_residuals(planned: list, uses: dict[int, int]) -> list:
+    """planned and uses as for fuse_blocks. Returns the steps with each Binary step that reads a
+    Conv2D step's output, its only use, merged into that Conv2D (_core.with_residual): the conv's
+    kernel object runs the Binary's kernel on each block it has just written, the same kernels on
+    the same values as the two steps. The merged step takes the Binary's place, where its other
+    operand has been computed."""
+    producer = {outs[0]: i for i, (_, plan, _, outs) in enumerate(planned)
+                if plan.kernel is not None and len(outs) == 1}
+    merged: dict[int, tuple] = {}  # Binary step -> (Conv2D step, merged kernel object, other operand)
+    for j, (_, plan, ins, _) in enumerate(planned):
+        if not _is(plan, "binary") or ins[0] == ins[1]:
+            continue
+        for pos in (0, 1):
+            i = producer.get(ins[pos])
+            if i is None or uses.get(ins[pos], 0) != 1:
+                continue
+            kernel = _core.with_residual(planned[i][1].kernel, plan.kernel, pos == 0)
+            if kernel is not None:
+                merged[j] = (i, kernel, ins[1 - pos])
+                break
+    absorbed = {i for i, _, _ in merged.values()}
+    out = []
+    for j, (nodes, plan, ins, outs) in enumerate(planned):
+        if j in absorbed:
+            continue
+        if j in merged:
+            i, kernel, other = merged[j]
+            conv_nodes, _, conv_ins, _ = planned[i]
+            out.append((conv_nodes + nodes, Plan(plan.outputs, kernel=kernel), [conv_ins[0], other], outs))
+        else:
+            out.append(planned[j])
+    return out
 
 
 def fuse_activations(planned: list, uses: dict[int, int], values: dict) -> list:
