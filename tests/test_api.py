@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -294,6 +295,21 @@ def test_cli_bench(model_path, capsys):
     out = capsys.readouterr().out
     assert "p50" in out
     assert re.search(r"cold start: load [0-9.]+ ms, Session [0-9.]+ ms, first run [0-9.]+ ms; peak RSS [0-9]+ MiB", out)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_cli_precision(model_path, capsys, precision):
+    """--precision runs where the CPU has it, else fp32 with the Session's warning."""
+    here = {"bf16": msv0._core.bf16_available(), "fp16": msv0._core.fp16_available()}[precision]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cli.main(["bench", str(model_path), "-t", "1", "--warmup", "1", "--runs", "2",
+                         "--precision", precision]) == 0
+        assert cli.main(["run", str(model_path), "--random", "--precision", precision]) == 0
+    out = capsys.readouterr().out
+    assert f"precision {precision if here else 'fp32'}" in out
+    assert f"(1 thread(s), {precision if here else 'fp32'})" in out
+    assert len([w for w in caught if f"precision={precision!r} needs" in str(w.message)]) == (0 if here else 2)
 
 
 def test_cli_bench_against_onnxruntime(tmp_path, capsys):

@@ -20,7 +20,7 @@ import msv0
 from msv0.fb.Format import Format
 from msv0.fb.QuantType import QuantType
 from msv0.progress import bar, progress
-from msv0.session import PlanInfo
+from msv0.session import PRECISIONS, PlanInfo
 
 EXIT_ERROR = 2
 README_BEGIN, README_END = "<!-- ops:begin -->", "<!-- ops:end -->"
@@ -148,7 +148,7 @@ def info_graph(args, model: msv0.Model) -> None:
 def cmd_run(args) -> None:
     m = msv0.load(args.model)
     feeds = collect_feeds(m, args.input, args.inputs, args.random, args.seed)
-    session = msv0.Session(m, num_threads=args.threads)
+    session = msv0.Session(m, num_threads=args.threads, precision=args.precision)
     start = time.perf_counter()
     outs = session.run(feeds)
     elapsed = time.perf_counter() - start
@@ -157,7 +157,7 @@ def cmd_run(args) -> None:
         stats = (f"{a.min():.6g}", f"{a.max():.6g}", f"{a.mean():.6g}") if a.size and a.dtype.kind in "fiub" else ("-",) * 3
         rows.append((name, _shape(a.shape), a.dtype, *stats))
     table(["output", "shape", "dtype", "min", "max", "mean"], rows)
-    print(f"\nrun: {_fmt_ms(elapsed)} ms ({args.threads} thread(s))")
+    print(f"\nrun: {_fmt_ms(elapsed)} ms ({args.threads} thread(s), {session.precision})")
     if args.output:
         np.savez(args.output, **outs)
         print(f"outputs written to {args.output}")
@@ -269,7 +269,7 @@ def cmd_bench(args) -> None:
     t1 = time.perf_counter()
     feeds = collect_feeds(m, args.input, args.inputs, True, args.seed)
     t2 = time.perf_counter()
-    session = msv0.Session(m, num_threads=args.threads)
+    session = msv0.Session(m, num_threads=args.threads, precision=args.precision)
     t3 = time.perf_counter()
     session.run(feeds)
     t4 = time.perf_counter()
@@ -278,7 +278,8 @@ def cmd_bench(args) -> None:
              for opt, (label, make) in PEERS.items() if getattr(args, opt)]
     results = [("msv0", _timings(lambda: session.run(feeds), args.warmup, args.runs, "msv0"))]
     results += [(label, _timings(run, args.warmup, args.runs, label)) for label, run in peers]
-    print(f"{args.model}: {args.threads} thread(s), {args.warmup} warm-up, {args.runs} runs, ISA {msv0.isa()}")
+    print(f"{args.model}: {args.threads} thread(s), {args.warmup} warm-up, {args.runs} runs, ISA {msv0.isa()}, "
+          f"precision {session.precision}")
     print(f"cold start: load {_fmt_ms(t1 - t0)} ms, Session {_fmt_ms(t3 - t2)} ms, "
           f"first run {_fmt_ms(t4 - t3)} ms; peak RSS {rss_mib:.0f} MiB (before any peer)")
     rows = []
@@ -420,6 +421,12 @@ def _threads(p: argparse.ArgumentParser, default: int | None = 1) -> None:
                    help="number of threads")
 
 
+def _precision(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="bf16 (AVX512-BF16) or fp16 (ARMv8.2-A FP16) for the GEMM-based float kernels; "
+                        "fp32 with a warning where the CPU lacks it")
+
+
 def _graph_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graph", metavar="OUT.svg|OUT.html", help="draw the graph (HTML: with pan and zoom)")
     p.add_argument("--times", metavar="TRACE.json", help="colour the nodes by time from `msv0 bench --trace`")
@@ -453,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--random", action="store_true", help="random data for inputs without a feed")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz file")
     _threads(p)
+    _precision(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="build a small MobileNet, save, load and run it")
@@ -464,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="latency percentiles, optionally next to ONNX Runtime or LiteRT")
     p.add_argument("model")
     _threads(p, default=None)
+    _precision(p)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--compare-onnx", metavar="MODEL.onnx", help="also time this ONNX model with onnxruntime")
