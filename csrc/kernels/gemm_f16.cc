@@ -20,7 +20,9 @@ bool cpu_has_fp16_arith();  // runtime/cpu_features.cc
 
 #if !MSV0_ONCE
 #if defined(__aarch64__) && MSV0_ISA_INDEX > 0  // neon, neondot
-MSV0_TARGET_PUSH("arch=armv8.2-a+fp16")  // gcc's arm_neon.h declares the fp16 intrinsics so
+// The target gcc's arm_neon.h gives its fp16 intrinsics ("+fp16" alone fails on the neon tier);
+// zig's clang takes the same string.
+MSV0_TARGET_PUSH("arch=armv8.2-a+fp16")
 #include <arm_neon.h>
 
 namespace msv0 {
@@ -118,13 +120,18 @@ void sgemm_f16_pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, i
 int64_t sgemm_f16_packed_size(int64_t n, int64_t k) { return (panels_of(n) * kGemmNr * k + 1) / 2; }
 
 }  // namespace
+}  // namespace MSV0_ISA
+}  // namespace msv0
+MSV0_TARGET_POP
 
+// The load-time fill runs on every CPU: outside the fp16 target.
+namespace msv0 {
+namespace MSV0_ISA {
 constexpr ::msv0::sgemm_f16_t sgemm_f16_config{sgemm_f16, kMr, kGemmNr, sgemm_f16_pack_b, sgemm_f16_packed_size};
 [[maybe_unused]] static const bool sgemm_f16_exported =
     cpu_has_fp16_arith() && ::msv0::sgemm_f16_fill(MSV0_ISA_INDEX, sgemm_f16_config);
 }  // namespace MSV0_ISA
 }  // namespace msv0
-MSV0_TARGET_POP
 #endif  // __aarch64__
 
 #else  // binding pass
