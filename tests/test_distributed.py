@@ -5,6 +5,7 @@ the predictor scattered to each worker once), run as README writes them. Those s
 pip install 'msv0[ray]' / 'msv0[dask]'."""
 from __future__ import annotations
 
+import os
 import pickle
 import re
 from pathlib import Path
@@ -78,6 +79,11 @@ def run_recipe(engine: str, tmp_path, monkeypatch) -> None:
 
 
 def test_ray_recipe(tmp_path, monkeypatch):
+    # Under scripts/sanitize.sh's preloaded ASan, Ray's own processes run instrumented too, and
+    # its setproctitle (spt_setup) reads past a heap buffer: the raylet aborts, and the driver then
+    # waits for it forever.
+    if os.environ.get("MSV0_SANITIZED"):
+        pytest.skip("Ray's own processes fail AddressSanitizer (setproctitle)")
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
     try:
