@@ -19,7 +19,7 @@ import pytest
 
 import msv0
 from msv0 import zoo
-from zoo_models import tflite_twin
+from zoo_models import litert_run, tflite_twin
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -42,15 +42,8 @@ def runner(engine: str, name: str, threads: int):
         feeds = {"input": x}
         return lambda: session.run(feeds)
     if engine == "litert":
-        litert = pytest.importorskip("ai_edge_litert.interpreter")
-        it = litert.Interpreter(model_content=tflite, num_threads=threads)
-        it.allocate_tensors()
-        index = it.get_input_details()[0]["index"]
-
-        def run():
-            it.set_tensor(index, x)
-            it.invoke()
-        return run
+        pytest.importorskip("ai_edge_litert.interpreter")
+        return litert_run(tflite, threads, x)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1

@@ -96,6 +96,22 @@ def tflite_twin(net: zoo.Net) -> bytes:
     return w.finish()
 
 
+def litert_run(tflite: bytes, threads: int, x: np.ndarray):
+    """LiteRT as applications get it (default resolver: XNNPACK) on a .tflite file's bytes: a
+    function that runs it on x and returns the output."""
+    from ai_edge_litert import interpreter as litert
+
+    it = litert.Interpreter(model_content=tflite, num_threads=threads)
+    it.allocate_tensors()
+    x_index, y_index = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+
+    def run():
+        it.set_tensor(x_index, x)
+        it.invoke()
+        return it.get_tensor(y_index)
+    return run
+
+
 def ort_int8(onnx_model, calib: np.ndarray, dst: str) -> None:
     """The ONNX model quantized by ONNX Runtime's quantize_static (QDQ, per-channel) into dst."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
@@ -133,16 +149,8 @@ def _engine(kind: str, name: str, threads: int, tmp: str):
         session = msv0.Session(model, num_threads=threads, precision="bf16" if precision == "bf16" else "fp32")
         return lambda: session.run([x])
     if engine == "litert":
-        from ai_edge_litert import interpreter as litert
-
-        it = litert.Interpreter(model_path=os.path.join(tmp, f"{name}.tflite"), num_threads=threads)
-        it.allocate_tensors()
-        index = it.get_input_details()[0]["index"]
-
-        def run():
-            it.set_tensor(index, x)
-            it.invoke()
-        return run
+        with open(os.path.join(tmp, f"{name}.tflite"), "rb") as f:
+            return litert_run(f.read(), threads, x)
     onnx_file = os.path.join(tmp, f"{name}_int8.onnx" if precision == "int8" else f"{name}.onnx")
     x_nchw = {"input": np.ascontiguousarray(x.transpose(0, 3, 1, 2))}
     if engine == "onnxruntime":
@@ -220,16 +228,11 @@ def write_twins(name: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray, tmp: 
     """The peers' files in tmp: the ONNX twin, the .tflite twin (checked against msv0 where LiteRT
     is installed) and, for int8, the quantized ONNX twin."""
     onnx.save(net.to_onnx(), os.path.join(tmp, f"{name}.onnx"))
+    tflite = tflite_twin(net)
     with open(os.path.join(tmp, f"{name}.tflite"), "wb") as f:
-        f.write(tflite_twin(net))
+        f.write(tflite)
     if importlib.util.find_spec("ai_edge_litert") is not None:
-        from ai_edge_litert import interpreter as litert
-
-        it = litert.Interpreter(model_path=os.path.join(tmp, f"{name}.tflite"))
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"], x)
-        it.invoke()
-        got = it.get_tensor(it.get_output_details()[0]["index"])
+        got = litert_run(tflite, 1, x)()
         ref = msv0.Session(net.to_ms()).run([x])["logits"]
         err = np.abs(got - ref).max() / np.abs(ref).max()
         if err > 1e-4:
@@ -242,7 +245,8 @@ def accuracy(precision: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray) -> 
     fp32 = net.to_ms()
     ref = msv0.Session(fp32).run([x])["logits"]
     if precision == "int8":
-        return f"SNR against fp32 {snr_db(ref, msv0.Session(quantize(fp32, {'input': calib})).run([x])['logits']):.1f} dB"
+        got = msv0.Session(quantize(fp32, {"input": calib})).run([x])["logits"]
+        return f"SNR against fp32 {snr_db(ref, got):.1f} dB"
     got = msv0.Session(fp32, precision="bf16").run([x])["logits"]
     return f"max |bf16 - fp32| / max |fp32| = {np.abs(got - ref).max() / np.abs(ref).max():.1e}"
 

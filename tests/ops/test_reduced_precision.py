@@ -57,30 +57,41 @@ GEMM_SIZES = [(1, 1, 1), (1, 1000, 1280), (11, 15, 3), (12, 32, 2), (13, 33, 9),
               (130, 64, 1030), (196, 96, 384)]
 
 
+def check_gemm(rng, precision, m, n, k, transposed, check):
+    """A Gemm object at `precision` (bias where k is odd, clamp [-1.5, 2]): check(y, a, B, bias)."""
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32) if k % 2 else None
+    gemm = _core.Gemm(b, transposed, bias, (m, k), (m, n), -1.5, 2.0, precision=precision)
+    y = np.full((m, n), np.nan, np.float32)
+    gemm([a], [y])
+    check(y, a, b.T if transposed else b, bias)
+
+
+def check_matmul_constant_b(rng, precision, check):
+    """A batched MatMul object with a constant b at `precision`: check(y[i], a[i], b[i]); without
+    a constant b it refuses the precision."""
+    a = rng.standard_normal((3, 29, 70), dtype=np.float32)
+    b = rng.standard_normal((3, 70, 37), dtype=np.float32)
+    mm = _core.MatMul(3, 29, 37, 70, False, False, b, None, a.shape, b.shape, (3, 29, 37), precision=precision)
+    y = np.full((3, 29, 37), np.nan, np.float32)
+    mm([a], [y])
+    for i in range(3):
+        check(y[i], a[i], b[i])
+    with pytest.raises(ValueError, match="constant b"):
+        _core.MatMul(3, 29, 37, 70, False, False, None, None, a.shape, b.shape, (3, 29, 37), precision=precision)
+
+
 @needs_bf16
 @pytest.mark.parametrize("m,n,k", GEMM_SIZES, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_gemm_bf16(bf16_tier, rng, threads, m, n, k, transposed):
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32)
-    bias = rng.standard_normal(n, dtype=np.float32) if k % 2 else None
-    gemm = _core.Gemm(b, transposed, bias, (m, k), (m, n), -1.5, 2.0, precision="bf16")
-    y = np.full((m, n), np.nan, np.float32)
-    gemm([a], [y])
-    check_close(y, a, b.T if transposed else b, bias, -1.5, 2.0)
+    check_gemm(rng, "bf16", m, n, k, transposed, lambda y, a, b, bias: check_close(y, a, b, bias, -1.5, 2.0))
 
 
 @needs_bf16
 def test_matmul_bf16_constant_b(bf16_tier, rng, threads):
-    a = rng.standard_normal((3, 29, 70), dtype=np.float32)
-    b = rng.standard_normal((3, 70, 37), dtype=np.float32)
-    mm = _core.MatMul(3, 29, 37, 70, False, False, b, None, a.shape, b.shape, (3, 29, 37), precision="bf16")
-    y = np.full((3, 29, 37), np.nan, np.float32)
-    mm([a], [y])
-    for i in range(3):
-        check_close(y[i], a[i], b[i], None)
-    with pytest.raises(ValueError, match="constant b"):
-        _core.MatMul(3, 29, 37, 70, False, False, None, None, a.shape, b.shape, (3, 29, 37), precision="bf16")
+    check_matmul_constant_b(rng, "bf16", lambda y, a, b: check_close(y, a, b, None))
 
 
 def im2col(x, kh, kw, stride, pads, oh, ow):
@@ -104,29 +115,36 @@ CONVS = [((1, 9, 11, 37), 45, 1, 1, (0, 0), 1, "gemm1x1"),
          ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd", "avx512vnni": "im2col"})]
 
 
-@needs_bf16
-@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS, ids=str)
-def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
+def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorithm, check_group):
+    """A conv2d_f32 object of this geometry at `precision` picks `algorithm`; unless that is
+    Winograd (fp32, tested in test_conv), check_group(y of group g as rows, its im2col rows, its
+    weight as B, its bias) holds for every group."""
     n, h, w, c = x_shape
     cg, og = c // group, oc // group
     oh, ow = (h + 2 * pads[0] - kernel) // stride + 1, (w + 2 * pads[1] - kernel) // stride + 1
     x = rng.standard_normal(x_shape, dtype=np.float32)
     wt = rng.standard_normal((oc, kernel, kernel, cg), dtype=np.float32)
     bias = rng.standard_normal(oc, dtype=np.float32)
-    conv = _core.conv2d_f32(wt, bias, group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc), 0.0, 6.0,
-                            precision="bf16")
-    want = algorithm if isinstance(algorithm, str) else algorithm[bf16_tier]
-    assert conv.name == want
-    assert _core.conv2d_algorithm(wt.shape, group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc),
-                                  precision="bf16") == want
-    if want == "winograd":
+    geometry = (group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc))
+    conv = _core.conv2d_f32(wt, bias, *geometry, 0.0, 6.0, precision=precision)
+    assert conv.name == algorithm
+    assert _core.conv2d_algorithm(wt.shape, *geometry, precision=precision) == algorithm
+    if algorithm == "winograd":
         return
     y = np.full((n, oh, ow, oc), np.nan, np.float32)
     conv([x], [y])
     for g in range(group):
         a = im2col(x[..., g * cg:(g + 1) * cg], kernel, kernel, stride, pads, oh, ow)
         b = wt[g * og:(g + 1) * og].reshape(og, -1).T
-        check_close(y[..., g * og:(g + 1) * og].reshape(-1, og), a, b, bias[g * og:(g + 1) * og], 0.0, 6.0)
+        check_group(y[..., g * og:(g + 1) * og].reshape(-1, og), a, b, bias[g * og:(g + 1) * og])
+
+
+@needs_bf16
+@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS, ids=str)
+def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
+    want = algorithm if isinstance(algorithm, str) else algorithm[bf16_tier]
+    check_conv(rng, "bf16", x_shape, oc, kernel, stride, pads, group, want,
+               lambda got, a, b, bias: check_close(got, a, b, bias, 0.0, 6.0))
 
 
 def rel_err(got, want):
@@ -135,33 +153,45 @@ def rel_err(got, want):
 
 
 # MobileNetV2 (fused blocks, 1x1 convs, the classifier) and ResNet-18 (im2col, Winograd kept fp32).
-@needs_bf16
-@pytest.mark.parametrize("net,num_threads", [("mobilenet_v2", 1), ("mobilenet_v2", 2), ("resnet18", 2)])
-def test_zoo_net_bf16_against_fp32(net, num_threads):
-    model = zoo.NETS[net](resolution=96 if net == "mobilenet_v2" else 112).to_ms()
+def check_zoo_net(net, resolution, num_threads, precision, bound):
+    """The zoo net at `precision` runs it, within `bound` (rel_err) of fp32 but not equal, and
+    pickles with it."""
+    model = zoo.NETS[net](resolution=resolution).to_ms()
     fp32 = msv0.Session(model, num_threads=num_threads)
-    session = msv0.Session(model, num_threads=num_threads, precision="bf16")
-    assert session.precision == "bf16"
+    session = msv0.Session(model, num_threads=num_threads, precision=precision)
+    assert session.precision == precision
     x = np.random.default_rng(1).standard_normal(fp32.inputs[0].shape).astype(np.float32)
     want, got = fp32.run([x]), session.run([x])
     for name in want:
         err = rel_err(got[name], want[name])
-        assert 0 < err <= 1e-2, f"{net} {name}: relative error {err}"
-    assert pickle.loads(pickle.dumps(session)).precision == "bf16"
+        assert 0 < err <= bound, f"{net} {name}: relative error {err}"
+    assert pickle.loads(pickle.dumps(session)).precision == precision
 
 
-def test_bf16_falls_back_to_fp32_with_a_warning():
+@needs_bf16
+@pytest.mark.parametrize("net,num_threads", [("mobilenet_v2", 1), ("mobilenet_v2", 2), ("resnet18", 2)])
+def test_zoo_net_bf16_against_fp32(net, num_threads):
+    check_zoo_net(net, 96 if net == "mobilenet_v2" else 112, num_threads, "bf16", 1e-2)
+
+
+# A tier without each reduced precision's instructions: what this CPU runs below AVX-512.
+FALLBACKS = [("bf16", "avx2" if "avx2" in msv0.available_isas() else "scalar", "AVX512-BF16"),
+             ("fp16", "scalar", "FP16 arithmetic")]
+
+
+@pytest.mark.parametrize("precision,tier,needs", FALLBACKS, ids=[f[0] for f in FALLBACKS])
+def test_falls_back_to_fp32_with_a_warning(precision, tier, needs):
     model = zoo.mobilenet_tiny()
     x = np.random.default_rng(1).standard_normal(msv0.load(model).inputs[0].shape).astype(np.float32)
-    with msv0.isa_cap("avx2" if "avx2" in msv0.available_isas() else "scalar"):
-        assert not _core.bf16_available()
-        with pytest.warns(RuntimeWarning, match="precision='bf16' needs AVX512-BF16"):
-            session = msv0.Session(model, precision="bf16")
+    with msv0.isa_cap(tier):
+        assert not {"bf16": _core.bf16_available, "fp16": _core.fp16_available}[precision]()
+        with pytest.warns(RuntimeWarning, match=f"precision='{precision}' needs {needs}"):
+            session = msv0.Session(model, precision=precision)
         assert session.precision == "fp32"
         want = msv0.Session(model).run([x])
         got = session.run([x])
-        with pytest.raises(ValueError, match="AVX512-BF16"):
-            _core.Gemm(np.ones((4, 4), np.float32), False, None, (1, 4), (1, 4), precision="bf16")
+        with pytest.raises(ValueError, match=f"{precision}: needs {needs}"):
+            _core.Gemm(np.ones((4, 4), np.float32), False, None, (1, 4), (1, 4), precision=precision)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
 
@@ -216,25 +246,12 @@ FP16_SIZES = [(1, 1, 1), (1, 100, 300), (7, 15, 3), (8, 16, 2), (9, 33, 257), (2
 @pytest.mark.parametrize("m,n,k", FP16_SIZES, ids=str)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_gemm_fp16(fp16_tier, rng, threads, m, n, k, transposed):
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32)
-    bias = rng.standard_normal(n, dtype=np.float32) if k % 2 else None
-    gemm = _core.Gemm(b, transposed, bias, (m, k), (m, n), -1.5, 2.0, precision="fp16")
-    y = np.full((m, n), np.nan, np.float32)
-    gemm([a], [y])
-    np.testing.assert_array_equal(y, fp16_gemm(a, b.T if transposed else b, bias, -1.5, 2.0))
+    check_gemm(rng, "fp16", m, n, k, transposed,
+               lambda y, a, b, bias: np.testing.assert_array_equal(y, fp16_gemm(a, b, bias, -1.5, 2.0)))
 
 
 def test_matmul_fp16_constant_b(fp16_tier, rng, threads):
-    a = rng.standard_normal((3, 29, 70), dtype=np.float32)
-    b = rng.standard_normal((3, 70, 37), dtype=np.float32)
-    mm = _core.MatMul(3, 29, 37, 70, False, False, b, None, a.shape, b.shape, (3, 29, 37), precision="fp16")
-    y = np.full((3, 29, 37), np.nan, np.float32)
-    mm([a], [y])
-    for i in range(3):
-        np.testing.assert_array_equal(y[i], fp16_gemm(a[i], b[i], None))
-    with pytest.raises(ValueError, match="constant b"):
-        _core.MatMul(3, 29, 37, 70, False, False, None, None, a.shape, b.shape, (3, 29, 37), precision="fp16")
+    check_matmul_constant_b(rng, "fp16", lambda y, a, b: np.testing.assert_array_equal(y, fp16_gemm(a, b, None)))
 
 
 # As CONVS, with fp16's choice for the 3x3 that fp32 runs on Winograd: Winograd, in fp32.
@@ -243,50 +260,10 @@ FP16_CONVS = CONVS[:-1] + [((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, "winograd")]
 
 @pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", FP16_CONVS, ids=str)
 def test_conv2d_fp16(fp16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
-    n, h, w, c = x_shape
-    cg, og = c // group, oc // group
-    oh, ow = (h + 2 * pads[0] - kernel) // stride + 1, (w + 2 * pads[1] - kernel) // stride + 1
-    x = rng.standard_normal(x_shape, dtype=np.float32)
-    wt = rng.standard_normal((oc, kernel, kernel, cg), dtype=np.float32)
-    bias = rng.standard_normal(oc, dtype=np.float32)
-    conv = _core.conv2d_f32(wt, bias, group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc), 0.0, 6.0,
-                            precision="fp16")
-    assert conv.name == algorithm
-    if algorithm == "winograd":
-        return
-    y = np.full((n, oh, ow, oc), np.nan, np.float32)
-    conv([x], [y])
-    for g in range(group):
-        a = im2col(x[..., g * cg:(g + 1) * cg], kernel, kernel, stride, pads, oh, ow)
-        b = wt[g * og:(g + 1) * og].reshape(og, -1).T
-        want = fp16_gemm(a, b, bias[g * og:(g + 1) * og], 0.0, 6.0)
-        np.testing.assert_array_equal(y[..., g * og:(g + 1) * og].reshape(-1, og), want)
+    check_conv(rng, "fp16", x_shape, oc, kernel, stride, pads, group, algorithm,
+               lambda got, a, b, bias: np.testing.assert_array_equal(got, fp16_gemm(a, b, bias, 0.0, 6.0)))
 
 
 @pytest.mark.parametrize("net,num_threads", [("mobilenet_v2", 1), ("resnet18", 2)])
 def test_zoo_net_fp16_against_fp32(fp16_tier, net, num_threads):
-    model = zoo.NETS[net](resolution=64).to_ms()
-    fp32 = msv0.Session(model, num_threads=num_threads)
-    session = msv0.Session(model, num_threads=num_threads, precision="fp16")
-    assert session.precision == "fp16"
-    x = np.random.default_rng(1).standard_normal(fp32.inputs[0].shape).astype(np.float32)
-    want, got = fp32.run([x]), session.run([x])
-    for name in want:
-        err = rel_err(got[name], want[name])
-        assert 0 < err <= 2e-2, f"{net} {name}: relative error {err}"
-
-
-def test_fp16_falls_back_to_fp32_with_a_warning():
-    model = zoo.mobilenet_tiny()
-    x = np.random.default_rng(1).standard_normal(msv0.load(model).inputs[0].shape).astype(np.float32)
-    with msv0.isa_cap("scalar"):
-        assert not _core.fp16_available()
-        with pytest.warns(RuntimeWarning, match="precision='fp16' needs FP16 arithmetic"):
-            session = msv0.Session(model, precision="fp16")
-        assert session.precision == "fp32"
-        want = msv0.Session(model).run([x])
-        got = session.run([x])
-        with pytest.raises(ValueError, match="fp16: needs FP16 arithmetic"):
-            _core.Gemm(np.ones((4, 4), np.float32), False, None, (1, 4), (1, 4), precision="fp16")
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name])
+    check_zoo_net(net, 64, num_threads, "fp16", 2e-2)
