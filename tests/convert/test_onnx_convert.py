@@ -11,7 +11,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
 from msv0.fb.ActivationType import ActivationType  # noqa: E402
-from onnxcheck import IR_VERSION, check  # noqa: E402
+from onnxcheck import IR_VERSION, check, run_msv0  # noqa: E402
 
 R = np.random.default_rng(0)
 
@@ -234,3 +234,37 @@ def test_tanh_gelu_with_a_shared_intermediate_stays_unrolled():
     m.graph.output.append(h.make_tensor_value_info("t", T.FLOAT, None))
     ms = msv0.load(convert(m.SerializeToString()))
     assert [n.op for n in ms.nodes] == ["Mul", "Mul", "Mul", "Add", "Mul", "Activation", "Add", "Mul", "Mul"]
+
+
+def _unrolled_hard_swish(opset=17, swap=False):
+    """Paddle's hard-swish export behind a Conv: x · Clip(x + 3, 0, 6) / 6."""
+    clip = (N("Clip", ["a"], ["r"], min=0.0, max=6.0) if opset < 11 else N("Clip", ["a", "zero", "six"], ["r"]))
+    nodes = [N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), N("Add", ["three", "c"] if swap else ["c", "three"], ["a"]),
+             clip, N("Mul", ["r", "c"] if swap else ["c", "r"], ["m"]), N("Div", ["m", "six"], ["y"])]
+    inits = [("w", f32(5, 3, 3, 3)), ("three", np.float32(3)), ("zero", np.float32(0)), ("six", np.float32(6))]
+    return model(nodes, [("x", [1, 3, 9, 11])], ["y"], inits, opset=opset)
+
+
+@pytest.mark.parametrize("opset,swap", [(17, False), (17, True), (10, False)])
+def test_unrolled_hard_swish_becomes_hswish(opset, swap):
+    m = _unrolled_hard_swish(opset, swap)
+    ms = msv0.load(convert(m.SerializeToString()))
+    assert [n.op for n in ms.nodes] == ["Conv2D", "Activation"]
+    assert ms.nodes[1].attrs["type"] == ActivationType.HSWISH
+    x = f32(1, 3, 9, 11) * 3
+    check(m, {"x": x})
+    # HSWISH computes x · relu6(x + 3) / 6 in float32, the unrolled form's own steps: bit-equal.
+    conv = model([N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])], [("x", [1, 3, 9, 11])], ["c"], [("w", nh.to_array(m.graph.initializer[0]))])
+    c = run_msv0(conv.SerializeToString(), {"x": x})["c"]
+    np.testing.assert_array_equal(run_msv0(m.SerializeToString(), {"x": x})["y"], c * np.clip(c + np.float32(3), 0, 6) / np.float32(6))
+
+
+def test_hard_swish_pattern_with_outside_use_or_other_constant_stays_unrolled():
+    m = _unrolled_hard_swish()
+    m.graph.output.append(h.make_tensor_value_info("r", T.FLOAT, None))
+    assert "Activation" not in [n.op for n in msv0.load(convert(m.SerializeToString())).nodes]
+    check(m, {"x": f32(1, 3, 9, 11) * 3})
+    m = _unrolled_hard_swish()
+    m.graph.initializer[1].CopyFrom(nh.from_array(np.float32(2.5), "three"))
+    assert "Activation" not in [n.op for n in msv0.load(convert(m.SerializeToString())).nodes]
+    check(m, {"x": f32(1, 3, 9, 11) * 3})

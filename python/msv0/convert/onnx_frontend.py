@@ -26,7 +26,7 @@ from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.convert.onnx_fold import inline_branch, taken_branch, zero_product
 from msv0.convert.onnx_fp16 import widen_fp16
-from msv0.convert.onnx_patterns import fuse_layer_norm, fuse_tanh_gelu
+from msv0.convert.onnx_patterns import fuse_unrolled
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -431,8 +431,7 @@ def _convert(src, keep_nchw_input: bool, batch) -> bytes:
 
 def emit_graph(graph: OGraph, keep_nchw_input: bool) -> tuple[Emitter, dict[str, Val]]:
     """The v0 graph being built, and the value each ONNX tensor name became (onnx_quant reads it)."""
-    fuse_layer_norm(graph, ONode)
-    fuse_tanh_gelu(graph, ONode)
+    fuse_unrolled(graph, ONode)
     _fuse(graph)
     e = Emitter(graph.name)
     vals: dict[str, Val] = {}
@@ -510,8 +509,7 @@ def _emit_branches(e: Emitter, outer: OGraph, outer_vals: dict[str, Val], protos
         model = helper.make_model(g, opset_imports=[helper.make_opsetid("", outer.opset)])
         sub = load_graph(model.SerializeToString())
         sub.name = f"{outer.name}/{proto.name}"
-        fuse_layer_norm(sub, ONode)
-        fuse_tanh_gelu(sub, ONode)
+        fuse_unrolled(sub, ONode)
         _fuse(sub)
         vals = {name: Val(tuple(v.shape), v.dtype, const=v) for name, v in sub.consts.items()}
         for name in routed:

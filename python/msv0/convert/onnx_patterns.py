@@ -5,6 +5,8 @@ y = d / Sqrt(v + eps) [· gamma] [+ beta], the means over trailing axes -> Layer
 GELU's tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in the orders exporters write it
 -> Gelu(approximate="tanh"), which the Gelu handler lowers in fewer passes than the unrolled form.
 (GELU's Erf form has no v0 op to fuse into: its Erf is lowered where it stands.)
+Hard-swish as Paddle exports it: x · Clip(x + 3, 0, 6) / 6 -> HardSwish, v0's HSWISH, which computes
+exactly that in float32 (a Div by 6, not a Mul by 1/6, which rounds differently and stays).
 """
 from __future__ import annotations
 
@@ -46,6 +48,14 @@ def _graph_index(graph):
         for i in n.inputs:
             consumers.setdefault(i, []).append(n)
     return {o: n for n in graph.nodes for o in n.outputs if o}, graph.uses(), consumers
+
+
+def fuse_unrolled(graph, make_node) -> None:
+    """Every pattern this module knows, fused in graph.nodes (make_node(op, name, inputs, outputs,
+    attrs) builds the fused nodes)."""
+    fuse_layer_norm(graph, make_node)
+    fuse_tanh_gelu(graph, make_node)
+    fuse_hard_swish(graph, make_node)
 
 
 def fuse_layer_norm(graph, make_node) -> None:
@@ -196,4 +206,50 @@ def fuse_tanh_gelu(graph, make_node) -> None:
             continue
         replace[id(last)] = make_node("Gelu", last.name + "/gelu", [x], [last.outputs[0]], {"approximate": "tanh"})
         dead.update(id(n) for n in inner_nodes)
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in dead]
+
+
+def _clip_bounds(n, graph) -> tuple[float | None, float | None] | None:
+    """(min, max) of a Clip whose bounds are constants (None where absent), else None."""
+    if graph.opset < 11:
+        return n.attrs.get("min"), n.attrs.get("max")
+    ins = n.inputs + ["", ""]
+    if any(i and (i not in graph.consts or graph.consts[i].size != 1) for i in ins[1:3]):
+        return None
+    return tuple(float(graph.consts[i].reshape(-1)[0]) if i else None for i in ins[1:3])
+
+
+def fuse_hard_swish(graph, make_node) -> None:
+    """Replace every Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) in graph.nodes by one HardSwish node."""
+    producer, uses, _ = _graph_index(graph)
+    consts = graph.consts
+
+    def only_use(name, op):  # the node writing name when it is an `op` that nothing else reads
+        n = producer.get(name)
+        return n if n is not None and n.op == op and uses.get(name) == 1 else None
+
+    replace: dict[int, object] = {}
+    dead: set[int] = set()
+    for div in graph.nodes:
+        if div.op != "Div" or len(div.inputs) != 2 or _scalar(div.inputs[1], consts) != 6.0:
+            continue
+        mul = only_use(div.inputs[0], "Mul")
+        if mul is None or len(mul.inputs) != 2:
+            continue
+        for x, c in (mul.inputs, mul.inputs[::-1]):
+            clip = only_use(c, "Clip")
+            if clip is None or _clip_bounds(clip, graph) != (0.0, 6.0):
+                continue
+            add = only_use(clip.inputs[0], "Add")
+            if add is None or len(add.inputs) != 2 or x not in add.inputs:
+                continue
+            three = add.inputs[1 - add.inputs.index(x)]
+            shape, dtype = graph.shapes.get(x, (None, None))
+            if _scalar(three, consts) != 3.0 or dtype != np.float32 or shape is None:
+                continue
+            if max(consts[three].ndim, consts[div.inputs[1]].ndim) > len(shape):  # a 3 or 6 that broadcasts x up
+                continue
+            replace[id(div)] = make_node("HardSwish", div.name + "/hard_swish", [x], [div.outputs[0]], {})
+            dead.update((id(add), id(clip), id(mul)))
+            break
     graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in dead]
