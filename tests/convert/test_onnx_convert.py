@@ -50,6 +50,16 @@ CASES = {
                                N("BatchNormalization", ["a", "g", "be", "m", "v"], ["y"])],
                               [("x", [1, 4, 5, 3])], [("w", f32(4, 3, 2, 2)), ("b", f32(1, 3, 1, 1)), ("g", f32(3)),
                                                        ("be", f32(3)), ("m", f32(3)), ("v", np.abs(f32(3)) + 0.5)]),
+    # PP-LCNetV3's learnable affine block: a scalar Mul, then a scalar Add
+    "conv_mul_add_scalars": ([N("Conv", ["x", "w", "cb"], ["c"], pads=[1, 1, 1, 1]), N("Mul", ["s", "c"], ["m"]),
+                              N("Add", ["m", "t"], ["a"]), N("Relu", ["a"], ["y"])],
+                             [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 3, 3)), ("cb", f32(3)), ("s", np.float32([1.7])),
+                                                      ("t", np.float32([-0.4]))]),
+    "conv_transpose_mul_per_channel": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2], group=4),
+                                        N("Mul", ["c", "s"], ["y"])],
+                                       [("x", [1, 4, 5, 3])], [("w", f32(4, 1, 3, 3)), ("s", f32(1, 4, 1, 1))]),
+    "conv_mul_not_per_channel": ([N("Conv", ["x", "w"], ["c"]), N("Mul", ["c", "s"], ["y"])],
+                                 [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 2, 2)), ("s", f32(1, 3, 4, 1))]),
     "conv_add_not_per_channel": ([N("Conv", ["x", "w"], ["c"]), N("Add", ["b", "c"], ["y"])],
                                  [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 2, 2)), ("b", f32(1, 3, 4, 1))]),
     "depthwise_conv_transpose_bn": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2], group=4),
@@ -155,11 +165,14 @@ def test_unsupported_ops_are_all_reported(tmp_path):
 @pytest.mark.parametrize("name,ops", [("conv_transpose_bn_relu", ["DeConv2D"]),
                                       ("depthwise_conv_transpose_bn", ["DeDepthwiseConv2D"]),
                                       ("conv_transpose_add_bn", ["DeConv2D"]),
-                                      ("conv_add_not_per_channel", ["Conv2D", "Add"])])
-def test_bias_add_and_batchnorm_fold_into_convolutions(name, ops):
+                                      ("conv_add_not_per_channel", ["Conv2D", "Add"]),
+                                      ("conv_mul_add_scalars", ["Conv2D"]),
+                                      ("conv_transpose_mul_per_channel", ["DeDepthwiseConv2D"]),
+                                      ("conv_mul_not_per_channel", ["Conv2D", "Mul"])])
+def test_affine_and_batchnorm_fold_into_convolutions(name, ops):
     nodes, inputs, inits = CASES[name]
     ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))
-    assert [n.op for n in ms.nodes] == ops  # Add and BatchNormalization folded, Relu fused
+    assert [n.op for n in ms.nodes] == ops  # Add, Mul and BatchNormalization folded, Relu fused
 
 
 def test_transpose_into_nchw_stores_nhwc_without_moving_data():

@@ -5,8 +5,9 @@ gives every tensor a shape, and every node whose inputs are known (Shape of a st
 included) is evaluated with onnx's reference evaluator, so Shape->Gather->Concat->Reshape
 chains become constants; an If whose condition folds becomes its taken branch, and an integer
 `x * 0` becomes zeros (onnx_fold); folding and inference repeat until nothing changes (an If
-that does not fold becomes v0 control flow over its branches, onnx_control). Then unrolled LayerNorms (onnx_patterns),
-Conv/ConvTranspose+BatchNormalization and Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the
+that does not fold becomes v0 control flow over its branches, onnx_control). Then unrolled LayerNorms,
+GELUs and hard-swishes (onnx_patterns), Conv/ConvTranspose+Add/Mul of constants and
++BatchNormalization, and Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the
 handlers (onnx_ops, onnx_nn, onnx_shape, onnx_lowered) emit each remaining node.
 """
 from __future__ import annotations
@@ -265,44 +266,61 @@ def _fold(graph: OGraph) -> bool:
     return changed
 
 
-def _fold_bias_adds(graph: OGraph) -> None:
-    """Conv/ConvTranspose followed by an Add of a per-channel constant (Paddle's exporter writes
-    the bias that way) -> the convolution with that bias, so a BatchNormalization after it folds;
-    MatMul by a constant matrix followed by an Add of a constant over its last axis (a linear
-    layer as torch exports it) -> that MatMul with the bias as a third input, which becomes the
-    FullConnection's bias, added in the GEMM's store instead of in a pass of its own."""
+def _fold_affine(graph: OGraph) -> None:
+    """Conv/ConvTranspose followed by an Add or a Mul of a per-channel or scalar constant -> the
+    convolution with that bias added, or with its weights and bias scaled (as ONNX Runtime folds
+    them): Paddle's exporter writes conv biases as an Add, so a BatchNormalization after it folds,
+    and PP-LCNetV3's learnable affine blocks as x·a + b after a conv. MatMul by a constant matrix
+    followed by an Add of a constant over its last axis (a linear layer as torch exports it) ->
+    that MatMul with the bias as a third input, which becomes the FullConnection's bias, added in
+    the GEMM's store instead of in a pass of its own."""
     uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
     for n in graph.nodes:
-        if n.op != "Add" or len(n.inputs) != 2:
+        if n.op not in ("Add", "Mul") or len(n.inputs) != 2:
             continue
         for x, c in (n.inputs, n.inputs[::-1]):
-            p, bias = producer.get(x), graph.consts.get(c)
-            if p is not None and p.op == "MatMul" and bias is not None and uses.get(x) == 1 and id(p) not in drop:
-                if _fold_matmul_bias(graph, p, n, bias):
+            p, k = producer.get(x), graph.consts.get(c)
+            if n.op == "Add" and p is not None and p.op == "MatMul" and k is not None and uses.get(x) == 1 and id(p) not in drop:
+                if _fold_matmul_bias(graph, p, n, k):
                     drop.add(id(n))
                     break
                 continue
-            if (p is None or bias is None or p.op not in ("Conv", "ConvTranspose") or uses.get(x) != 1
-                    or id(p) in drop or p.inputs[1] not in graph.consts):
+            if (p is None or k is None or k.dtype != np.float32 or p.op not in ("Conv", "ConvTranspose")
+                    or uses.get(x) != 1 or id(p) in drop or p.inputs[1] not in graph.consts):
                 continue
             old = p.inputs[2] if len(p.inputs) > 2 and p.inputs[2] else None
             if old is not None and old not in graph.consts:
                 continue
             w = graph.consts[p.inputs[1]]
             cout = w.shape[0] if p.op == "Conv" else w.shape[1] * int(p.attrs.get("group", 1))
-            full = (1,) * (w.ndim - bias.ndim) + bias.shape  # aligned to the NC... output
-            if bias.ndim > w.ndim or full[1] not in (1, cout) or any(d != 1 for i, d in enumerate(full) if i != 1):
+            full = (1,) * (w.ndim - k.ndim) + k.shape  # aligned to the NC... output
+            if k.ndim > w.ndim or full[1] not in (1, cout) or any(d != 1 for i, d in enumerate(full) if i != 1):
                 continue
+            k = np.broadcast_to(k.reshape(-1), (cout,))
             b = graph.consts[old] if old is not None else np.zeros(cout, np.float32)
-            name = p.name + "/add_bias"
-            graph.consts[name] = (b + np.broadcast_to(bias.reshape(-1), (cout,))).astype(np.float32)
+            if n.op == "Mul":
+                graph.consts[p.name + "/mul_weight"] = _scaled_out_channels(p, w, k)
+                p.inputs = [p.inputs[0], p.name + "/mul_weight"]
+            name = p.name + "/affine_bias"
+            graph.consts[name] = (b + k if n.op == "Add" else b * k).astype(np.float32)
             p.inputs = [p.inputs[0], p.inputs[1], name]
             p.outputs = [n.outputs[0]]
+            producer[n.outputs[0]] = p
             drop.add(id(n))
             break
     graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+
+
+def _scaled_out_channels(p: ONode, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The weights w of Conv/ConvTranspose p with each output channel's times s[channel], in float32."""
+    if p.op == "Conv":  # [Cout, Cin/g, k...]
+        return (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+    # ConvTranspose: [Cin, Cout/g, k...], output channel = group * Cout/g + column
+    g = int(p.attrs.get("group", 1))
+    k = [1] * (w.ndim - 2)
+    return (w.reshape(g, -1, *w.shape[1:]) * s.reshape(g, 1, -1, *k)).reshape(w.shape).astype(np.float32)
 
 
 def _fold_matmul_bias(graph: OGraph, p: ONode, add: ONode, bias: np.ndarray) -> bool:
@@ -323,9 +341,9 @@ def _fold_matmul_bias(graph: OGraph, p: ONode, add: ONode, bias: np.ndarray) -> 
 
 
 def _fuse(graph: OGraph) -> None:
-    """Conv/ConvTranspose/MatMul+bias Add folding, Conv/ConvTranspose+BatchNormalization weight
+    """Conv/ConvTranspose+Add/Mul and MatMul+bias Add folding, Conv/ConvTranspose+BatchNormalization weight
     folding, then Relu/Clip(0,6) into Conv/Gemm/Add and a MatMul that took a bias."""
-    _fold_bias_adds(graph)
+    _fold_affine(graph)
     uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
@@ -340,13 +358,7 @@ def _fuse(graph: OGraph) -> None:
             continue
         scale, bias, mean, var = (graph.consts[i].astype(np.float64) for i in n.inputs[1:5])
         s = scale / np.sqrt(var + n.attrs.get("epsilon", 1e-5))
-        w = graph.consts[p.inputs[1]]
-        if p.op == "Conv":  # [Cout, Cin/g, k...]
-            w2 = (w * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
-        else:  # ConvTranspose: [Cin, Cout/g, k...], output channel = group * Cout/g + column
-            g = int(p.attrs.get("group", 1))
-            k = [1] * (w.ndim - 2)
-            w2 = (w.reshape(g, -1, *w.shape[1:]) * s.reshape(g, 1, -1, *k)).reshape(w.shape).astype(np.float32)
+        w2 = _scaled_out_channels(p, graph.consts[p.inputs[1]], s)
         b = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(len(s))
         b2 = ((b - mean) * s + bias).astype(np.float32)
         wn, bn = p.name + "/bn_weight", p.name + "/bn_bias"
