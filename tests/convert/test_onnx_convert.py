@@ -60,6 +60,15 @@ CASES = {
                                        [("x", [1, 4, 5, 3])], [("w", f32(4, 1, 3, 3)), ("s", f32(1, 4, 1, 1))]),
     "conv_mul_not_per_channel": ([N("Conv", ["x", "w"], ["c"]), N("Mul", ["c", "s"], ["y"])],
                                  [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 2, 2)), ("s", f32(1, 3, 4, 1))]),
+    # ... and after its hard-swish, in front of the next conv: folded where that conv pads nothing
+    "affine_into_next_conv": ([N("Relu", ["x"], ["r"]), N("Mul", ["s", "r"], ["m"]), N("Add", ["m", "t"], ["a"]),
+                               N("Conv", ["a", "w", "cb"], ["y"], strides=[2, 1], group=2)],
+                              [("x", [1, 4, 5, 3])], [("w", f32(6, 2, 2, 3)), ("cb", f32(6)), ("s", np.float32([1.7])),
+                                                       ("t", np.float32([-0.4]))]),
+    "affine_before_padded_conv": ([N("Relu", ["x"], ["r"]), N("Mul", ["s", "r"], ["m"]), N("Add", ["m", "t"], ["a"]),
+                                   N("Conv", ["a", "w"], ["y"], pads=[0, 1, 0, 1])],
+                                  [("x", [1, 4, 5, 3])], [("w", f32(6, 4, 2, 3)), ("s", np.float32([1.7])),
+                                                           ("t", np.float32([-0.4]))]),
     "conv_add_not_per_channel": ([N("Conv", ["x", "w"], ["c"]), N("Add", ["b", "c"], ["y"])],
                                  [("x", [1, 4, 5, 3])], [("w", f32(3, 4, 2, 2)), ("b", f32(1, 3, 4, 1))]),
     "depthwise_conv_transpose_bn": ([N("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2], group=4),
@@ -168,7 +177,9 @@ def test_unsupported_ops_are_all_reported(tmp_path):
                                       ("conv_add_not_per_channel", ["Conv2D", "Add"]),
                                       ("conv_mul_add_scalars", ["Conv2D"]),
                                       ("conv_transpose_mul_per_channel", ["DeDepthwiseConv2D"]),
-                                      ("conv_mul_not_per_channel", ["Conv2D", "Mul"])])
+                                      ("conv_mul_not_per_channel", ["Conv2D", "Mul"]),
+                                      ("affine_into_next_conv", ["Activation", "Conv2D"]),
+                                      ("affine_before_padded_conv", ["Activation", "Mul", "Add", "Conv2D"])])
 def test_affine_and_batchnorm_fold_into_convolutions(name, ops):
     nodes, inputs, inits = CASES[name]
     ms = msv0.load(convert(model(nodes, inputs, ["y"], inits).SerializeToString()))

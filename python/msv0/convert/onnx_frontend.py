@@ -313,6 +313,41 @@ def _fold_affine(graph: OGraph) -> None:
     graph.nodes = [n for n in graph.nodes if id(n) not in drop]
 
 
+def _fold_into_next_conv(graph: OGraph) -> None:
+    """A Mul or an Add of a scalar constant whose only reader is a Conv that pads nothing -> that
+    Conv with its weights scaled, or with b·(the sum of each output channel's weights) added to
+    its bias: conv(a·x + b) = (a·W)·x + b·ΣW wherever every tap reads x. PP-LCNetV3 writes such an
+    affine block after each hard-swish, in front of the next conv."""
+    uses = graph.uses()
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    drop = set()
+    for p in graph.nodes:
+        if (p.op != "Conv" or any(p.attrs.get("pads", [])) or p.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID")
+                or p.inputs[1] not in graph.consts or len(p.inputs) > 2 and p.inputs[2] and p.inputs[2] not in graph.consts):
+            continue
+        while True:
+            q = producer.get(p.inputs[0])
+            if q is None or q.op not in ("Add", "Mul") or len(q.inputs) != 2 or uses.get(q.outputs[0]) != 1:
+                break
+            consts = [i for i in q.inputs if i in graph.consts]
+            if len(consts) != 1 or graph.consts[consts[0]].size != 1 or graph.consts[consts[0]].dtype != np.float32:
+                break
+            x = q.inputs[1 - q.inputs.index(consts[0])]
+            if x not in graph.shapes or graph.shapes[x] != graph.shapes.get(q.outputs[0]):  # the constant broadcasts x up
+                break
+            k = float(graph.consts[consts[0]].reshape(-1)[0])
+            w = graph.consts[p.inputs[1]]
+            bias = graph.consts[p.inputs[2]] if len(p.inputs) > 2 and p.inputs[2] else np.zeros(w.shape[0], np.float32)
+            if q.op == "Mul":
+                graph.consts[p.name + "/pre_weight"] = (w * np.float32(k)).astype(np.float32)
+            else:
+                graph.consts[p.name + "/pre_bias"] = (bias + k * w.sum(axis=tuple(range(1, w.ndim)), dtype=np.float64)).astype(np.float32)
+            weight = p.name + "/pre_weight" if q.op == "Mul" else p.inputs[1]
+            p.inputs = [x, weight, p.name + "/pre_bias"] if q.op == "Add" else [x, weight, *p.inputs[2:]]
+            drop.add(id(q))
+    graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+
+
 def _scaled_out_channels(p: ONode, w: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The weights w of Conv/ConvTranspose p with each output channel's times s[channel], in float32."""
     if p.op == "Conv":  # [Cout, Cin/g, k...]
@@ -344,6 +379,7 @@ def _fuse(graph: OGraph) -> None:
     """Conv/ConvTranspose+Add/Mul and MatMul+bias Add folding, Conv/ConvTranspose+BatchNormalization weight
     folding, then Relu/Clip(0,6) into Conv/Gemm/Add and a MatMul that took a bias."""
     _fold_affine(graph)
+    _fold_into_next_conv(graph)
     uses = graph.uses()
     producer = {o: n for n in graph.nodes for o in n.outputs}
     drop = set()
