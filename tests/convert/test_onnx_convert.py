@@ -292,3 +292,47 @@ def test_hard_swish_pattern_with_outside_use_or_other_constant_stays_unrolled():
     m.graph.initializer[1].CopyFrom(nh.from_array(np.float32(2.5), "three"))
     assert "Activation" not in [n.op for n in msv0.load(convert(m.SerializeToString())).nodes]
     check(m, {"x": f32(1, 3, 9, 11) * 3})
+
+
+def _dynamic_hw_model():
+    m = model([N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])], [("x", [1, 3, 9, 11])], ["y"],
+              [("w", f32(5, 3, 3, 3))])
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    dims[2].Clear()
+    dims[2].dim_param = "height"
+    dims[3].Clear()
+    dims[3].dim_value = -1  # how Paddle's exporter marks a dynamic dim
+    return m
+
+
+def test_input_shapes_pin_dynamic_dims(tmp_path, capsys):
+    m = _dynamic_hw_model()
+    with pytest.raises(msv0.ModelError, match=r"dim 2 is dynamic \('height'\).*input_shapes=\{'x'"):
+        convert(m.SerializeToString())
+    x = f32(1, 3, 9, 11)
+    check(m, {"x": x}, input_shapes={"x": (1, 3, 9, 11)})
+    ms = msv0.load(convert(m.SerializeToString(), input_shapes={"x": [1, 3, 4, 6]}))
+    assert ms.inputs[0].shape == (1, 4, 6, 3)
+    for shapes, match in (({"x": (1, 3, 9)}, r"is \[1, 3, '\?', '\?'\] in the model, not \[1, 3, 9\]"),
+                          ({"x": (1, 4, 9, 11)}, "not"), ({"x": (1, 3, 0, 11)}, "below 1"),
+                          ({"y": (1, 3, 9, 11)}, r"\['y'\], which are not inputs of the model \(its inputs: \['x'\]\)")):
+        with pytest.raises(msv0.ModelError, match=match):
+            convert(m.SerializeToString(), input_shapes=shapes)
+    src, dst = tmp_path / "m.onnx", tmp_path / "m.ms"
+    src.write_bytes(m.SerializeToString())
+    from msv0 import cli
+    assert cli.main(["convert", str(src), "-o", str(dst), "--shape", "x=1,3,5,7"]) == 0
+    assert msv0.load(dst.read_bytes()).inputs[0].shape == (1, 5, 7, 3)
+    assert cli.main(["convert", str(src), "-o", str(dst), "--shape", "x=1,3,a"]) != 0
+    assert "--shape x=1,3,a: expected NAME=D0,D1,... with integer dims" in capsys.readouterr().err
+
+
+def test_a_wrong_declared_output_shape_gives_way_to_the_inferred_one():
+    """ddddocr's OCR model declares [1, seqlen] for a [20, 1, 8210] output; ONNX Runtime takes the
+    inferred shape (a warning), so does the converter. A declared static shape serves where
+    inference finds none."""
+    m = model([N("Reshape", ["x", "s"], ["y"])], [("x", [2, 12])], ["y"], [("s", np.array([4, 3, 2], np.int64))])
+    out = m.graph.output[0].type.tensor_type
+    out.shape.dim.add().dim_value = 1
+    out.shape.dim.add().dim_param = "n"
+    check(m, {"x": f32(2, 12)})

@@ -182,3 +182,25 @@ def test_dynamic_quantize_lstm(tmp_path, per_channel):
     want, got = run_ort(q.SerializeToString(), feeds), run_msv0(q.SerializeToString(), feeds)
     for k, w in want.items():
         assert np.abs(got[k] - w).max() <= 3e-2 * np.abs(w).max(), k
+
+
+def test_dynamic_quantize_lstm_output_feeds_other_nodes(tmp_path):
+    """onnx's shape inference knows no com.microsoft op: the converter gives DynamicQuantizeLSTM's
+    outputs an LSTM's shapes, so that the nodes after it convert (ddddocr's OCR model transposes and
+    reshapes Y)."""
+    quant = pytest.importorskip("onnxruntime.quantization")
+    model, feeds = rnn_model("LSTM", seq=6, batch=2, inp=5, hid=7, direction="bidirectional", outputs=("y", "", ""))
+    onnx.save(model, tmp_path / "f.onnx")
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx")
+    q = onnx.load(tmp_path / "q.onnx")
+    assert q.graph.node[0].op_type == "DynamicQuantizeLSTM"
+    q.graph.initializer.append(nh.from_array(np.array([0, 0, -1], np.int64), "flat"))
+    q.graph.node.extend([h.make_node("Transpose", ["y"], ["t"], perm=[0, 2, 1, 3]), h.make_node("Reshape", ["t", "flat"], ["r"])])
+    del q.graph.output[:]
+    q.graph.output.append(h.make_tensor_value_info("r", T.FLOAT, None))
+    got = run_msv0(q.SerializeToString(), feeds)["r"]
+    assert got.shape == (6, 2, 14)
+    if platform.machine() == "x86_64" and "avx512vnni" not in msv0.available_isas():
+        return  # ONNX Runtime's u8s8 kernels saturate int16 pair sums here (vpmaddubsw)
+    want = run_ort(q.SerializeToString(), feeds)["r"]
+    assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()

@@ -15,19 +15,21 @@ from __future__ import annotations
 import os
 import sys
 
-from msv0.errors import UnsupportedOpError
+from msv0.errors import ModelError, UnsupportedOpError
 
 
-def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
-    """Convert `src` (a .onnx path or bytes) to v0; write it to `dst` when given; return the bytes."""
+def convert(src, dst=None, *, keep_nchw_input=False, batch=None, input_shapes=None) -> bytes:
+    """Convert `src` (a .onnx path or bytes) to v0; write it to `dst` when given; return the bytes.
+    ONNX only: batch sets every input's dynamic first dimension, input_shapes ({name: shape}) the
+    whole shape of the inputs it names (dynamic dims and the sizes the model fixes)."""
     is_bytes = isinstance(src, (bytes, bytearray))
     path = "" if is_bytes else os.fspath(src)
     if path.endswith(".tflite") or is_bytes and bytes(src[4:8]) == b"TFL3":
         from msv0.convert.tflite_quant import convert_tflite
-        data = convert_tflite(src)  # already NHWC: keep_nchw_input and batch do not apply
+        data = convert_tflite(src)  # already NHWC, static: keep_nchw_input, batch and input_shapes do not apply
     else:
         from msv0.convert.onnx_quant import convert_onnx
-        data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch)
+        data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes)
     if dst is not None:
         with open(dst, "wb") as f:
             f.write(data)
@@ -35,19 +37,35 @@ def convert(src, dst=None, *, keep_nchw_input=False, batch=None) -> bytes:
 
 
 def add_cli(subparsers) -> None:
-    """Register `msv0 convert in.onnx -o out.ms [--batch N] [--keep-nchw]`."""
+    """Register `msv0 convert in.onnx -o out.ms [--batch N] [--shape NAME=D0,D1,...] [--keep-nchw]`."""
     p = subparsers.add_parser("convert", help="convert an ONNX or TFLite model to a v0 .ms file")
     p.add_argument("src", help="input model (.onnx or .tflite)")
     p.add_argument("-o", "--output", help="output .ms path (default: input name with .ms)")
     p.add_argument("--batch", type=int, default=None, help="value for a dynamic batch dimension")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="the shape of input NAME (its dynamic dims pinned); repeat for several inputs")
     p.add_argument("--keep-nchw", action="store_true", help="keep 4-D inputs NCHW (a Transpose is inserted)")
     p.set_defaults(func=_run_cli)
+
+
+def _shapes_arg(items: list[str]) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for item in items:
+        name, sep, dims = item.rpartition("=")
+        try:
+            shapes[name] = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            name = sep = ""
+        if not sep or not name:
+            raise ModelError(f"--shape {item}: expected NAME=D0,D1,... with integer dims")
+    return shapes
 
 
 def _run_cli(args) -> int:
     dst = args.output or os.path.splitext(args.src)[0] + ".ms"
     try:
-        data = convert(args.src, dst, keep_nchw_input=args.keep_nchw, batch=args.batch)
+        data = convert(args.src, dst, keep_nchw_input=args.keep_nchw, batch=args.batch,
+                       input_shapes=_shapes_arg(args.shape))
     except UnsupportedOpError as err:  # one line per node, for logs; the CLI prints errors on one line
         for name, op, why in err.nodes:
             print(f"{name}: {op} ({why})", file=sys.stderr)

@@ -85,12 +85,18 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _fix_inputs(model, batch):
+def _fix_inputs(model, batch, input_shapes: dict):
     init = {t.name for t in model.graph.initializer}
+    names = [vi.name for vi in model.graph.input if vi.name not in init]
+    unknown = sorted(set(input_shapes) - set(names))
+    if unknown:
+        raise ModelError(f"input_shapes names {unknown}, which are not inputs of the model (its inputs: {names})")
     for vi in model.graph.input:
         if vi.name in init:
             continue
         tt = vi.type.tensor_type
+        if vi.name in input_shapes:
+            _pin(vi, [int(d) for d in input_shapes[vi.name]])
         if not tt.HasField("shape"):
             raise ModelError(f"ONNX input '{vi.name}' has no shape")
         for k, d in enumerate(tt.shape.dim):
@@ -106,8 +112,42 @@ def _fix_inputs(model, batch):
             elif k == 0:
                 raise ModelError(f"ONNX input '{vi.name}' has a dynamic batch dimension: pass batch=N (--batch N)")
             else:
-                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param or d.dim_value}'): "
-                                 "only the batch dimension may be dynamic")
+                raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param or d.dim_value}'): give its "
+                                 f"shape, input_shapes={{'{vi.name}': (...)}} (--shape {vi.name}=d0,d1,...)")
+
+
+def _pin(vi, dims: list[int]) -> None:
+    """Sets input vi's shape to dims, which keep its rank and the sizes it fixes."""
+    tt = vi.type.tensor_type
+    old = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim]
+    if tt.HasField("shape") and (len(old) != len(dims) or any(o is not None and o != d for o, d in zip(old, dims))):
+        shown = ["?" if o is None else o for o in old]
+        raise ModelError(f"input_shapes: '{vi.name}' is {shown} in the model, not {dims}")
+    if any(d < 1 for d in dims):
+        raise ModelError(f"input_shapes: '{vi.name}' {dims} has a dimension below 1")
+    tt.ClearField("shape")
+    tt.shape.SetInParent()
+    for d in dims:
+        tt.shape.dim.add().dim_value = d
+
+
+def _loose_outputs(model) -> dict:
+    """Clears the shapes the graph declares for its outputs, which inference then gives from the
+    nodes, and returns those that were static: exporters write wrong ones (ddddocr's OCR model
+    declares [1, seqlen] for a [20, 1, 8210] output), which ONNX Runtime merges leniently and onnx's
+    inference would keep, leaving the output without a shape. A declared static shape serves where
+    inference finds none."""
+    from onnx import helper
+    declared = {}
+    for vi in model.graph.output:
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+        if tt.elem_type and all(d >= 0 for d in dims):
+            declared[vi.name] = (tuple(dims), np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type)))
+        tt.ClearField("shape")
+    return declared
 
 
 # onnx infers a real model's shapes in well under a second; the fuzzer found an 835-byte file it
@@ -182,17 +222,18 @@ def _evaluate(node, values: list[np.ndarray | None], opset: int) -> list[np.ndar
     return [np.asarray(r) for r in res]
 
 
-def load_graph(src, batch=None) -> OGraph:
+def load_graph(src, batch=None, input_shapes=None) -> OGraph:
     onnx = _onnx()
     from onnx import numpy_helper
     model = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     widen_fp16(model)
-    _fix_inputs(model, batch)
+    _fix_inputs(model, batch, input_shapes or {})
+    declared = _loose_outputs(model)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     deadline = time.monotonic() + INFER_SECONDS
-    shapes = _shapes(model, deadline)
+    shapes = {**declared, **_shapes(model, deadline)}
     for name, v in consts.items():
         shapes[name] = (v.shape, v.dtype)
     inputs = [vi.name for vi in g.input if vi.name not in consts]
@@ -201,8 +242,10 @@ def load_graph(src, batch=None) -> OGraph:
     initial = {t.name for t in g.initializer}
     # Folding can give shape inference what it lacked (a Reshape target, a taken If branch), and
     # new shapes let more Shape nodes fold: repeat until nothing changes.
-    while _fold(graph):
-        if all(o in graph.shapes or o in graph.consts for n in graph.nodes for o in n.outputs if o):
+    while True:
+        changed = _fold(graph)
+        changed = _declare_custom_shapes(graph, g) or changed
+        if not changed or all(o in graph.shapes or o in graph.consts for n in graph.nodes for o in n.outputs if o):
             break
         for name, v in graph.consts.items():
             if name not in initial:
@@ -212,6 +255,38 @@ def load_graph(src, batch=None) -> OGraph:
         g.node.extend(n.proto for n in graph.nodes)
         graph.shapes.update(_shapes(model, deadline))
     return graph
+
+
+def _lstm_shapes(n: ONode, shapes: dict) -> list | None:
+    """An LSTM's output shapes (Y [seq, dirs, batch, H], Y_h and Y_c [dirs, batch, H]) from its
+    time-major X's, or None while X has none."""
+    x = shapes.get(n.inputs[0])
+    if x is None or len(x[0]) != 3 or "hidden_size" not in n.attrs:
+        return None
+    (seq, batch, _), dtype = x
+    dirs, hid = 2 if n.attrs.get("direction") in ("bidirectional", b"bidirectional") else 1, int(n.attrs["hidden_size"])
+    return [((seq, dirs, batch, hid), dtype), ((dirs, batch, hid), dtype), ((dirs, batch, hid), dtype)]
+
+
+# Output shapes of operators of other domains, which onnx's inference leaves unknown, and with
+# them everything downstream.
+CUSTOM_SHAPES = {"com.microsoft.DynamicQuantizeLSTM": _lstm_shapes}
+
+
+def _declare_custom_shapes(graph: OGraph, g) -> bool:
+    """Gives the outputs of CUSTOM_SHAPES operators their shapes, in graph.shapes and as value_info
+    of g for the next inference to start from. Whether any was new."""
+    from onnx import helper
+    added = False
+    for n in graph.nodes:
+        rule = CUSTOM_SHAPES.get(n.op)
+        outs = rule(n, graph.shapes) if rule else None
+        for name, (shape, dtype) in zip(n.outputs, outs or []):
+            if name and name not in graph.shapes:
+                graph.shapes[name] = (shape, dtype)
+                g.value_info.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape))
+                added = True
+    return added
 
 
 def _onode(n, i: int) -> ONode:
@@ -463,17 +538,17 @@ def _activation_of(n: ONode, graph: OGraph) -> int:
     return ActivationType.NO_ACTIVATION
 
 
-def convert_onnx(src, *, keep_nchw_input=False, batch=None) -> bytes:
+def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None) -> bytes:
     try:
-        return _convert(src, keep_nchw_input, batch)
+        return _convert(src, keep_nchw_input, batch, input_shapes)
     except (Error, ImportError):
         raise
     except Exception as err:  # a malformed protobuf or graph surfaces as decode, type or index errors
         raise ModelError(f"cannot convert the ONNX model: {type(err).__name__}: {err}") from err
 
 
-def _convert(src, keep_nchw_input: bool, batch) -> bytes:
-    e, _ = emit_graph(load_graph(src, batch), keep_nchw_input)
+def _convert(src, keep_nchw_input: bool, batch, input_shapes) -> bytes:
+    e, _ = emit_graph(load_graph(src, batch, input_shapes), keep_nchw_input)
     return e.b.finish()
 
 
