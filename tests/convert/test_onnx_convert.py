@@ -324,7 +324,7 @@ def test_input_shapes_pin_dynamic_dims(tmp_path, capsys):
     assert cli.main(["convert", str(src), "-o", str(dst), "--shape", "x=1,3,5,7"]) == 0
     assert msv0.load(dst.read_bytes()).inputs[0].shape == (1, 5, 7, 3)
     assert cli.main(["convert", str(src), "-o", str(dst), "--shape", "x=1,3,a"]) != 0
-    assert "--shape x=1,3,a: expected NAME=D0,D1,... with integer dims" in capsys.readouterr().err
+    assert "--shape x=1,3,a: expected NAME=V0,V1,... with int values" in capsys.readouterr().err
 
 
 def test_a_wrong_declared_output_shape_gives_way_to_the_inferred_one():
@@ -336,3 +336,28 @@ def test_a_wrong_declared_output_shape_gives_way_to_the_inferred_one():
     out.shape.dim.add().dim_value = 1
     out.shape.dim.add().dim_param = "n"
     check(m, {"x": f32(2, 12)})
+
+
+def test_input_values_make_inputs_constants_that_fold(tmp_path, capsys):
+    """silero-vad's default model takes its sample rate as an input and picks an If branch with it:
+    frozen by input_values, the If folds to the taken branch (the other one reshapes the input)."""
+    then = h.make_graph([N("Mul", ["x", "two"], ["a"])], "then", [], [h.make_tensor_value_info("a", T.FLOAT, None)])
+    other = h.make_graph([N("Reshape", ["x", "s"], ["b"])], "else", [], [h.make_tensor_value_info("b", T.FLOAT, None)])
+    m = model([N("Equal", ["sr", "rate"], ["is16k"]), N("If", ["is16k"], ["y"], then_branch=then, else_branch=other)],
+              [("x", [1, 4])], ["y"], [("two", np.float32(2)), ("rate", np.int64(16000)), ("s", np.array([2, 2], np.int64))])
+    m.graph.input.append(h.make_tensor_value_info("sr", T.INT64, []))
+    x = f32(1, 4)
+    ms = msv0.load(convert(m.SerializeToString(), input_values={"sr": 16000}))
+    assert [n.op for n in ms.nodes] == ["Mul"] and [i.name for i in ms.inputs] == ["x"]
+    np.testing.assert_array_equal(run_msv0(m.SerializeToString(), {"x": x}, input_values={"sr": 16000})["y"], x * 2)
+    for values, match in (({"sr": [1, 2]}, r"'sr' is \[\] in the model, the value given \[2\]"),
+                          ({"rate": 1}, r"\['rate'\], which are not inputs"), ({"sr": "fast"}, "'sr': invalid literal")):
+        with pytest.raises(msv0.ModelError, match=match):
+            convert(m.SerializeToString(), input_values=values)
+    src, dst = tmp_path / "m.onnx", tmp_path / "m.ms"
+    src.write_bytes(m.SerializeToString())
+    from msv0 import cli
+    assert cli.main(["convert", str(src), "-o", str(dst), "--value", "sr=8000"]) == 0
+    assert [n.op for n in msv0.load(dst.read_bytes()).nodes] == ["Reshape"]
+    assert cli.main(["convert", str(src), "-o", str(dst), "--value", "sr"]) != 0
+    assert "--value sr: expected NAME=V0,V1,... with float values" in capsys.readouterr().err

@@ -204,3 +204,11 @@ def test_dynamic_quantize_lstm_output_feeds_other_nodes(tmp_path):
         return  # ONNX Runtime's u8s8 kernels saturate int16 pair sums here (vpmaddubsw)
     want = run_ort(q.SerializeToString(), feeds)["r"]
     assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()
+
+
+def test_rnn_input_of_another_rank_is_reported():
+    """silero-vad's 8 kHz branch, given the 16 kHz input size, reaches its LSTM with a 5-D X."""
+    model, _ = rnn_model("LSTM", seq=6, batch=2, inp=5, hid=7)
+    model.graph.input[0].type.tensor_type.shape.dim.add().dim_value = 1
+    with pytest.raises(msv0.UnsupportedOpError, match=r"input 0 has shape \[6, 2, 5, 1\], not rank 3"):
+        convert(model.SerializeToString())

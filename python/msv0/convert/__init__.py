@@ -18,18 +18,20 @@ import sys
 from msv0.errors import ModelError, UnsupportedOpError
 
 
-def convert(src, dst=None, *, keep_nchw_input=False, batch=None, input_shapes=None) -> bytes:
+def convert(src, dst=None, *, keep_nchw_input=False, batch=None, input_shapes=None, input_values=None) -> bytes:
     """Convert `src` (a .onnx path or bytes) to v0; write it to `dst` when given; return the bytes.
     ONNX only: batch sets every input's dynamic first dimension, input_shapes ({name: shape}) the
-    whole shape of the inputs it names (dynamic dims and the sizes the model fixes)."""
+    whole shape of the inputs it names (dynamic dims and the sizes the model fixes), input_values
+    ({name: value}) makes the inputs it names constants (a sample rate, a threshold) that fold."""
     is_bytes = isinstance(src, (bytes, bytearray))
     path = "" if is_bytes else os.fspath(src)
     if path.endswith(".tflite") or is_bytes and bytes(src[4:8]) == b"TFL3":
         from msv0.convert.tflite_quant import convert_tflite
-        data = convert_tflite(src)  # already NHWC, static: keep_nchw_input, batch and input_shapes do not apply
+        data = convert_tflite(src)  # already NHWC, static: keep_nchw_input, batch, input_shapes/values do not apply
     else:
         from msv0.convert.onnx_quant import convert_onnx
-        data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes)
+        data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes,
+                            input_values=input_values)
     if dst is not None:
         with open(dst, "wb") as f:
             f.write(data)
@@ -37,35 +39,40 @@ def convert(src, dst=None, *, keep_nchw_input=False, batch=None, input_shapes=No
 
 
 def add_cli(subparsers) -> None:
-    """Register `msv0 convert in.onnx -o out.ms [--batch N] [--shape NAME=D0,D1,...] [--keep-nchw]`."""
+    """Register `msv0 convert in.onnx -o out.ms [--batch N] [--shape NAME=D0,D1,...] [--value NAME=V0,V1,...]
+    [--keep-nchw]`."""
     p = subparsers.add_parser("convert", help="convert an ONNX or TFLite model to a v0 .ms file")
     p.add_argument("src", help="input model (.onnx or .tflite)")
     p.add_argument("-o", "--output", help="output .ms path (default: input name with .ms)")
     p.add_argument("--batch", type=int, default=None, help="value for a dynamic batch dimension")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="the shape of input NAME (its dynamic dims pinned); repeat for several inputs")
+    p.add_argument("--value", action="append", default=[], metavar="NAME=V0,V1,...",
+                   help="make input NAME a constant with these values (a sample rate, a threshold); repeatable")
     p.add_argument("--keep-nchw", action="store_true", help="keep 4-D inputs NCHW (a Transpose is inserted)")
     p.set_defaults(func=_run_cli)
 
 
-def _shapes_arg(items: list[str]) -> dict[str, tuple[int, ...]]:
-    shapes = {}
+def _named_lists(items: list[str], flag: str, kind) -> dict[str, tuple]:
+    """{NAME: (v0, v1, ...)} from NAME=V0,V1,... arguments."""
+    out = {}
     for item in items:
-        name, sep, dims = item.rpartition("=")
+        name, sep, values = item.rpartition("=")
         try:
-            shapes[name] = tuple(int(d) for d in dims.split(","))
+            out[name] = tuple(kind(v) for v in values.split(","))
         except ValueError:
             name = sep = ""
         if not sep or not name:
-            raise ModelError(f"--shape {item}: expected NAME=D0,D1,... with integer dims")
-    return shapes
+            raise ModelError(f"{flag} {item}: expected NAME=V0,V1,... with {kind.__name__} values")
+    return out
 
 
 def _run_cli(args) -> int:
     dst = args.output or os.path.splitext(args.src)[0] + ".ms"
     try:
         data = convert(args.src, dst, keep_nchw_input=args.keep_nchw, batch=args.batch,
-                       input_shapes=_shapes_arg(args.shape))
+                       input_shapes=_named_lists(args.shape, "--shape", int),
+                       input_values={k: v[0] if len(v) == 1 else v for k, v in _named_lists(args.value, "--value", float).items()})
     except UnsupportedOpError as err:  # one line per node, for logs; the CLI prints errors on one line
         for name, op, why in err.nodes:
             print(f"{name}: {op} ({why})", file=sys.stderr)

@@ -85,12 +85,14 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _fix_inputs(model, batch, input_shapes: dict):
+def _fix_inputs(model, batch, input_shapes: dict, input_values: dict):
     init = {t.name for t in model.graph.initializer}
     names = [vi.name for vi in model.graph.input if vi.name not in init]
-    unknown = sorted(set(input_shapes) - set(names))
-    if unknown:
-        raise ModelError(f"input_shapes names {unknown}, which are not inputs of the model (its inputs: {names})")
+    for what, given in (("input_shapes", input_shapes), ("input_values", input_values)):
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise ModelError(f"{what} names {unknown}, which are not inputs of the model (its inputs: {names})")
+    _freeze(model, input_values)
     for vi in model.graph.input:
         if vi.name in init:
             continue
@@ -114,6 +116,28 @@ def _fix_inputs(model, batch, input_shapes: dict):
             else:
                 raise ModelError(f"ONNX input '{vi.name}' dim {k} is dynamic ('{d.dim_param or d.dim_value}'): give its "
                                  f"shape, input_shapes={{'{vi.name}': (...)}} (--shape {vi.name}=d0,d1,...)")
+
+
+def _freeze(model, values: dict) -> None:
+    """Inputs named in values become initializers holding them (in the input's dtype, and its shape
+    where that is static), so that what depends on them folds: silero-vad's sample-rate input picks
+    an If branch whose other branch has no static shapes for the input size of this one."""
+    from onnx import helper, numpy_helper
+    for vi in [vi for vi in model.graph.input if vi.name in values]:
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1 for d in tt.shape.dim]
+        try:
+            v = np.asarray(values[vi.name], helper.tensor_dtype_to_np_dtype(tt.elem_type))
+        except (TypeError, ValueError) as err:
+            raise ModelError(f"input_values: '{vi.name}': {err}") from err
+        if tt.HasField("shape") and (len(dims) != v.ndim and not (-1 not in dims and int(np.prod(dims)) == v.size)
+                                     or len(dims) == v.ndim and any(d not in (-1, n) for d, n in zip(dims, v.shape))):
+            raise ModelError(f"input_values: '{vi.name}' is {['?' if d < 0 else d for d in dims]} in the model, "
+                             f"the value given {list(v.shape)}")
+        if -1 not in dims and tt.HasField("shape"):
+            v = v.reshape(dims)
+        model.graph.initializer.append(numpy_helper.from_array(v, vi.name))
+        model.graph.input.remove(vi)
 
 
 def _pin(vi, dims: list[int]) -> None:
@@ -222,13 +246,13 @@ def _evaluate(node, values: list[np.ndarray | None], opset: int) -> list[np.ndar
     return [np.asarray(r) for r in res]
 
 
-def load_graph(src, batch=None, input_shapes=None) -> OGraph:
+def load_graph(src, batch=None, input_shapes=None, input_values=None) -> OGraph:
     onnx = _onnx()
     from onnx import numpy_helper
     model = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     widen_fp16(model)
-    _fix_inputs(model, batch, input_shapes or {})
+    _fix_inputs(model, batch, input_shapes or {}, input_values or {})
     declared = _loose_outputs(model)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
@@ -538,17 +562,17 @@ def _activation_of(n: ONode, graph: OGraph) -> int:
     return ActivationType.NO_ACTIVATION
 
 
-def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None) -> bytes:
+def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None, input_values=None) -> bytes:
     try:
-        return _convert(src, keep_nchw_input, batch, input_shapes)
+        return _convert(src, keep_nchw_input, batch, input_shapes, input_values)
     except (Error, ImportError):
         raise
     except Exception as err:  # a malformed protobuf or graph surfaces as decode, type or index errors
         raise ModelError(f"cannot convert the ONNX model: {type(err).__name__}: {err}") from err
 
 
-def _convert(src, keep_nchw_input: bool, batch, input_shapes) -> bytes:
-    e, _ = emit_graph(load_graph(src, batch, input_shapes), keep_nchw_input)
+def _convert(src, keep_nchw_input: bool, batch, input_shapes, input_values) -> bytes:
+    e, _ = emit_graph(load_graph(src, batch, input_shapes, input_values), keep_nchw_input)
     return e.b.finish()
 
 

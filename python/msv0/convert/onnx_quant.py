@@ -310,7 +310,7 @@ def _same_params(model, params) -> None:
                 params.setdefault(k, params[node.inputs[0]])
 
 
-def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None) -> bytes:
+def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None, input_values=None) -> bytes:
     """Convert an ONNX model (path or bytes), statically quantized or not, to v0 bytes."""
     from msv0.convert import onnx_frontend
     onnx = onnx_frontend._onnx()
@@ -319,16 +319,17 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None) -
     except Exception as err:
         raise ModelError(f"cannot read the ONNX model: {type(err).__name__}: {err}") from err
     if not is_static_quantized(proto):
-        return onnx_frontend.convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes)
+        return onnx_frontend.convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes,
+                                          input_values=input_values)
     try:
-        return _convert(proto, keep_nchw_input, batch, input_shapes)
+        return _convert(proto, keep_nchw_input, batch, input_shapes, input_values)
     except (Error, ImportError):
         raise
     except Exception as err:  # a malformed graph surfaces as decode, type or index errors
         raise ModelError(f"cannot convert the quantized ONNX model: {type(err).__name__}: {err}") from err
 
 
-def _convert(proto, keep_nchw_input: bool, batch, input_shapes) -> bytes:
+def _convert(proto, keep_nchw_input: bool, batch, input_shapes, input_values) -> bytes:
     from msv0.convert.onnx_frontend import emit_graph, load_graph
     twin = _Twin(proto)
     for n in proto.graph.node:
@@ -341,7 +342,7 @@ def _convert(proto, keep_nchw_input: bool, batch, input_shapes) -> bytes:
     if twin.bad:
         lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in twin.bad)
         raise UnsupportedOpError(f"{len(twin.bad)} ONNX node(s) cannot be converted:\n{lines}", twin.bad)
-    graph = load_graph(float_model.SerializeToString(), batch, input_shapes)
+    graph = load_graph(float_model.SerializeToString(), batch, input_shapes, input_values)
     e, vals = emit_graph(graph, keep_nchw_input)
     model = load(e.b.finish())
     params = {}

@@ -36,8 +36,10 @@ def _refusals(c: Ctx, default_acts: list[str], dirs: int, seq: int, batch: int) 
 
 
 def _time_major(c: Ctx, k: int, perm: list[int]) -> Val | None:
-    """Input k in ONNX layout 0; layout 1 is transposed by perm."""
+    """Input k (X, initial_h or initial_c, all rank 3) in ONNX layout 0; layout 1 is transposed by perm."""
     v = c.inp(k)
+    if v is not None and len(v.shape) != 3:
+        raise Unsupported(f"input {k} has shape {list(v.shape)}, not rank 3")
     if v is None or not c.attr("layout", 0):
         return v
     shape = tuple(v.shape[p] for p in perm)
