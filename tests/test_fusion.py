@@ -239,6 +239,31 @@ def test_conv_with_prelu_equals_the_two_objects(isa, rng, case, threads, shared)
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("kind", ["gelu_erf", "hswish", "prelu"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rows", [1, 7, 100])  # the threads split panels (1, 7) or rows (100)
+def test_gemm_with_activation_equals_the_two_objects(isa, rng, kind, threads, rows):
+    """A FullConnection's GEMM applies a post-op to each share of rows or panels it writes."""
+    n, k = 45, 19
+    gemm = _core.Gemm(rng.standard_normal((n, k)).astype(np.float32), True,
+                      rng.standard_normal(n).astype(np.float32), [rows, k], [rows, n])
+    slope = rng.standard_normal(n).astype(np.float32)
+    prelu = kind == "prelu"
+    act = _core.Activation(_core.ACTIVATION_KINDS[kind], [rows, n], slope_shape=[n] if prelu else [])
+    fused = _core.with_activation(gemm, act, slope if prelu else np.empty(0, np.float32))
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        y, want, got = (np.full((rows, n), np.nan, np.float32) for _ in range(3))
+        gemm([x], [y])
+        act([y, slope] if prelu else [y], [want])
+        fused([x], [got])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(got, want)
+
+
 def test_with_activation_checks_its_operands(rng):
     w = rng.standard_normal((8, 1, 1, 4)).astype(np.float32)
     conv_obj = _core.conv2d_f32(w, None, 1, 1, 1, 1, 1, 0, 0, (1, 3, 3, 4), (1, 3, 3, 8))
@@ -248,8 +273,8 @@ def test_with_activation_checks_its_operands(rng):
     relu = _core.Activation(_core.ACTIVATION_KINDS["relu"], [1, 3, 3, 9])
     with pytest.raises(ValueError, match="shape"):
         _core.with_activation(conv_obj, relu)
-    gemm = _core.Gemm(np.ones((4, 8), np.float32), False, None, (3, 4), (3, 8), -np.inf, np.inf)
-    assert _core.with_activation(gemm, _core.Activation(_core.ACTIVATION_KINDS["relu"], [3, 8])) is None
+    tanh = _core.Activation(_core.ACTIVATION_KINDS["tanh"], [3, 8])  # not a kernel that takes post-ops
+    assert _core.with_activation(tanh, _core.Activation(_core.ACTIVATION_KINDS["relu"], [3, 8])) is None
 
 
 def test_activations_of_interleaved_towers_move_up_to_their_producers(rng):

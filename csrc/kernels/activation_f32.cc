@@ -107,6 +107,28 @@ V div6(V x) {
   }
 }
 
+// GELU as the ONNX converter lowers it (onnx_ops.gelu, constants in python/msv0/gelu.py), the
+// same float operations in the same order, so that one pass (fused into the FullConnection that
+// produces x) gives exactly what the lowered element-wise steps give.
+// tanh form: x·sigmoid(((x·x)·c1 + c2)·x), c1 = a·0.044715 and c2 = a = 2·sqrt(2/pi) in alpha, beta.
+VecF gelu_tanh(VecF x, const Consts& c) { return x * sigmoid((x * x * c.alpha + c.beta) * x); }
+
+// erf form: x·Phi(x) = relu(x) - |x|·q, q = 0.5·erfc(|x|/sqrt 2) by Abramowitz-Stegun 7.1.26:
+// erfc(m) = t·(a1 + t·(a2 + t·(a3 + t·(a4 + t·a5))))·e^(-m^2), t = 1/(1 + p·m). The constants are the
+// float32 roundings of the doubles gelu.py gives the converter.
+VecF gelu_erf(VecF x) {
+  constexpr float kInvSqrt2 = static_cast<float>(0.70710678118654752440), kP = static_cast<float>(0.3275911);
+  constexpr float kA[5] = {static_cast<float>(1.061405429), static_cast<float>(-1.453152027),
+                           static_cast<float>(1.421413741), static_cast<float>(-0.284496736),
+                           static_cast<float>(0.254829592)};
+  const VecF one = VecF::splat(1.f), ax = abs(x), m = ax * VecF::splat(kInvSqrt2);
+  const VecF t = one / (m * VecF::splat(kP) + one);
+  VecF poly = VecF::splat(kA[0]) * t;
+  for (int i = 1; i < 5; ++i) poly = (poly + VecF::splat(kA[i])) * t;
+  const VecF e = exp_f(m * m * VecF::splat(-1.f));
+  return max(VecF::zero(), x) - ax * (poly * e * VecF::splat(0.5f));
+}
+
 // `s` is the slope lane (PReLU per channel) or c.alpha.
 template <int Kind>
 VecF act(VecF x, VecF s, const Consts& c) {
@@ -131,6 +153,8 @@ VecF act(VecF x, VecF s, const Consts& c) {
   if constexpr (Kind == kActReciprocal) return VecF::splat(1.f) / x;
   if constexpr (Kind == kActLog) return log_f(x);
   if constexpr (Kind == kActFloor || Kind == kActCeil || Kind == kActRound) return to_integer<Kind>(x);
+  if constexpr (Kind == kActGeluTanh) return gelu_tanh(x, c);
+  if constexpr (Kind == kActGeluErf) return gelu_erf(x);
   // Power: (x·scale + shift)^exponent, two roundings before the power as in r1.1.
   if constexpr (Kind == kActPowerInt) return power_int(x * c.alpha + c.beta, static_cast<int64_t>(c.exponent));
   return power_double(x * c.alpha + c.beta, c.exponent);  // kActPower
@@ -168,7 +192,7 @@ constexpr RangeFn kRanges[kActKindCount] = {
     run_range<kActHardTanh>, run_range<kActPrelu>, run_range<kActElu>, run_range<kActExp>, run_range<kActAbs>,
     run_range<kActNeg>, run_range<kActSquare>, run_range<kActSqrt>, run_range<kActRsqrt>, run_range<kActReciprocal>,
     run_range<kActLog>, run_range<kActPowerInt>, run_range<kActPower>, run_range<kActFloor>, run_range<kActCeil>,
-    run_range<kActRound>};
+    run_range<kActRound>, run_range<kActGeluTanh>, run_range<kActGeluErf>};
 
 }  // namespace
 
@@ -281,7 +305,7 @@ MSV0_BIND(m) {
   static const char* const kNames[kActKindCount] = {
       "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hswish", "hsigmoid", "hard_tanh", "prelu",
       "elu", "exp", "abs", "neg", "square", "sqrt", "rsqrt", "reciprocal", "log", "power_int", "power",
-      "floor", "ceil", "round"};
+      "floor", "ceil", "round", "gelu_tanh", "gelu_erf"};
   py::dict kinds;
   for (int32_t k = 0; k < kActKindCount; ++k) kinds[kNames[k]] = k;
   m.attr("ACTIVATION_KINDS") = kinds;
@@ -291,7 +315,8 @@ MSV0_BIND(m) {
       "slope_shape: one value per index of the last dim, or its first for all when channel_shared or "
       "it has one), elu (alpha), exp (e^(x·alpha)·beta), abs, neg, square, sqrt, rsqrt, reciprocal, log, "
       "power_int ((x·alpha + beta)^exponent by repeated squaring; exponent an int32) and power (the same by double "
-      "pow), floor, ceil, round (halves away from 0).")
+      "pow), floor, ceil, round (halves away from 0), gelu_tanh (x·sigmoid(((x·x)·alpha + beta)·x)) and gelu_erf "
+      "(x·Phi(x) by Abramowitz-Stegun 7.1.26), as the ONNX converter lowers Gelu.")
       .def(py::init<int32_t, const std::vector<int64_t>&, float, float, float, float, float,
                     const std::vector<int64_t>&, bool>(),
            py::arg("kind"), py::arg("shape"), py::arg("alpha") = 0.f, py::arg("beta") = 1.f,
@@ -311,7 +336,7 @@ MSV0_BIND(m) {
         py::arg("producer"), py::arg("activation"), py::arg("slope") = py::array_t<float>(0),
         "A copy of the producer kernel object (sharing its packed weights) that applies the Activation "
         "object's function to each block of output as it writes it, or None where the producer cannot "
-        "(kernels other than Conv2D's and Binary). A PReLU's slope is given here (its values are copied).");
+        "(kernels other than Conv2D's, FullConnection's and Binary). A PReLU's slope is given here (its values are copied).");
 }
 
 }  // namespace msv0

@@ -13,7 +13,7 @@ namespace msv0 {
 enum ActKind : int32_t {
   kActRelu = 0, kActRelu6, kActLeakyRelu, kActSigmoid, kActTanh, kActSwish, kActHswish, kActHsigmoid,
   kActHardTanh, kActPrelu, kActElu, kActExp, kActAbs, kActNeg, kActSquare, kActSqrt, kActRsqrt, kActReciprocal,
-  kActLog, kActPowerInt, kActPower, kActFloor, kActCeil, kActRound, kActKindCount
+  kActLog, kActPowerInt, kActPower, kActFloor, kActCeil, kActRound, kActGeluTanh, kActGeluErf, kActKindCount
 };
 
 struct ActArgs {
@@ -23,7 +23,8 @@ struct ActArgs {
   int64_t channels;
   int32_t kind;
   // LEAKY_RELU/Elu alpha, shared PReLU slope, Exp input scale, Power scale; Exp output scale,
-  // Power shift; HARD_TANH bounds; Power's exponent (an integer for kActPowerInt).
+  // Power shift; HARD_TANH bounds; Power's exponent (an integer for kActPowerInt). GeluTanh: alpha, beta
+  // are its c1, c2 (see activation_f32.cc).
   float alpha, beta, lo, hi, exponent;
 };
 

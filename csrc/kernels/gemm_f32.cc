@@ -220,11 +220,13 @@ MSV0_EXPORT_CONFIG(sgemm_f32, sgemm_f32, kMr, kPt * kGemmNr, sgemm_pack_b, sgemm
 }  // namespace msv0
 
 #else  // binding pass
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "kernels/activation_f32.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -260,15 +262,20 @@ std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transpos
   return p;
 }
 
-void sgemm_run(const SgemmConfig& cfg, const GemmArgs& g) {
+void sgemm_run(const SgemmConfig& cfg, const GemmArgs& g, const PostOp* post) {
   const int64_t panels = (g.n + kGemmNr - 1) / kGemmNr, tile = cfg.nr / kGemmNr;
   // Split rows when there are enough of them, else panels (a batch-1 FullConnection), in
   // whole micro-kernel tiles either way.
   if (g.m >= 4 * panels || g.m >= 64)
-    parallel_for(g.m, cfg.mr, [&](int64_t m0, int64_t m1) { cfg.fn(g, m0, m1, 0, panels); });
+    parallel_for(g.m, cfg.mr, [&](int64_t m0, int64_t m1) {
+      cfg.fn(g, m0, m1, 0, panels);
+      if (post) post->apply(g.c, m0 * g.n, m1 * g.n);
+    });
   else
     parallel_for((panels + tile - 1) / tile, 1, [&](int64_t q0, int64_t q1) {
-      cfg.fn(g, 0, g.m, tile * q0, q1 * tile < panels ? q1 * tile : panels);
+      const int64_t p1 = q1 * tile < panels ? q1 * tile : panels;
+      cfg.fn(g, 0, g.m, tile * q0, p1);
+      if (post) post->apply_pixels(g.c, g.n, 0, g.m, tile * q0 * kGemmNr, std::min(p1 * kGemmNr, g.n));
     });
 }
 
@@ -296,12 +303,18 @@ class Gemm : public NativeOp {
 
   void run(const void* const* in, void* const* out) const override {
     sgemm_run(*b_->gemm, GemmArgs{static_cast<const float*>(in[0]), b_->k, b_->w.data(), b_->bias_or_null(),
-                       static_cast<float*>(out[0]), b_->n, rows_, b_->n, b_->k, lo_, hi_});
+                       static_cast<float*>(out[0]), b_->n, rows_, b_->n, b_->k, lo_, hi_}, post_.fn ? &post_ : nullptr);
   }
   const char* name() const override { return "gemm"; }
+  std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
+    auto c = std::make_shared<Gemm>(*this);
+    c->post_ = post;
+    return c;
+  }
 
  private:
   std::shared_ptr<const PackedB> b_;
+  PostOp post_;
   int64_t rows_;
   float lo_, hi_;
 };

@@ -3,9 +3,9 @@ depthwise conv and optionally a 1x1 project Conv2D become one native step
 (csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory. Then an
 element-wise Add/Mul/... of two full operands, one of them a GEMM-based Conv2D's output that
 nothing else reads (ResNet's residual Adds), and an Activation or PReLU step that alone reads a
-Conv2D's or an element-wise step's output run inside that step, on each block of output while it
-is in cache (HSWISH after every conv of PP-LCNet and MobileNetV3, PReLU after the convs and
-residual Adds of MediaPipe's landmark models).
+Conv2D's, a FullConnection's or an element-wise step's output run inside that step, on each block
+of output while it is in cache (HSWISH after every conv of PP-LCNet and MobileNetV3, PReLU after
+the convs and residual Adds of MediaPipe's landmark models, a transformer's GELU, msv0.gelu).
 
 The pass absorbs steps whose Conv2D kernel object (Plan.kernel) is a 1x1 GEMM ("gemm1x1") or a
 depthwise conv ("depthwise"), and the fused object reuses their packed weights. It only merges
@@ -115,7 +115,7 @@ def fuse_residuals(planned: list, uses: dict[int, int]) -> list:
 
 def fuse_activations(planned: list, uses: dict[int, int], values: dict) -> list:
     """planned and uses as for fuse_blocks; values: the planned Values (for a PReLU's constant
-    slope). Returns the steps with each Conv2D or Binary step whose output only an Activation or
+    slope). Returns the steps with each Conv2D, FullConnection or Binary step whose output only an Activation or
     PReLU step reads merged with it: the producer's kernel object applies the activation to what it
     writes, the same kernel on the same values as the two steps. A PReLU whose slope is computed
     stays apart."""

@@ -253,6 +253,39 @@ def test_unrolled_tanh_gelu_becomes_one_gelu(form):
     check(m, {"x": x}, atol=1e-5)
 
 
+def _erf_gelu(form):
+    """torch.onnx's nn.GELU before opset 20, 0.5·x·(1 + erf(x/√2)), behind a MatMul, x/√2 as a Div or a
+    Mul and the 0.5 applied last, first or to (1 + erf)."""
+    nodes = [N("MatMul", ["a", "w"], ["x"]), N("Div", ["x", "root2"], ["d"]) if form != "mul" else N("Mul", ["x", "inv"], ["d"]),
+             N("Erf", ["d"], ["e"]), N("Add", ["e", "one"], ["p"])]
+    nodes += {"half_last": [N("Mul", ["x", "p"], ["q"]), N("Mul", ["q", "half"], ["y"])],
+              "mul": [N("Mul", ["x", "p"], ["q"]), N("Mul", ["half", "q"], ["y"])],
+              "half_first": [N("Mul", ["half", "x"], ["h"]), N("Mul", ["h", "p"], ["y"])],
+              "half_p": [N("Mul", ["p", "half"], ["r"]), N("Mul", ["x", "r"], ["y"])]}[form]
+    inits = [("w", f32(24, 37)), ("root2", np.float32(np.sqrt(2))), ("inv", np.float32(1 / np.sqrt(2))),
+             ("one", np.float32(1)), ("half", np.float32(0.5))]
+    return model(nodes, [("a", [3, 24])], ["y"], inits, opset=13)
+
+
+@pytest.mark.parametrize("form", ["half_last", "mul", "half_first", "half_p"])
+def test_unrolled_erf_gelu_runs_as_one_step(form):
+    m = _erf_gelu(form)
+    ms = msv0.load(convert(m.SerializeToString()))
+    assert [n.op for n in ms.nodes][:3] == ["FullConnection", "Abs", "Mul"] and "Erf" not in str(ms.nodes)
+    session = msv0.Session(ms)
+    assert [t.op for t in session.profile({"a": f32(3, 24)})[1]] == ["FullConnection+Gelu"]
+    check(m, {"a": f32(3, 24) * 4})
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_written_as_the_form_sessions_fuse(approximate):
+    """The converter's Gelu lowering is msv0.gelu's form, which a Session runs as one step."""
+    m = model([N("Gelu", ["x"], ["y"], approximate=approximate)], [("x", [3, 37])], ["y"], opset=20)
+    session = msv0.Session(msv0.load(convert(m.SerializeToString())))
+    assert [t.op for t in session.profile({"x": f32(3, 37)})[1]] == ["Gelu"]
+    check(m, {"x": f32(3, 37) * 4})
+
+
 def test_tanh_gelu_with_a_shared_intermediate_stays_unrolled():
     m = _tanh_gelu("half_last")
     m.graph.output.append(h.make_tensor_value_info("t", T.FLOAT, None))

@@ -6,14 +6,13 @@ inputs; ops with an axis remap it when their input is stored NHWC; ops that resh
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from msv0 import dtypes
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import Ctx, align_layouts, emit_binary, handles
 from msv0.fb.ActivationType import ActivationType
+from msv0.gelu import ERFC_A, ERFC_P, INV_SQRT2, TANH_C1, TANH_C2
 
 FLT_MAX = 3.4028234663852886e38
 BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Max": "Maximum", "Min": "Minimum",
@@ -169,13 +168,14 @@ def prelu(c: Ctx):
 
 
 def _erfc_half(c: Ctx, ax: Val) -> Val:
-    """0.5·erfc-like tail t·poly(t)·exp(-a²) for a = |x| ≥ 0 (Abramowitz-Stegun 7.1.26, |err| < 1.5e-7)."""
+    """0.5·erfc-like tail t·poly(t)·exp(-a²) for a = |x| ≥ 0 (Abramowitz-Stegun 7.1.26, |err| < 1.5e-7).
+    Within Gelu, msv0.gelu.ERF_FORM matches what this writes."""
     dt, shape = ax.dtype, ax.shape
-    t = emit_binary(c, "Mul", ax, c.scalar(0.3275911, dt), shape, dt)
+    t = emit_binary(c, "Mul", ax, c.scalar(ERFC_P, dt), shape, dt)
     t = emit_binary(c, "Add", t, c.scalar(1.0, dt), shape, dt)
     t = c.op("Reciprocal", [t], shape, dt, t.nhwc)
     poly = None
-    for coef in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592):
+    for coef in ERFC_A:
         poly = c.scalar(coef, dt) if poly is None else emit_binary(c, "Add", poly, c.scalar(coef, dt), shape, dt)
         poly = emit_binary(c, "Mul", poly, t, shape, dt)
     sq = emit_binary(c, "Mul", ax, ax, shape, dt)
@@ -199,16 +199,16 @@ def erf(c: Ctx):
 def gelu(c: Ctx):
     x = c.inp(0)
     shape, dt = x.shape, x.dtype
+    # msv0.gelu's TANH_FORM and ERF_FORM are these node sequences: Sessions run them as one pass.
     if c.attr("approximate", "none") == "tanh":
         # 0.5·(1 + tanh(u)) = sigmoid(2u): x·sigmoid(x·(a + b·x²)), 6 passes where the tanh form takes 8
-        a = 2 * math.sqrt(2 / math.pi)
-        u = emit_binary(c, "Mul", emit_binary(c, "Mul", x, x, shape, dt), c.scalar(a * 0.044715, dt), shape, dt)
-        u = emit_binary(c, "Mul", emit_binary(c, "Add", u, c.scalar(a, dt), shape, dt), x, shape, dt)
+        u = emit_binary(c, "Mul", emit_binary(c, "Mul", x, x, shape, dt), c.scalar(TANH_C1, dt), shape, dt)
+        u = emit_binary(c, "Mul", emit_binary(c, "Add", u, c.scalar(TANH_C2, dt), shape, dt), x, shape, dt)
         c.set(0, emit_binary(c, "Mul", x, _act(c, u, ActivationType.SIGMOID), shape, dt))
         return
     # x·Φ(x) = relu(x) − |x|·q with q = 0.5·erfc(|x|/√2)
     ax = c.op("Abs", [x], shape, dt, x.nhwc)
-    q = _erfc_half(c, emit_binary(c, "Mul", ax, c.scalar(1 / math.sqrt(2), dt), shape, dt))
+    q = _erfc_half(c, emit_binary(c, "Mul", ax, c.scalar(INV_SQRT2, dt), shape, dt))
     q = emit_binary(c, "Mul", q, c.scalar(0.5, dt), shape, dt)
     c.set(0, emit_binary(c, "Sub", _act(c, x, ActivationType.RELU), emit_binary(c, "Mul", ax, q, shape, dt), shape, dt))
 

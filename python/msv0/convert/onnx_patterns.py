@@ -3,8 +3,9 @@
 LayerNorm (torch.onnx before opset 17): m = ReduceMean(x), d = x − m, v = ReduceMean(d² or d·d),
 y = d / Sqrt(v + eps) [· gamma] [+ beta], the means over trailing axes -> LayerNormalization.
 GELU's tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in the orders exporters write it
--> Gelu(approximate="tanh"), which the Gelu handler lowers in fewer passes than the unrolled form.
-(GELU's Erf form has no v0 op to fuse into: its Erf is lowered where it stands.)
+-> Gelu(approximate="tanh"), and its erf form, 0.5·x·(1 + erf(x/√2)) -> Gelu(approximate="none"):
+the Gelu handler lowers both in fewer passes than the unrolled forms, and Sessions run those as one
+(msv0.gelu).
 Hard-swish as Paddle exports it: x · Clip(x + 3, 0, 6) / 6 -> HardSwish, v0's HSWISH, which computes
 exactly that in float32 (a Div by 6, not a Mul by 1/6, which rounds differently and stays).
 """
@@ -55,6 +56,7 @@ def fuse_unrolled(graph, make_node) -> None:
     attrs) builds the fused nodes)."""
     fuse_layer_norm(graph, make_node)
     fuse_tanh_gelu(graph, make_node)
+    fuse_erf_gelu(graph, make_node)
     fuse_hard_swish(graph, make_node)
 
 
@@ -138,14 +140,73 @@ def _mul_by(node, value: float, consts) -> str | None:
     return None
 
 
+def _reader(name, uses, consumers):
+    """The node that alone reads tensor name, else None."""
+    nxt = consumers.get(name, [])
+    return nxt[0] if uses.get(name) == 1 and len(nxt) == 1 else None
+
+
+def _one_plus(t, uses, consumers, consts):
+    """The Add of 1 that alone reads node t's output, else None."""
+    one = _reader(t.outputs[0], uses, consumers)
+    if one is None or one.op != "Add" or one.inputs.count(t.outputs[0]) != 1:
+        return None
+    return one if _scalar(one.inputs[1] if one.inputs[0] == t.outputs[0] else one.inputs[0], consts) == 1.0 else None
+
+
+def _half_x_times(one, x, producer, uses, consumers, consts):
+    """(last node, the nodes before it) of 0.5·x·p for p = one's output, in the three orders
+    exporters write it, else None."""
+    m1 = _reader(one.outputs[0], uses, consumers)
+    if m1 is None or m1.op != "Mul":
+        return None
+    other = m1.inputs[1] if m1.inputs[0] == one.outputs[0] else m1.inputs[0]
+    if other == x:  # (x·p)·0.5
+        last = _reader(m1.outputs[0], uses, consumers)
+        return (last, [m1]) if _mul_by(last, 0.5, consts) == m1.outputs[0] else None
+    if _mul_by(producer.get(other), 0.5, consts) == x and uses.get(other) == 1:  # (0.5·x)·p
+        return m1, [producer[other]]
+    if _mul_by(m1, 0.5, consts) == one.outputs[0]:  # x·(p·0.5)
+        last = _reader(m1.outputs[0], uses, consumers)
+        ok = last is not None and last.op == "Mul" and sorted(last.inputs) == sorted([x, m1.outputs[0]])
+        return (last, [m1]) if ok else None
+    return None
+
+
+def fuse_erf_gelu(graph, make_node) -> None:
+    """Replace every unrolled erf-form GELU, 0.5·x·(1 + erf(x/√2)) (torch.onnx's nn.GELU before
+    opset 20, with x/√2 as a Div or a Mul), by one Gelu node, which lowers in fewer passes than Erf."""
+    producer, uses, consumers = _graph_index(graph)
+    consts = graph.consts
+
+    replace: dict[int, object] = {}
+    dead: set[int] = set()
+    for erf in graph.nodes:
+        scaled = producer.get(erf.inputs[0]) if erf.op == "Erf" else None
+        if scaled is None:
+            continue
+        root2 = _scalar(scaled.inputs[1], consts) if scaled.op == "Div" and len(scaled.inputs) == 2 else None
+        x = scaled.inputs[0] if root2 is not None and np.isclose(root2, math.sqrt(2), rtol=1e-6, atol=0) else None
+        x = x or _mul_by(scaled, 1 / math.sqrt(2), consts)
+        if x is None or graph.shapes.get(x, (None, None))[1] != np.float32:
+            continue
+        one = _one_plus(erf, uses, consumers, consts)
+        found = _half_x_times(one, x, producer, uses, consumers, consts) if one is not None else None
+        if found is None:
+            continue
+        last, tail = found
+        inner_nodes = [scaled, erf, one] + tail
+        if any(uses.get(n.outputs[0]) != 1 for n in inner_nodes):
+            continue
+        replace[id(last)] = make_node("Gelu", last.name + "/gelu", [x], [last.outputs[0]], {"approximate": "none"})
+        dead.update(id(n) for n in inner_nodes)
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in dead]
+
+
 def fuse_tanh_gelu(graph, make_node) -> None:
     """Replace every unrolled tanh-form GELU in graph.nodes by one Gelu node (approximate="tanh")."""
     producer, uses, consumers = _graph_index(graph)
     consts = graph.consts
-
-    def only_consumer(name):
-        nxt = consumers.get(name, [])
-        return nxt[0] if uses.get(name) == 1 and len(nxt) == 1 else None
 
     def cube_of(name, x):  # the nodes computing x³ as Pow(x, 3), Mul(Mul(x, x), x) or Mul(x, Mul(x, x))
         n = producer.get(name)
@@ -179,28 +240,11 @@ def fuse_tanh_gelu(graph, make_node) -> None:
             continue
         if graph.shapes.get(x, (None, None))[1] != np.float32:
             continue
-        one = only_consumer(th.outputs[0])
-        if one is None or one.op != "Add" or one.inputs.count(th.outputs[0]) != 1:
+        one = _one_plus(th, uses, consumers, consts)
+        found = _half_x_times(one, x, producer, uses, consumers, consts) if one is not None else None
+        if found is None:
             continue
-        if _scalar(one.inputs[1] if one.inputs[0] == th.outputs[0] else one.inputs[0], consts) != 1.0:
-            continue
-        m1 = only_consumer(one.outputs[0])
-        if m1 is None or m1.op != "Mul":
-            continue
-        other = m1.inputs[1] if m1.inputs[0] == one.outputs[0] else m1.inputs[0]
-        if other == x:  # (x·(1 + t))·0.5
-            last = only_consumer(m1.outputs[0])
-            tail = [m1] if _mul_by(last, 0.5, consts) == m1.outputs[0] else None
-        elif _mul_by(producer.get(other), 0.5, consts) == x and uses.get(other) == 1:  # (0.5·x)·(1 + t)
-            last, tail = m1, [producer[other]]
-        elif _mul_by(m1, 0.5, consts) == one.outputs[0]:  # x·((1 + t)·0.5)
-            last = only_consumer(m1.outputs[0])
-            ok = last is not None and last.op == "Mul" and sorted(last.inputs) == sorted([x, m1.outputs[0]])
-            tail = [m1] if ok else None
-        else:
-            continue
-        if tail is None:
-            continue
+        last, tail = found
         inner_nodes = body + [inner, scaled, th, one] + tail
         if any(uses.get(n.outputs[0]) != 1 for n in inner_nodes):
             continue
