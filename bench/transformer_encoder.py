@@ -1,10 +1,13 @@
-"""A BERT-style encoder (L layers, d_model D, H heads, sequence S, FFN F; tanh-GELU, post-norm)
+"""A BERT-style encoder (L layers, d_model D, H heads, sequence S, FFN F; tanh- or erf-GELU, post-norm)
 built as ONNX with onnx.helper, converted with msv0.convert, and timed against ONNX Runtime (and
 OpenVINO when installed) in the same process: alternating blocks of runs per engine with a pause
 between blocks, medians of wall time and of process CPU time (every thread's, so at 1 thread it
 is the run's own work and stays comparable while other jobs share the cores), 1 and 2 threads.
 
-    python bench/transformer_encoder.py [--layers 4] [--d 256] [--heads 4] [--seq 128] [--runs 10] [--blocks 6]
+    python bench/transformer_encoder.py [--layers 4] [--d 256] [--heads 4] [--seq 128] [--gelu tanh|erf]
+                                        [--runs 10] [--blocks 6]
+
+--gelu erf writes GELU as torch.onnx does nn.GELU() before opset 20: 0.5·x·(1 + Erf(x/√2)).
 """
 import argparse
 import tempfile
@@ -19,7 +22,7 @@ import msv0
 from msv0.convert import convert
 
 
-def encoder(layers: int, d: int, heads: int, seq: int, ffn: int, seed: int = 0) -> onnx.ModelProto:
+def encoder(layers: int, d: int, heads: int, seq: int, ffn: int, seed: int = 0, gelu_form: str = "tanh") -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
     nodes, inits, count = [], [], [0]
 
@@ -49,7 +52,10 @@ def encoder(layers: int, d: int, heads: int, seq: int, ffn: int, seed: int = 0) 
     def split_heads(x):  # [1, S, D] -> [1, H, S, D/H]
         return node("Transpose", [node("Reshape", [x, const([1, seq, heads, d // heads], "shape")])], perm=[0, 2, 1, 3])
 
-    def gelu(x):  # the tanh form
+    def gelu(x):
+        if gelu_form == "erf":
+            e = node("Erf", [node("Div", [x, const(np.sqrt(2))])])
+            return node("Mul", [node("Mul", [x, node("Add", [e, const(1.0)])]), const(0.5)])
         inner = node("Add", [x, node("Mul", [node("Mul", [node("Mul", [x, x]), x]), const(0.044715)])])
         t = node("Tanh", [node("Mul", [inner, const(np.sqrt(2 / np.pi))])])
         return node("Mul", [node("Mul", [x, const(0.5)]), node("Add", [t, const(1.0)])])
@@ -95,12 +101,13 @@ def main() -> None:
     p.add_argument("--d", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--gelu", choices=["tanh", "erf"], default="tanh")
     p.add_argument("--runs", type=int, default=10, help="runs per block")
     p.add_argument("--blocks", type=int, default=6)
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path, ms_path = str(Path(tmp) / "encoder.onnx"), str(Path(tmp) / "encoder.ms")
-        onnx.save(encoder(a.layers, a.d, a.heads, a.seq, 4 * a.d), onnx_path)
+        onnx.save(encoder(a.layers, a.d, a.heads, a.seq, 4 * a.d, gelu_form=a.gelu), onnx_path)
         convert(onnx_path, ms_path)
         x = np.random.default_rng(1).standard_normal((1, a.seq, a.d)).astype(np.float32)
         for threads in (1, 2):
