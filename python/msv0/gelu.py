@@ -51,11 +51,11 @@ def profile_op(ops: str) -> str:
 def _is_op(node, op: str) -> bool:
     a = node.attrs
     if op in _ACTIVATIONS:
-        return node.op == "Activation" and a.type == _ACTIVATIONS[op]
+        return node.op == "Activation" and a.get("type") == _ACTIVATIONS[op]
     if op in ("Mul", "Add", "Sub"):
-        return node.op == op and a.activationType == ActivationType.NO_ACTIVATION
+        return node.op == op and a.get("activationType", ActivationType.NO_ACTIVATION) == ActivationType.NO_ACTIVATION
     if op == "Exp":  # e^x: base e (−1), no scale, no shift
-        return node.op == "Exp" and (a.base, a.scale, a.shift) == (-1, 1, 0)
+        return node.op == "Exp" and (a.get("base"), a.get("scale"), a.get("shift")) == (-1, 1, 0)
     return node.op == op
 
 

@@ -384,7 +384,8 @@ def test_input_values_make_inputs_constants_that_fold(tmp_path, capsys):
     assert [n.op for n in ms.nodes] == ["Mul"] and [i.name for i in ms.inputs] == ["x"]
     np.testing.assert_array_equal(run_msv0(m.SerializeToString(), {"x": x}, input_values={"sr": 16000})["y"], x * 2)
     for values, match in (({"sr": [1, 2]}, r"'sr' is \[\] in the model, the value given \[2\]"),
-                          ({"rate": 1}, r"\['rate'\], which are not inputs"), ({"sr": "fast"}, "'sr': invalid literal")):
+                          ({"rate": 1}, r"\['rate'\], which are not inputs"), ({"sr": "fast"}, "'sr': invalid literal"),
+                          ({"sr": 0.5}, "'sr' is int64, which cannot hold 0.5")):
         with pytest.raises(msv0.ModelError, match=match):
             convert(m.SerializeToString(), input_values=values)
     src, dst = tmp_path / "m.onnx", tmp_path / "m.ms"

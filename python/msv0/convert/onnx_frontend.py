@@ -127,9 +127,12 @@ def _freeze(model, values: dict) -> None:
         tt = vi.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1 for d in tt.shape.dim]
         try:
-            v = np.asarray(values[vi.name], helper.tensor_dtype_to_np_dtype(tt.elem_type))
+            given = np.asarray(values[vi.name])
+            v = given.astype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
         except (TypeError, ValueError) as err:
             raise ModelError(f"input_values: '{vi.name}': {err}") from err
+        if v.dtype.kind in "iub" and not np.array_equal(given, v):
+            raise ModelError(f"input_values: '{vi.name}' is {v.dtype}, which cannot hold {given.tolist()}")
         if tt.HasField("shape") and (len(dims) != v.ndim and not (-1 not in dims and int(np.prod(dims)) == v.size)
                                      or len(dims) == v.ndim and any(d not in (-1, n) for d, n in zip(dims, v.shape))):
             raise ModelError(f"input_values: '{vi.name}' is {['?' if d < 0 else d for d in dims]} in the model, "
