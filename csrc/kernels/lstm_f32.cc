@@ -1,8 +1,9 @@
 // r1.1's fp32 Lstm (format-v0.md §5, ops/sequence.py) with constant weights, packed once; the
 // initial states are read at run time (streaming models feed them). Per direction, the input
 // projection of every step is one SGEMM (x · W^T + B_in + B_rec); each step then adds h · R^T (a
-// GEMM of `batch` rows on the running thread: a step is too small to split) and applies the
-// gates in iofc order with the fp32 Activation kernel's sigmoid and Padé tanh (activation_f32.cc).
+// GEMM of `batch` rows on one thread: a step is too small to split; the directions of a
+// bidirectional layer run on two) and applies the gates in iofc order with the fp32 Activation
+// kernel's sigmoid and Padé tanh (activation_f32.cc).
 #include "kernels/activation_f32.h"
 #include "kernels/gemm_f32.h"
 
@@ -55,41 +56,50 @@ class Lstm : public NativeOp {
     auto* hn = static_cast<float*>(out[1]);
     auto* cn = static_cast<float*>(out[2]);
     const int64_t g4 = 4 * hid_, rows = seq_ * batch_, state = batch_ * hid_;
-    // gx (seq·batch x 4H), one step's gates (batch x 4H) and tanh(c) (H); h and c live in hn and cn.
-    float* gx = thread_scratch(static_cast<size_t>(rows * g4 + batch_ * g4 + hid_));
-    float* gates = gx + rows * g4;
-    float* tanh_c = gates + batch_ * g4;
+    // Per direction: gx (seq·batch x 4H), one step's gates (batch x 4H) and tanh(c) (H); h and c
+    // live in hn and cn.
+    const int64_t per_dir = rows * g4 + batch_ * g4 + hid_;
+    float* scratch = thread_scratch(static_cast<size_t>(dirs_ * per_dir));
     const int64_t panels = (g4 + kGemmNr - 1) / kGemmNr;
     const auto apply = [&](int32_t kind, float* v, int64_t n) {
       act_(ActArgs{v, v, nullptr, 0, kind, 0.f, 0.f, 0.f, 0.f}, 0, n);
     };
     for (int64_t d = 0; d < dirs_; ++d) {
-      float* h = hn + d * state;
-      float* c = cn + d * state;
-      std::copy(h0 + d * state, h0 + (d + 1) * state, h);
-      std::copy(c0 + d * state, c0 + (d + 1) * state, c);
-      if (rows == 0) continue;
-      sgemm_run(*gemm_, GemmArgs{x, in_, w_[d]->w.data(), w_[d]->bias_or_null(), gx, g4, rows, g4, in_, -INFINITY,
-                                 INFINITY});
-      for (int64_t s = 0; s < seq_; ++s) {
-        const int64_t t = d == 1 ? seq_ - 1 - s : s;
-        gemm_->fn(GemmArgs{h, hid_, r_[d]->w.data(), nullptr, gates, g4, batch_, g4, hid_, -INFINITY, INFINITY},
-                  0, batch_, 0, panels);
-        for (int64_t bi = 0; bi < batch_; ++bi) {
-          const float* a = gx + (t * batch_ + bi) * g4;
-          float* g = gates + bi * g4;
-          for (int64_t j = 0; j < g4; ++j) g[j] = a[j] + g[j];
-          apply(kActSigmoid, g, 3 * hid_);  // i, o, f
-          apply(kActTanh, g + 3 * hid_, hid_);
-          float* hb = h + bi * hid_;
-          float* cb = c + bi * hid_;
-          for (int64_t j = 0; j < hid_; ++j) tanh_c[j] = cb[j] = g[2 * hid_ + j] * cb[j] + g[j] * g[3 * hid_ + j];
-          apply(kActTanh, tanh_c, hid_);
-          float* yb = y + ((t * dirs_ + d) * batch_ + bi) * hid_;
-          for (int64_t j = 0; j < hid_; ++j) yb[j] = hb[j] = g[hid_ + j] * tanh_c[j];
+      std::copy(h0 + d * state, h0 + (d + 1) * state, hn + d * state);
+      std::copy(c0 + d * state, c0 + (d + 1) * state, cn + d * state);
+      if (rows)
+        sgemm_run(*gemm_, GemmArgs{x, in_, w_[d]->w.data(), w_[d]->bias_or_null(), scratch + d * per_dir, g4, rows,
+                                   g4, in_, -INFINITY, INFINITY});
+    }
+    // The steps of one direction depend on each other and are too small to split, but the two
+    // directions of a bidirectional layer are independent: each runs on a thread of its own.
+    parallel_for(rows ? dirs_ : 0, 1, [&](int64_t d0, int64_t d1) {
+      for (int64_t d = d0; d < d1; ++d) {
+        const float* gx = scratch + d * per_dir;
+        float* gates = scratch + d * per_dir + rows * g4;
+        float* tanh_c = gates + batch_ * g4;
+        float* h = hn + d * state;
+        float* c = cn + d * state;
+        for (int64_t s = 0; s < seq_; ++s) {
+          const int64_t t = d == 1 ? seq_ - 1 - s : s;
+          gemm_->fn(GemmArgs{h, hid_, r_[d]->w.data(), nullptr, gates, g4, batch_, g4, hid_, -INFINITY, INFINITY},
+                    0, batch_, 0, panels);
+          for (int64_t bi = 0; bi < batch_; ++bi) {
+            const float* a = gx + (t * batch_ + bi) * g4;
+            float* g = gates + bi * g4;
+            for (int64_t j = 0; j < g4; ++j) g[j] = a[j] + g[j];
+            apply(kActSigmoid, g, 3 * hid_);  // i, o, f
+            apply(kActTanh, g + 3 * hid_, hid_);
+            float* hb = h + bi * hid_;
+            float* cb = c + bi * hid_;
+            for (int64_t j = 0; j < hid_; ++j) tanh_c[j] = cb[j] = g[2 * hid_ + j] * cb[j] + g[j] * g[3 * hid_ + j];
+            apply(kActTanh, tanh_c, hid_);
+            float* yb = y + ((t * dirs_ + d) * batch_ + bi) * hid_;
+            for (int64_t j = 0; j < hid_; ++j) yb[j] = hb[j] = g[hid_ + j] * tanh_c[j];
+          }
         }
       }
-    }
+    });
   }
   const char* name() const override { return "lstm"; }
 

@@ -28,7 +28,8 @@ def lstm_ref(x, W, R, B, h0, c0):
 @pytest.mark.parametrize("seq,batch,inp,hid", [(1, 1, 1, 1), (5, 3, 7, 4), (4, 2, 3, 9), (6, 2, 20, 37)])
 def test_lstm(isa, rng, bidi, seq, batch, inp, hid):
     """Constant weights are packed once, fed weights on every run (a Python step); the initial
-    states constant or fed: the same kernel, bit-identical results."""
+    states constant or fed: the same kernel, bit-identical results; on one thread too (on two, a
+    bidirectional layer runs a direction on each)."""
     dirs = 2 if bidi else 1
     f = lambda *s: (rng.standard_normal(s) * 0.7).astype(np.float32)
     x, W, R, B = f(seq, batch, inp), f(dirs, 4 * hid, inp), f(dirs, 4 * hid, hid), f(dirs, 8 * hid)
@@ -37,10 +38,13 @@ def test_lstm(isa, rng, bidi, seq, batch, inp, hid):
     const_states = lstm([x, Const(W), Const(R), Const(B), Const(h0), Const(c0)], True)
     fed_states = lstm([x, Const(W), Const(R), Const(B), h0, c0], True)
     fed_weights = lstm([x, W, R, B, h0, c0], False)
+    one_thread = run_op("Lstm", [x, Const(W), Const(R), Const(B), Const(h0), Const(c0)], outputs=3, bidirection=bidi,
+                        num_threads=1, native=True)
     want = lstm_ref(x, W, R, B, h0, c0)
-    for const, fed, fed_w, ref in zip(const_states, fed_states, fed_weights, want):
+    for const, fed, fed_w, one, ref in zip(const_states, fed_states, fed_weights, one_thread, want):
         np.testing.assert_array_equal(fed, const)
         np.testing.assert_array_equal(fed_w, const)
+        np.testing.assert_allclose(one, ref, atol=2e-4)
         np.testing.assert_allclose(fed, ref, atol=2e-4)
 
 
