@@ -97,7 +97,36 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
     store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
   };
   for (int64_t ox = 0; ox < ox_lo; ++ox) border(ox);
-  for (int64_t ox = ox_lo; ox < ox_hi; ++ox) {
+  int64_t ox = ox_lo;
+  // Stride 1: the window slides one pixel, so each step loads only its new column and keeps the
+  // other K - 1 (the loads were most of the vector work per output; 17 % off MobileNetV2's 3x3
+  // layers, 25 % off 5x5 ones on AVX-512). int32 sums: the order is free. AVX2's 16 registers
+  // spill a 5x5 window's 25 columns beside its 25 weights, which made it slower there.
+  constexpr bool kSlide = K <= 3 || VecI32::kLanes != 8;
+  if (kSlide && sw == 1 && dw == 1 && ox < ox_hi) {
+    VecI32 cols[K][K];  // [kx][ky]
+    const int64_t first = (ox - pl) * ch;
+#pragma GCC unroll 8
+    for (int kx = 0; kx < K - 1; ++kx)
+#pragma GCC unroll 8
+      for (int ky = 0; ky < K; ++ky) cols[kx][ky] = load_s8_n<Tail>(row[ky] + first + kx * ch, lanes);
+    for (; ox < ox_hi; ++ox) {
+      const int64_t next = (ox - pl + K - 1) * ch;
+#pragma GCC unroll 8
+      for (int ky = 0; ky < K; ++ky) cols[K - 1][ky] = load_s8_n<Tail>(row[ky] + next, lanes);
+      VecI32 acc = bias;
+#pragma GCC unroll 8
+      for (int ky = 0; ky < K; ++ky)
+#pragma GCC unroll 8
+        for (int kx = 0; kx < K; ++kx) acc = mul_add16(acc, cols[kx][ky], w[ky * K + kx]);
+      store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
+#pragma GCC unroll 8
+      for (int kx = 0; kx < K - 1; ++kx)
+#pragma GCC unroll 8
+        for (int ky = 0; ky < K; ++ky) cols[kx][ky] = cols[kx + 1][ky];
+    }
+  }
+  for (; ox < ox_hi; ++ox) {
     const int64_t off = (ox * sw - pl) * ch;
     VecI32 acc = bias;
     for (int ky = 0; ky < K; ++ky)
