@@ -146,30 +146,27 @@ def _reader(name, uses, consumers):
     return nxt[0] if uses.get(name) == 1 and len(nxt) == 1 else None
 
 
-def _one_plus(t, uses, consumers, consts):
-    """The Add of 1 that alone reads node t's output, else None."""
+def _gelu_tail(t, x, producer, uses, consumers, consts):
+    """(last node, the nodes after t up to it) of 0.5·x·(1 + t's output), in the three orders
+    exporters write the product, else None."""
     one = _reader(t.outputs[0], uses, consumers)
     if one is None or one.op != "Add" or one.inputs.count(t.outputs[0]) != 1:
         return None
-    return one if _scalar(one.inputs[1] if one.inputs[0] == t.outputs[0] else one.inputs[0], consts) == 1.0 else None
-
-
-def _half_x_times(one, x, producer, uses, consumers, consts):
-    """(last node, the nodes before it) of 0.5·x·p for p = one's output, in the three orders
-    exporters write it, else None."""
+    if _scalar(one.inputs[1] if one.inputs[0] == t.outputs[0] else one.inputs[0], consts) != 1.0:
+        return None
     m1 = _reader(one.outputs[0], uses, consumers)
     if m1 is None or m1.op != "Mul":
         return None
     other = m1.inputs[1] if m1.inputs[0] == one.outputs[0] else m1.inputs[0]
     if other == x:  # (x·p)·0.5
         last = _reader(m1.outputs[0], uses, consumers)
-        return (last, [m1]) if _mul_by(last, 0.5, consts) == m1.outputs[0] else None
+        return (last, [one, m1]) if _mul_by(last, 0.5, consts) == m1.outputs[0] else None
     if _mul_by(producer.get(other), 0.5, consts) == x and uses.get(other) == 1:  # (0.5·x)·p
-        return m1, [producer[other]]
+        return m1, [one, producer[other]]
     if _mul_by(m1, 0.5, consts) == one.outputs[0]:  # x·(p·0.5)
         last = _reader(m1.outputs[0], uses, consumers)
         ok = last is not None and last.op == "Mul" and sorted(last.inputs) == sorted([x, m1.outputs[0]])
-        return (last, [m1]) if ok else None
+        return (last, [one, m1]) if ok else None
     return None
 
 
@@ -190,12 +187,11 @@ def fuse_erf_gelu(graph, make_node) -> None:
         x = x or _mul_by(scaled, 1 / math.sqrt(2), consts)
         if x is None or graph.shapes.get(x, (None, None))[1] != np.float32:
             continue
-        one = _one_plus(erf, uses, consumers, consts)
-        found = _half_x_times(one, x, producer, uses, consumers, consts) if one is not None else None
+        found = _gelu_tail(erf, x, producer, uses, consumers, consts)
         if found is None:
             continue
         last, tail = found
-        inner_nodes = [scaled, erf, one] + tail
+        inner_nodes = [scaled, erf] + tail
         if any(uses.get(n.outputs[0]) != 1 for n in inner_nodes):
             continue
         replace[id(last)] = make_node("Gelu", last.name + "/gelu", [x], [last.outputs[0]], {"approximate": "none"})
@@ -240,12 +236,11 @@ def fuse_tanh_gelu(graph, make_node) -> None:
             continue
         if graph.shapes.get(x, (None, None))[1] != np.float32:
             continue
-        one = _one_plus(th, uses, consumers, consts)
-        found = _half_x_times(one, x, producer, uses, consumers, consts) if one is not None else None
+        found = _gelu_tail(th, x, producer, uses, consumers, consts)
         if found is None:
             continue
         last, tail = found
-        inner_nodes = body + [inner, scaled, th, one] + tail
+        inner_nodes = body + [inner, scaled, th] + tail
         if any(uses.get(n.outputs[0]) != 1 for n in inner_nodes):
             continue
         replace[id(last)] = make_node("Gelu", last.name + "/gelu", [x], [last.outputs[0]], {"approximate": "tanh"})
