@@ -76,3 +76,23 @@ def test_control_flow_models_run_their_if_as_one_step(name, monkeypatch):
     for other in (flow.run(f), msv0.Session(model).run(f)):
         for k in got:
             np.testing.assert_array_equal(got[k], other[k])
+
+
+def test_tflite_input_with_dynamic_dims_is_converted_at_its_stored_shape_with_a_warning():
+    """openWakeWord's melspectrogram.tflite stores [1, 1] for its [-1, -1] input (LiteRT resizes it
+    to 1280 samples): the v0 file takes the stored shapes, and the converter says so. A dynamic
+    batch alone (openWakeWord's embedding model, [-1, 76, 32, 1]) is not worth a warning."""
+    import warnings
+    import zipfile
+    try:
+        wheel = rm.wheel_path("openwakeword")
+        embedding, _ = rm.source_bytes(rm.BY_NAME["oww_embedding_tflite"])
+    except rm.Unavailable as e:
+        pytest.skip(str(e))
+    mel = zipfile.ZipFile(wheel).read("openwakeword/resources/models/melspectrogram.tflite")
+    with pytest.warns(UserWarning, match=r"'serving_default_input:0' has dynamic dims \[-1, -1\]: converted at the "
+                                         r"shape the file stores, \[1, 1\]"):
+        assert msv0.load(convert(mel)).inputs[0].shape == (1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        convert(embedding)

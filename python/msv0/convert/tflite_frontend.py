@@ -13,6 +13,7 @@ Reading needs the optional `tflite` package (generated FlatBuffers accessors).
 from __future__ import annotations
 
 import collections
+import warnings
 
 import numpy as np
 
@@ -585,8 +586,22 @@ class _Converter:
         self.claimed.update(nodes)
         return b.subgraph(name, inputs, outputs, nodes)
 
+    def _warn_dynamic_inputs(self) -> None:
+        """A file stores one shape per tensor, traced from each input's stored shape; an input whose
+        signature has a dynamic dim past the batch stores a placeholder there (openWakeWord's
+        melspectrogram.tflite: [1, 1] for [-1, -1], where LiteRT's resize_tensor_input sets 1280
+        samples). The v0 file takes the stored shapes: say which."""
+        for i in map(int, self.g.InputsAsNumpy()):
+            t = self.g.Tensors(i)
+            signature = [int(d) for d in t.ShapeSignatureAsNumpy()] if t.ShapeSignatureLength() else []
+            if any(d < 0 for d in signature[1:]):
+                warnings.warn(f"TFLite input '{self.tensor_name(i)}' has dynamic dims {signature}: converted at the "
+                              f"shape the file stores, {list(self.tensors[i][0])}; export the model with that input's "
+                              "shape fixed to convert another", stacklevel=6)  # at the caller of msv0.convert.convert
+
     def run(self) -> bytes:
         g = self.g
+        self._warn_dynamic_inputs()
         self._inputs(self.e.b.input)
         self.convert_ops("")
         if self.bad:
