@@ -27,7 +27,7 @@ from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.convert.onnx_fold import inline_branch, taken_branch, zero_product
 from msv0.convert.onnx_fp16 import widen_fp16
-from msv0.convert.onnx_patterns import fuse_unrolled
+from msv0.convert.onnx_patterns import clip_bounds, fuse_unrolled
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
@@ -545,19 +545,10 @@ def _fuse_swish(graph: OGraph) -> None:
 def _activation_of(n: ONode, graph: OGraph) -> int:
     if n.op == "Relu":
         return ActivationType.RELU
-    if n.op != "Clip":
+    bounds = clip_bounds(n, graph) if n.op == "Clip" else None
+    if bounds is None or bounds[0] is None:
         return ActivationType.NO_ACTIVATION
-    if graph.opset < 11:
-        lo, hi = n.attrs.get("min", -3.4e38), n.attrs.get("max", 3.4e38)
-    else:
-        ins = n.inputs + ["", ""]
-        # Bounds are scalars by the spec; exporters also write one-element tensors.
-        if any(i and (i not in graph.consts or graph.consts[i].size != 1) for i in ins[1:3]):
-            return ActivationType.NO_ACTIVATION
-        lo = graph.consts[ins[1]].item() if ins[1] else None
-        hi = graph.consts[ins[2]].item() if ins[2] else None
-        if lo is None:
-            return ActivationType.NO_ACTIVATION
+    lo, hi = bounds
     if lo == 0 and hi == 6:
         return ActivationType.RELU6
     if lo == 0 and (hi is None or hi >= 3.4e38):

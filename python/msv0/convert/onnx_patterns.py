@@ -248,11 +248,12 @@ def fuse_tanh_gelu(graph, make_node) -> None:
     graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in dead]
 
 
-def _clip_bounds(n, graph) -> tuple[float | None, float | None] | None:
+def clip_bounds(n, graph) -> tuple[float | None, float | None] | None:
     """(min, max) of a Clip whose bounds are constants (None where absent), else None."""
     if graph.opset < 11:
         return n.attrs.get("min"), n.attrs.get("max")
     ins = n.inputs + ["", ""]
+    # Bounds are scalars by the spec; exporters also write one-element tensors.
     if any(i and (i not in graph.consts or graph.consts[i].size != 1) for i in ins[1:3]):
         return None
     return tuple(float(graph.consts[i].reshape(-1)[0]) if i else None for i in ins[1:3])
@@ -277,7 +278,7 @@ def fuse_hard_swish(graph, make_node) -> None:
             continue
         for x, c in (mul.inputs, mul.inputs[::-1]):
             clip = only_use(c, "Clip")
-            if clip is None or _clip_bounds(clip, graph) != (0.0, 6.0):
+            if clip is None or clip_bounds(clip, graph) != (0.0, 6.0):
                 continue
             add = only_use(clip.inputs[0], "Add")
             if add is None or len(add.inputs) != 2 or x not in add.inputs:
