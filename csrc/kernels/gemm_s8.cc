@@ -63,10 +63,8 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
       }
       summed += whole;
       if (whole < n && n - whole >= kTailVector) {
-        // One vector from a zero-padded copy: its shifted zeros count in `summed` like the row's.
-        int8_t tail[VecI8::kBytes] = {};
-        __builtin_memcpy(tail, src + whole, static_cast<size_t>(n - whole));
-        const VecI8 x = to_dot_a(VecI8::load(tail));
+        // One zero-padded vector (masked on AVX-512): its shifted zeros count in `summed` like the row's.
+        const VecI8 x = to_dot_a(VecI8::load_tail(src + whole, n - whole));
         x.store(d + whole);
         sum = dot4(sum, x, ones);
         summed += VecI8::kBytes;

@@ -58,6 +58,12 @@ struct VecI8 {
   static constexpr int kBytes = 16;
   int8x16_t v;
   static VecI8 load(const int8_t* p) { return {vld1q_s8(p)}; }
+  // The first n (< kBytes) bytes at p, zeros after them; bytes past p + n are not read.
+  static VecI8 load_tail(const int8_t* p, int64_t n) {
+    int8_t t[kBytes] = {};
+    __builtin_memcpy(t, p, static_cast<size_t>(n));
+    return load(t);
+  }
   // The 4 bytes at p in every 32-bit lane: one row's k group against 4 columns of B.
   static VecI8 splat4(const int8_t* p) {
     int32_t w;

@@ -65,6 +65,12 @@ struct VecI8 {
   static constexpr int kBytes = 32;
   __m256i v;
   static VecI8 load(const int8_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+  // The first n (< kBytes) bytes at p, zeros after them; bytes past p + n are not read.
+  static VecI8 load_tail(const int8_t* p, int64_t n) {
+    int8_t t[kBytes] = {};
+    __builtin_memcpy(t, p, static_cast<size_t>(n));
+    return load(t);
+  }
   // The 4 bytes at p in every 32-bit lane: one row's k group against 8 columns of B.
   static VecI8 splat4(const int8_t* p) {
     int32_t w;

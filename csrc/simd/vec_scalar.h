@@ -36,6 +36,11 @@ struct VecI8 {
   static constexpr int kBytes = 4;
   int8_t v[4];
   static VecI8 load(const int8_t* p) { return {{p[0], p[1], p[2], p[3]}}; }
+  static VecI8 load_tail(const int8_t* p, int64_t n) {
+    VecI8 r{};
+    for (int64_t i = 0; i < n; ++i) r.v[i] = p[i];
+    return r;
+  }
   static VecI8 splat4(const int8_t* p) { return load(p); }
   void store(int8_t* p) const {
     for (int i = 0; i < 4; ++i) p[i] = v[i];
