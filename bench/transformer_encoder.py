@@ -5,9 +5,11 @@ between blocks, medians of wall time and of process CPU time (every thread's, so
 is the run's own work and stays comparable while other jobs share the cores), 1 and 2 threads.
 
     python bench/transformer_encoder.py [--layers 4] [--d 256] [--heads 4] [--seq 128] [--gelu tanh|erf]
-                                        [--runs 10] [--blocks 6]
+                                        [--dynamic-quant] [--runs 10] [--blocks 6]
 
 --gelu erf writes GELU as torch.onnx does nn.GELU() before opset 20: 0.5·x·(1 + Erf(x/√2)).
+--dynamic-quant times the encoder after onnxruntime.quantization.quantize_dynamic (int8 weights,
+activations quantized per run), as every engine then runs it.
 """
 import argparse
 import tempfile
@@ -102,12 +104,17 @@ def main() -> None:
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--gelu", choices=["tanh", "erf"], default="tanh")
+    p.add_argument("--dynamic-quant", action="store_true")
     p.add_argument("--runs", type=int, default=10, help="runs per block")
     p.add_argument("--blocks", type=int, default=6)
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path, ms_path = str(Path(tmp) / "encoder.onnx"), str(Path(tmp) / "encoder.ms")
         onnx.save(encoder(a.layers, a.d, a.heads, a.seq, 4 * a.d, gelu_form=a.gelu), onnx_path)
+        if a.dynamic_quant:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantize_dynamic(onnx_path, onnx_path, weight_type=QuantType.QInt8)
         convert(onnx_path, ms_path)
         x = np.random.default_rng(1).standard_normal((1, a.seq, a.d)).astype(np.float32)
         for threads in (1, 2):

@@ -10,6 +10,8 @@
 
 #include "kernels/kernel.h"
 #include "simd/pragmas.h"
+// The float output's scale and bias round apart, as the Mul and Add steps it replaces do.
+MSV0_FP_CONTRACT_OFF
 
 namespace msv0 {
 MSV0_DECLARE(gemm_s8, GemmS8Kernel)
@@ -86,7 +88,8 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
 }
 
 // The accumulators of C rows [i, i + rows) and columns [col, col + cols) (the first cols of
-// V * kLanes) finished: the b_zp · row-sum term off, then stored as int32 or requantized int8.
+// V * kLanes) finished: the b_zp · row-sum term off, then stored as int32, requantized int8 or
+// scaled float32.
 // The loops over acc unroll completely, so that a tile's accumulators stay registers: indexed
 // by a loop clang does not unroll, they live on the stack, stored at every k step.
 template <int R, int V>
@@ -112,12 +115,22 @@ void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, i
         const VecI32 y = rq(acc[r][v]);
         left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
       }
-    } else {
+    } else if (g.c32) {
       int32_t* c = g.c32 + i * g.ldc + c0;
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r, c += g.ldc) {
         if (r >= rows) break;
         left >= kLanes ? acc[r][v].store(c) : acc[r][v].store_tail(c, left);
+      }
+    } else {
+      const VecF scale = VecF::load(g.c_scale + c0), bias = g.c_bias ? VecF::load(g.c_bias + c0) : VecF::zero();
+      float* c = g.cf + i * g.ldc + c0;
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r, c += g.ldc) {
+        if (r >= rows) break;
+        VecF y = to_f32(acc[r][v]) * scale;
+        if (g.c_bias) y = y + bias;
+        left >= kLanes ? y.store(c) : y.store_tail(c, left);
       }
     }
   }
@@ -361,6 +374,7 @@ MSV0_TARGET_POP
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "kernels/quant_cast.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -368,6 +382,37 @@ namespace msv0 {
 // The AMX slot asks the OS for the tile state here, on first use, and yields to the plain one
 // where the OS refuses.
 const GemmS8Kernel& gemm_s8_kernel() { return amx_or_plain(gemm_s8_amx_slots(), Amx::kInt8, gemm_s8_slots()); }
+
+namespace {
+
+// g on the pool: rows split when there are enough of them, else panels (a batch-1
+// FullConnection), in whole micro-kernel tiles of the slot's width.
+void run_gemm_s8(const GemmS8Kernel& kernel, const GemmS8Args& g) {
+  const int64_t panels = (g.n + kGemmS8Nr - 1) / kGemmS8Nr;
+  const size_t scratch_floats = static_cast<size_t>(gemm_s8_scratch_bytes(g.k, kernel.mr) + 3) / 4;
+  auto task = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    kernel.fn(g, m0, m1, p0, p1, reinterpret_cast<int8_t*>(thread_scratch(scratch_floats)));
+  };
+  const int64_t tile = kernel.nr / kGemmS8Nr, tiles = (panels + tile - 1) / tile;
+  if (g.m >= 4 * panels || g.m >= 64)
+    parallel_for(g.m, kernel.mr, [&](int64_t m0, int64_t m1) { task(m0, m1, 0, panels); });
+  else
+    parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) { task(0, g.m, t0 * tile, std::min(t1 * tile, panels)); });
+}
+
+// Rows of m x k elements and output rows of n from FullConnection's shapes: x of any shape
+// holding m rows of k, y of m rows of n. Returns m.
+int64_t fc_rows(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, int64_t n, int64_t k) {
+  checked_shape(x_shape, x_shape.size(), "x_shape");
+  checked_shape(y_shape, y_shape.size(), "y_shape");
+  if (y_shape.empty() || y_shape.back() != n) throw ArgError("y_shape: last dim must be " + std::to_string(n));
+  const int64_t m = elements(std::vector<int64_t>(y_shape.begin(), y_shape.end() - 1));
+  if (elements(x_shape) != m * k)
+    throw ArgError("x_shape: expected " + std::to_string(m) + " rows of " + std::to_string(k));
+  return m;
+}
+
+}  // namespace
 
 // An int8 GEMM with B packed once, on x of a fixed (m, k): the weight of an int8
 // FullConnection, MatMul or convolution. With mult/left/right it writes requantized int8,
@@ -384,13 +429,8 @@ class GemmS8 : public NativeOp {
     const int8_t* pb = in_ptr<int8_t>(b, "b");
     n_ = transposed ? b.shape(0) : b.shape(1);
     k_ = transposed ? b.shape(1) : b.shape(0);
-    if (y_shape) {  // FullConnection's: x of any shape holding m rows of k, y of m rows of n
-      checked_shape(x_shape, x_shape.size(), "x_shape");
-      checked_shape(*y_shape, y_shape->size(), "y_shape");
-      if (y_shape->empty() || y_shape->back() != n_) throw ArgError("y_shape: last dim must be " + std::to_string(n_));
-      m_ = elements(std::vector<int64_t>(y_shape->begin(), y_shape->end() - 1));
-      if (elements(x_shape) != m_ * k_)
-        throw ArgError("x_shape: expected " + std::to_string(m_) + " rows of " + std::to_string(k_));
+    if (y_shape) {
+      m_ = fc_rows(x_shape, *y_shape, n_, k_);
     } else if (x_shape.size() != 2 || x_shape[1] != k_ || x_shape[0] < 0) {
       throw ArgError("x_shape: expected (m, " + std::to_string(k_) + ")");
     } else {
@@ -422,18 +462,7 @@ class GemmS8 : public NativeOp {
                  requant ? right_.data() : nullptr, a_zp_, c_zp_, lo_, hi_,
                  requant ? nullptr : static_cast<int32_t*>(out[0]),
                  requant ? static_cast<int8_t*>(out[0]) : nullptr, n_, m_, n_, k_};
-    const int64_t panels = (n_ + kGemmS8Nr - 1) / kGemmS8Nr;
-    const size_t scratch_floats = static_cast<size_t>(gemm_s8_scratch_bytes(k_, kernel_.mr) + 3) / 4;
-    auto task = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-      kernel_.fn(g, m0, m1, p0, p1, reinterpret_cast<int8_t*>(thread_scratch(scratch_floats)));
-    };
-    // Split rows when there are enough of them, else panels (a batch-1 FullConnection), in
-    // whole micro-kernel tiles of the slot's width.
-    const int64_t tile = kernel_.nr / kGemmS8Nr, tiles = (panels + tile - 1) / tile;
-    if (m_ >= 4 * panels || m_ >= 64)
-      parallel_for(m_, kernel_.mr, [&](int64_t m0, int64_t m1) { task(m0, m1, 0, panels); });
-    else
-      parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) { task(0, m_, t0 * tile, std::min(t1 * tile, panels)); });
+    run_gemm_s8(kernel_, g);
   }
 
   const char* name() const override { return "gemm_s8"; }
@@ -445,6 +474,69 @@ class GemmS8 : public NativeOp {
   bool symmetric_ = false;  // every b_zp is 0: the kernel skips the b_zp · row-sum term
   std::vector<int8_t> packed_;
   std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
+};
+
+// A FullConnection on dynamically quantized input: ONNX's DynamicQuantizeLinear + MatMulInteger
+// as the converter lowers them, fused at plan time (msv0.dynamic_quant). Inputs: xq, float32
+// integers in [0, 255], m rows of k; zp, one float32 integer in [0, 255]; scale, 1 or n float32.
+// y = float(Σ_k (xq − zp) · B[n, k]) · scale[n] (+ bias[n]), float32: the lowered float32 steps'
+// result wherever their sums are exact (below 2^24), ONNX Runtime's int32 one everywhere.
+class GemmS8Dynamic : public NativeOp {
+ public:
+  GemmS8Dynamic(const py::array& b, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
+                const std::vector<int64_t>& zp_shape, const std::vector<int64_t>& scale_shape,
+                const std::vector<int64_t>& y_shape)
+      : kernel_(gemm_s8_kernel()), to_s8_(MSV0_DISPATCH(quant_cast)) {
+    if (b.ndim() != 2) throw ArgError("b: expected a 2-D array [n, k]");
+    n_ = b.shape(0), k_ = b.shape(1);
+    m_ = fc_rows(x_shape, y_shape, n_, k_);
+    if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1) throw ArgError("zp_shape: expected one value");
+    scales_ = elements(checked_shape(scale_shape, scale_shape.size(), "scale_shape"));
+    if (scales_ != 1 && scales_ != n_) throw ArgError("scale_shape: expected 1 or " + std::to_string(n_) + " values");
+    const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
+    packed_.resize(static_cast<size_t>(gemm_s8_packed_size(n_, k_)));
+    b_sum_.resize(static_cast<size_t>(padded));
+    bias_.assign(static_cast<size_t>(padded), 0);
+    if (bias) {
+      expect_shape(*bias, {n_}, "bias");
+      const float* p = in_ptr<float>(*bias, "bias");
+      c_bias_.assign(p, p + n_);
+      c_bias_.resize(static_cast<size_t>(padded), 0.f);
+    }
+    kernel_.pack(in_ptr<int8_t>(b, "b"), k_, true, n_, k_, packed_.data(), b_sum_.data());
+    set_operands({{x_shape, 'f'}, {zp_shape, 'f'}, {scale_shape, 'f'}}, {{y_shape, 'f'}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    const auto* s = static_cast<const float*>(in[2]);
+    // xq and zp are integers in [0, 255] (the matcher checks that their steps make them so), so
+    // xq − 128 and zp − 128 are int8 and their difference is xq − zp. quant_cast's clamp (and
+    // NaN -> 0) keeps any other value a defined int8.
+    std::unique_ptr<int8_t[]> a(new int8_t[static_cast<size_t>(m_ * k_)]);
+    const QuantCastArgs cast{in[0], a.get(), m_ * k_, kQuantizeS8, 1.f, -128.f, -128};
+    parallel_for(m_ * k_, 16384, [&](int64_t e0, int64_t e1) { to_s8_(cast, e0, e1); });
+    int8_t a_zp;
+    to_s8_(QuantCastArgs{in[1], &a_zp, 1, kQuantizeS8, 1.f, -128.f, -128}, 0, 1);
+    const int64_t padded = static_cast<int64_t>(bias_.size());
+    std::vector<float> scale(static_cast<size_t>(padded), 0.f);
+    for (int64_t j = 0; j < n_; ++j) scale[j] = s[scales_ == 1 ? 0 : j];
+    GemmS8Args g{a.get(), k_, packed_.data(), b_sum_.data(), nullptr, bias_.data(), nullptr, nullptr, nullptr,
+                 a_zp, 0, -128, 127, nullptr, nullptr, n_, m_, n_, k_};
+    g.cf = static_cast<float*>(out[0]);
+    g.c_scale = scale.data();
+    g.c_bias = c_bias_.empty() ? nullptr : c_bias_.data();
+    run_gemm_s8(kernel_, g);
+  }
+
+  const char* name() const override { return "gemm_s8_dynamic"; }
+
+ private:
+  const GemmS8Kernel& kernel_;
+  QuantCastFn to_s8_;
+  int64_t m_ = 0, n_ = 0, k_ = 0, scales_ = 1;
+  std::vector<int8_t> packed_;
+  std::vector<int32_t> b_sum_, bias_;  // bias_: the int32 one, zeros (whole panels)
+  std::vector<float> c_bias_;  // the float one added after the scale: n values then zeros, or none
 };
 
 MSV0_BIND(m) {
@@ -463,6 +555,16 @@ MSV0_BIND(m) {
            py::arg("mult") = py::none(), py::arg("left") = py::none(), py::arg("right") = py::none(),
            py::arg("c_zp") = 0, py::arg("lo") = -128, py::arg("hi") = 127, py::arg("x_shape"),
            py::arg("y_shape") = py::none());
+  py::class_<GemmS8Dynamic, NativeOp, std::shared_ptr<GemmS8Dynamic>>(
+      m, "GemmS8Dynamic",
+      "FullConnection on dynamically quantized x: inputs xq (float32 integers in [0, 255], m rows of k), zp\n"
+      "(one float32 integer in [0, 255]) and scale (1 or n float32); y = float(Σ_k (xq − zp) · b[n, k]) · scale[n]\n"
+      "(+ bias[n], float32), float32, from int32 sums, rounded after the product and after the sum. b: int8 [n, k],\n"
+      "packed once.")
+      .def(py::init<const py::array&, std::optional<py::array>, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, const std::vector<int64_t>&, const std::vector<int64_t>&>(),
+           py::arg("b"), py::arg("bias"), py::arg("x_shape"), py::arg("zp_shape"), py::arg("scale_shape"),
+           py::arg("y_shape"));
 }
 
 }  // namespace msv0

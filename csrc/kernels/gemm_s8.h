@@ -1,7 +1,8 @@
 // Packed int8 GEMM, the ground of int8 Conv2D (1x1 and im2col), FullConnection and MatMul, with
 // r1.1's arithmetic (format-v0.md §3.1):
 //   acc[m, n] = Σ_k (A[m, k] − a_zp) · (B[k, n] − b_zp[n]) + bias[n]    (int32, wrapping)
-//   C[m, n]   = acc, or as int8 clamp(RDBPOT(SRDHM(acc · 2^left[n], mult[n]), right[n]) + c_zp, lo, hi)
+//   C[m, n]   = acc, or as int8 clamp(RDBPOT(SRDHM(acc · 2^left[n], mult[n]), right[n]) + c_zp, lo, hi),
+//               or as float32 float(acc) · c_scale[n] (+ c_bias[n]), rounded after each step
 // B is packed once into panels of kGemmS8Nr columns: panel p holds ceil(k / 4) groups, group g
 // holding for each of the panel's 16 columns its 4 values B[4g .. 4g + 3, col] (one 32-bit lane
 // per column: the operand layout of vpdpbusd and sdot), zero past k and n. Every tier's packer
@@ -30,6 +31,9 @@ struct GemmS8Args {
   int8_t* c8;    // int8 output; m rows, row stride ldc; may not alias a
   int64_t ldc;
   int64_t m, n, k;
+  float* cf = nullptr;  // or, when c32 and c8 are null, float32 output scaled per column by
+  const float* c_scale = nullptr;  // c_scale (padded to whole panels like the arrays above)
+  const float* c_bias = nullptr;   // and then offset by c_bias where it is not null (padded too)
 };
 
 // Bytes of packed B, then kGemmS8PackSlack more: the AMX slot reads B in tiles of 16 groups,

@@ -10,25 +10,10 @@
 // for this file.
 #include "simd/pragmas.h"
 MSV0_FP_CONTRACT_OFF
-#include "kernels/kernel.h"
+#include "kernels/quant_cast.h"
 
 namespace msv0 {
-
-enum QuantCastKind : int32_t { kQuantizeS8 = 0, kDequantizeS8 = 1 };
-
-struct QuantCastArgs {
-  const void* x;
-  void* y;
-  int64_t size;
-  int32_t kind;
-  float scale;  // inv_scale (1.0f / scale, as r1.1 forms it) when quantizing
-  float zp_f;   // zp as float, the quantize addend
-  int32_t zp;
-};
-
-using QuantCastFn = void (*)(const QuantCastArgs&, int64_t e0, int64_t e1);
 MSV0_DECLARE(quant_cast, QuantCastFn)
-
 }  // namespace msv0
 
 #if !MSV0_ONCE

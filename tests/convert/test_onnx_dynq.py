@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import msv0
+
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T, helper as h, numpy_helper as nh  # noqa: E402
 
@@ -121,3 +123,58 @@ def test_dynamic_quantize_linear_uint8_outputs():
     for k in want:
         assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def _steps(data: bytes, feeds, fused=True):
+    """(outputs, op names of the planned steps) of msv0 on a converted model, with or without the
+    plan-time fusion of dynamically quantized FullConnections."""
+    import msv0.straight_line as straight_line
+
+    fuse = straight_line.fuse_dynamic_fc
+    if not fused:
+        straight_line.fuse_dynamic_fc = lambda model, planned, uses, values: planned
+    try:
+        out, steps = msv0.Session(data).profile(feeds)
+    finally:
+        straight_line.fuse_dynamic_fc = fuse
+    return out, [s.op for s in steps]
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantize_dynamic_fc_runs_int8(tmp_path, per_channel, isa):
+    """quantize_dynamic's MatMul (+ bias) runs as one int8 GEMM step: two projections of one
+    quantized input, one with a bias and one without, a 3-D input with odd sizes. Equal to ONNX's
+    evaluator and to the float32 steps it replaces (their sums stay exact here), bit for bit."""
+    quant = pytest.importorskip("onnxruntime.quantization")
+    from msv0.convert import convert
+
+    w1, w2 = R.standard_normal((37, 19)).astype(np.float32), R.standard_normal((37, 33)).astype(np.float32)
+    src = model([N("MatMul", ["x", "w1"], ["m1"]), N("Add", ["m1", "b"], ["y1"]), N("MatMul", ["x", "w2"], ["y2"])],
+                [("x", [2, 5, 37])], ["y1", "y2"], [("w1", w1), ("w2", w2), ("b", R.standard_normal(19).astype(np.float32))])
+    onnx.save(src, tmp_path / "f.onnx")
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=quant.QuantType.QInt8,
+                           per_channel=per_channel)
+    q = (tmp_path / "q.onnx").read_bytes()
+    feeds = {"x": R.standard_normal((2, 5, 37)).astype(np.float32)}
+    data = convert(q)
+    got, ops = _steps(data, feeds)
+    assert ops.count("Sub+FullConnection+Mul+Add") == 1 and ops.count("Sub+FullConnection+Mul") == 1, ops
+    unfused, unfused_ops = _steps(data, feeds, fused=False)
+    assert "FullConnection" in unfused_ops
+    want = run_reference(q, feeds)
+    for k in ("y1", "y2"):
+        np.testing.assert_array_equal(got[k], want[k])
+        np.testing.assert_array_equal(got[k], unfused[k])
+
+
+def test_quantize_dynamic_uint8_weights_stay_float(tmp_path):
+    """uint8 weights minus their zero point span [-255, 255], which int8 cannot hold: the float
+    steps run (test_quantize_dynamic_models checks their values)."""
+    quant = pytest.importorskip("onnxruntime.quantization")
+    from msv0.convert import convert
+
+    src, shape = float_models()["matmul"]
+    onnx.save(src, tmp_path / "f.onnx")
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=quant.QuantType.QUInt8)
+    _, ops = _steps(convert((tmp_path / "q.onnx").read_bytes()), {"x": R.standard_normal(shape).astype(np.float32)})
+    assert "FullConnection" in ops and not any("FullConnection+" in op for op in ops), ops

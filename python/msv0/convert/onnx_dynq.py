@@ -21,12 +21,12 @@ import numpy as np
 from msv0 import dtypes
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx, axis_index, emit_binary, handles
+from msv0.dynamic_quant import ROUND_MAGIC
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.ReduceMode import ReduceMode
 
 F32 = np.dtype(np.float32)
 INTEGER_OPS = {"ConvInteger": "Conv", "MatMulInteger": "MatMul"}
-ROUND_MAGIC = 12582912.0  # 1.5·2^23: fp32 x + M - M is x rounded half to even for |x| < 2^22
 
 
 def _readers(c: Ctx, k: int) -> list[str]:
