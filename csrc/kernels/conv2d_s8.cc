@@ -3,8 +3,10 @@
 // weight's order) times the group's weight rows, requantized per output channel in the GEMM's
 // epilogue. A 1x1 stride-1 unpadded conv reads x's NHWC rows as they are; other convs gather a
 // tile of rows at a time into per-thread scratch, padding taps as x_zp so they add 0 to
-// Σ(x − x_zp)(w − w_zp). This file has no per-tier code: the gather is memcpy/memset (libc
-// picks its own ISA) and every product runs in the active tier's gemm_s8 slot.
+// Σ(x − x_zp)(w − w_zp). Conv2dS8Dynamic runs the same tiles on dynamically quantized input (uint8
+// codes and a zero point as float32, from the converter's DynamicQuantizeLinear) with a float32
+// epilogue. This file has no per-tier code: the gather is memcpy/memset (libc picks its own ISA)
+// and every product runs in the active tier's gemm_s8 slot.
 #include "kernels/gemm_s8.h"
 
 #include "kernels/kernel.h"
@@ -12,11 +14,13 @@
 #if MSV0_ONCE
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "kernels/quant_cast.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -50,22 +54,19 @@ int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) 
   return std::min(panels, tiles * part / splits * tile);
 }
 
-class Conv2dS8 : public NativeOp {
+// A Conv2D's geometry and packed weights, and the tiled im2col GEMM that both int8 convolutions
+// run: Conv2dS8 requantizes the sums to int8 (r1.1), Conv2dS8Dynamic scales them to float32.
+class ConvS8Core {
  public:
-  // weight [oc, kh, kw, c/group] int8; w_zp, bias, mult, left, right: oc int32 each (bias may
-  // be absent); x_zp, y_zp, lo, hi int8 values.
-  Conv2dS8(const py::array& weight, const py::array& w_zp, std::optional<py::array> bias, const py::array& mult,
-           const py::array& left, const py::array& right, int64_t group, int64_t sh, int64_t sw, int64_t dh,
-           int64_t dw, int64_t pt, int64_t pl, int64_t x_zp, int64_t y_zp, int64_t lo, int64_t hi,
-           const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape)
-      : kernel_(gemm_s8_kernel()), group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl),
-        x_zp_(int8_param(x_zp, "x_zp")), y_zp_(int8_param(y_zp, "y_zp")), lo_(int8_param(lo, "lo")),
-        hi_(int8_param(hi, "hi")) {
+  // weight [oc, kh, kw, c/group] int8; w_zp: oc int32.
+  ConvS8Core(const py::array& weight, const py::array& w_zp, int64_t group, int64_t sh, int64_t sw, int64_t dh,
+             int64_t dw, int64_t pt, int64_t pl, const std::vector<int64_t>& x_shape,
+             const std::vector<int64_t>& y_shape)
+      : kernel_(gemm_s8_kernel()), group_(group), sh_(sh), sw_(sw), dh_(dh), dw_(dw), pt_(pt), pl_(pl) {
     const std::vector<int64_t> wt = checked_shape(shape_of(weight), 4, "weight: expected [oc, kh, kw, c/group], shape");
     if (group < 1) throw ArgError("group must be >= 1");
     check_strides(sh, sw, dh, dw);
     check_pads(pt, pl);
-    if (lo_ > hi_) throw ArgError("lo must be <= hi");
     const auto& x = checked_shape(x_shape, 4, "x_shape");
     const auto& y = checked_shape(y_shape, 4, "y_shape");
     oc_ = wt[0], kh_ = wt[1], kw_ = wt[2], cg_ = wt[3];
@@ -79,14 +80,9 @@ class Conv2dS8 : public NativeOp {
     cols_ = (og_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
     direct_ = kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh_ == h_ && ow_ == w_;
     const int8_t* pw = in_ptr<int8_t>(weight, "weight");
-    b_zp_ = per_group(w_zp, "w_zp");
+    b_zp_ = per_group<int32_t>(in_ptr<int32_t>(w_zp, "w_zp"), w_zp, "w_zp");
     for (int32_t z : b_zp_) int8_param(z, "w_zp");
     symmetric_ = std::all_of(b_zp_.begin(), b_zp_.end(), [](int32_t z) { return z == 0; });
-    bias_ = bias ? per_group(*bias, "bias") : std::vector<int32_t>(static_cast<size_t>(group * cols_), 0);
-    mult_ = per_group(mult, "mult");
-    left_ = per_group(left, "left");
-    right_ = per_group(right, "right");
-    for (size_t j = 0; j < left_.size(); ++j) check_requant(mult_[j], left_[j], right_[j], "requantization");
     // Group g's weight rows form B^T (og x k) of its GEMM.
     group_bytes_ = gemm_s8_packed_size(og_, k_);
     packed_.resize(static_cast<size_t>(group_bytes_ * group));
@@ -94,12 +90,34 @@ class Conv2dS8 : public NativeOp {
     for (int64_t g = 0; g < group; ++g)
       kernel_.pack(pw + g * og_ * k_, k_, true, og_, k_, packed_.data() + g * group_bytes_,
                    b_sum_.data() + g * cols_);
-    set_operands({{x, 'b'}}, {{y, 'b'}});
   }
 
-  void run(const void* const* in, void* const* out) const override {
-    const auto* x = static_cast<const int8_t*>(in[0]);
-    auto* y = static_cast<int8_t*>(out[0]);
+ protected:
+  // What one run gives every tile: x's zero point (the padding taps' value), the int32 bias and
+  // the GEMM's epilogue, per output channel in per_group's layout: requantization to int8 y8, or
+  // float32 yf = clamp(float(acc) · scale (+ fbias), yf_lo, yf_hi).
+  struct Epilogue {
+    int32_t x_zp;
+    const int32_t* bias;
+    const int32_t *mult = nullptr, *left = nullptr, *right = nullptr;
+    int32_t y_zp = 0, lo = -128, hi = 127;
+    int8_t* y8 = nullptr;
+    float* yf = nullptr;
+    const float *scale = nullptr, *fbias = nullptr;
+    float yf_lo = -INFINITY, yf_hi = INFINITY;
+  };
+
+  // oc values per output channel (of array a, data p) as each group's og padded with zeros to
+  // cols_ (whole panels, as the GEMM loads them as vectors).
+  template <class T>
+  std::vector<T> per_group(const T* p, const py::array& a, const char* what) const {
+    expect_shape(a, {oc_}, what);
+    std::vector<T> v(static_cast<size_t>(group_ * cols_), T{0});
+    for (int64_t g = 0; g < group_; ++g) std::copy(p + g * og_, p + (g + 1) * og_, v.begin() + g * cols_);
+    return v;
+  }
+
+  void run_tiles(const int8_t* x, const Epilogue& e) const {
     const int64_t pixels = n_ * oh_ * ow_, panels = cols_ / kGemmS8Nr, tile = kernel_.nr / kGemmS8Nr;
     if (pixels == 0 || og_ == 0) return;
     const ThreadPool* pool = bound_pool();
@@ -117,25 +135,20 @@ class Conv2dS8 : public NativeOp {
       auto* scratch = reinterpret_cast<int8_t*>(thread_scratch(static_cast<size_t>((gemm_bytes + buf_bytes) / 4 + 1)));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t part = t % splits, p0 = t / splits * rows, p1 = std::min(pixels, p0 + rows);
-        run_tile(x, y, p0, p1, panel_bound(panels, part, splits, tile), panel_bound(panels, part + 1, splits, tile),
+        run_tile(x, e, p0, p1, panel_bound(panels, part, splits, tile), panel_bound(panels, part + 1, splits, tile),
                  scratch, scratch + gemm_bytes);
       }
     });
   }
 
-  const char* name() const override { return "conv2d_s8"; }
+  const GemmS8Kernel& kernel_;  // the slot of the tier active at construction, which packed B
+  int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
+  int64_t n_ = 0, h_ = 0, w_ = 0, c_ = 0, oh_ = 0, ow_ = 0, oc_ = 0, kh_ = 0, kw_ = 0, cg_ = 0;
+  int64_t og_ = 0, k_ = 0, cols_ = 0, group_bytes_ = 0;
 
  private:
-  std::vector<int32_t> per_group(const py::array& a, const char* what) const {
-    expect_shape(a, {oc_}, what);
-    const int32_t* p = in_ptr<int32_t>(a, what);
-    std::vector<int32_t> v(static_cast<size_t>(group_ * cols_), 0);
-    for (int64_t g = 0; g < group_; ++g) std::copy(p + g * og_, p + (g + 1) * og_, v.begin() + g * cols_);
-    return v;
-  }
-
   // Pixels [p0, p1) of the flattened (n, oh, ow), B panels [q0, q1) of every group.
-  void run_tile(const int8_t* x, int8_t* y, int64_t p0, int64_t p1, int64_t q0, int64_t q1, int8_t* scratch,
+  void run_tile(const int8_t* x, const Epilogue& e, int64_t p0, int64_t p1, int64_t q0, int64_t q1, int8_t* scratch,
                 int8_t* buf) const {
     for (int64_t g = 0; g < group_; ++g) {
       const int8_t* a = x + p0 * c_ + g * cg_;
@@ -145,7 +158,7 @@ class Conv2dS8 : public NativeOp {
         // The pixel's (batch, oy, ox) stepped along rather than divided out per pixel.
         int64_t b = p0 / (oh_ * ow_), oy = p0 / ow_ % oh_, ox = p0 % ow_;
         for (int64_t p = p0; p < p1; ++p, row += k_) {
-          gather_row(x, b, oy, ox, g * cg_, row);
+          gather_row(x, e.x_zp, b, oy, ox, g * cg_, row);
           if (++ox == ow_) {
             ox = 0;
             if (++oy == oh_) oy = 0, ++b;
@@ -154,18 +167,25 @@ class Conv2dS8 : public NativeOp {
         a = buf;
         lda = k_;
       }
-      const int64_t col = g * cols_;
-      const GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col,
-                            symmetric_ ? nullptr : b_zp_.data() + col,
-                            bias_.data() + col, mult_.data() + col, left_.data() + col, right_.data() + col,
-                            x_zp_, y_zp_, lo_, hi_, nullptr, y + p0 * oc_ + g * og_, oc_, p1 - p0, og_, k_};
+      const int64_t col = g * cols_, y0 = p0 * oc_ + g * og_;
+      GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col,
+                      symmetric_ ? nullptr : b_zp_.data() + col, e.bias + col,
+                      e.mult ? e.mult + col : nullptr, e.left ? e.left + col : nullptr,
+                      e.right ? e.right + col : nullptr, e.x_zp, e.y_zp, e.lo, e.hi, nullptr,
+                      e.y8 ? e.y8 + y0 : nullptr, oc_, p1 - p0, og_, k_};
+      if (e.yf) {
+        args.cf = e.yf + y0;
+        args.c_scale = e.scale + col;
+        args.c_bias = e.fbias ? e.fbias + col : nullptr;
+        args.c_lo = e.yf_lo, args.c_hi = e.yf_hi;
+      }
       kernel_.fn(args, 0, p1 - p0, q0, q1, scratch);
     }
   }
 
   // The im2col row of output pixel (b, oy, ox): its kh x kw window over channels [c0, c0 + cg),
   // taps outside x as x_zp. Every tap is bounds-checked, so any output size is safe.
-  void gather_row(const int8_t* x, int64_t b, int64_t oy, int64_t ox, int64_t c0, int8_t* dst) const {
+  void gather_row(const int8_t* x, int32_t x_zp, int64_t b, int64_t oy, int64_t ox, int64_t c0, int8_t* dst) const {
     const int64_t ix0 = ox * sw_ - pl_;
     // One contiguous run of x per window row when undilated, inside, and spanning all channels.
     const bool row_run = dw_ == 1 && cg_ == c_ && ix0 >= 0 && ix0 + kw_ <= w_;
@@ -173,7 +193,7 @@ class Conv2dS8 : public NativeOp {
     for (int64_t ky = 0; ky < kh_; ++ky, dst += kw_ * cg_) {
       const int64_t iy = oy * sh_ - pt_ + ky * dh_;
       if (iy < 0 || iy >= h_) {
-        std::memset(dst, x_zp_, static_cast<size_t>(kw_ * cg_));
+        std::memset(dst, x_zp, static_cast<size_t>(kw_ * cg_));
         continue;
       }
       const int8_t* src = x + (b * h_ + iy) * w_ * c_ + c0;
@@ -184,24 +204,112 @@ class Conv2dS8 : public NativeOp {
       for (int64_t kx = 0; kx < kw_; ++kx) {
         const int64_t ix = ix0 + kx * dw_;
         if (ix < 0 || ix >= w_)
-          std::memset(dst + kx * cg_, x_zp_, static_cast<size_t>(cg_));
+          std::memset(dst + kx * cg_, x_zp, static_cast<size_t>(cg_));
         else
           copy_run(dst + kx * cg_, src + ix * c_, cg_, x_end);
       }
     }
   }
 
-  const GemmS8Kernel& kernel_;  // the slot of the tier active at construction, which packed B
-  int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
-  int32_t x_zp_, y_zp_, lo_, hi_;
-  int64_t n_ = 0, h_ = 0, w_ = 0, c_ = 0, oh_ = 0, ow_ = 0, oc_ = 0, kh_ = 0, kw_ = 0, cg_ = 0;
-  int64_t og_ = 0, k_ = 0, cols_ = 0, group_bytes_ = 0;
   bool direct_ = false;
   std::vector<int8_t> packed_;  // group blocks of group_bytes_
-  // Per output channel, each group's og padded with zeros to cols_ (whole panels, as the
-  // GEMM loads them as vectors):
   bool symmetric_ = false;  // every w_zp is 0: the GEMM skips the w_zp · row-sum term
-  std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
+  std::vector<int32_t> b_sum_, b_zp_;
+};
+
+class Conv2dS8 : public NativeOp, ConvS8Core {
+ public:
+  // bias, mult, left, right: oc int32 each (bias may be absent); x_zp, y_zp, lo, hi int8 values.
+  Conv2dS8(const py::array& weight, const py::array& w_zp, std::optional<py::array> bias, const py::array& mult,
+           const py::array& left, const py::array& right, int64_t group, int64_t sh, int64_t sw, int64_t dh,
+           int64_t dw, int64_t pt, int64_t pl, int64_t x_zp, int64_t y_zp, int64_t lo, int64_t hi,
+           const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape)
+      : ConvS8Core(weight, w_zp, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape), x_zp_(int8_param(x_zp, "x_zp")),
+        y_zp_(int8_param(y_zp, "y_zp")), lo_(int8_param(lo, "lo")), hi_(int8_param(hi, "hi")) {
+    if (lo_ > hi_) throw ArgError("lo must be <= hi");
+    bias_ = bias ? per_group<int32_t>(in_ptr<int32_t>(*bias, "bias"), *bias, "bias")
+                 : std::vector<int32_t>(static_cast<size_t>(group * cols_), 0);
+    mult_ = per_group<int32_t>(in_ptr<int32_t>(mult, "mult"), mult, "mult");
+    left_ = per_group<int32_t>(in_ptr<int32_t>(left, "left"), left, "left");
+    right_ = per_group<int32_t>(in_ptr<int32_t>(right, "right"), right, "right");
+    for (size_t j = 0; j < left_.size(); ++j) check_requant(mult_[j], left_[j], right_[j], "requantization");
+    set_operands({{x_shape, 'b'}}, {{y_shape, 'b'}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    Epilogue e{x_zp_, bias_.data(), mult_.data(), left_.data(), right_.data(), y_zp_, lo_, hi_};
+    e.y8 = static_cast<int8_t*>(out[0]);
+    run_tiles(static_cast<const int8_t*>(in[0]), e);
+  }
+
+  const char* name() const override { return "conv2d_s8"; }
+
+ private:
+  int32_t x_zp_, y_zp_, lo_, hi_;
+  std::vector<int32_t> bias_, mult_, left_, right_;  // per_group's layout
+};
+
+// A Conv2D on dynamically quantized input: ONNX's DynamicQuantizeLinear + ConvInteger as the
+// converter lowers them, fused at plan time (msv0.dynamic_quant). Inputs: xq, float32 integers
+// in [0, 255], NHWC; zp, one float32 integer in [0, 255]; scale, 1 or oc float32; with
+// run_bias, an int32 bias of oc values computed at run time. y = clamp(float(Σ (xq − zp)(w − w_zp)
+// + run_bias) · scale (+ bias), lo, hi), float32, padding taps counting as zp.
+class Conv2dS8Dynamic : public NativeOp, ConvS8Core {
+ public:
+  Conv2dS8Dynamic(const py::array& weight, const py::array& w_zp, std::optional<py::array> bias, int64_t group,
+                  int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
+                  const std::vector<int64_t>& x_shape, const std::vector<int64_t>& zp_shape,
+                  const std::vector<int64_t>& scale_shape, const std::optional<std::vector<int64_t>>& run_bias_shape,
+                  const std::vector<int64_t>& y_shape, float lo, float hi)
+      : ConvS8Core(weight, w_zp, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape), to_s8_(MSV0_DISPATCH(quant_cast)),
+        lo_(lo), hi_(hi) {
+    if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1) throw ArgError("zp_shape: expected one value");
+    scales_ = elements(checked_shape(scale_shape, scale_shape.size(), "scale_shape"));
+    if (scales_ != 1 && scales_ != oc_) throw ArgError("scale_shape: expected 1 or " + std::to_string(oc_) + " values");
+    if (bias) fbias_ = per_group<float>(in_ptr<float>(*bias, "bias"), *bias, "bias");
+    std::vector<Operand> ins{{x_shape, 'f'}, {zp_shape, 'f'}, {scale_shape, 'f'}};
+    if (run_bias_shape) {
+      if (elements(checked_shape(*run_bias_shape, run_bias_shape->size(), "run_bias_shape")) != oc_)
+        throw ArgError("run_bias_shape: expected " + std::to_string(oc_) + " values");
+      ins.push_back({*run_bias_shape, 'i'});
+    }
+    set_operands(std::move(ins), {{y_shape, 'f'}});
+  }
+
+  void run(const void* const* in, void* const* out) const override {
+    // xq and zp are integers in [0, 255] (the matcher checks that their steps make them so), so
+    // xq − 128 and zp − 128 are int8 and their difference is xq − zp. quant_cast's clamp (and
+    // NaN -> 0) keeps any other value a defined int8.
+    const int64_t size = n_ * h_ * w_ * c_;
+    std::unique_ptr<int8_t[]> x(new int8_t[static_cast<size_t>(size)]);
+    const QuantCastArgs cast{in[0], x.get(), size, kQuantizeS8, 1.f, -128.f, -128};
+    parallel_for(size, 16384, [&](int64_t e0, int64_t e1) { to_s8_(cast, e0, e1); });
+    int8_t x_zp;
+    to_s8_(QuantCastArgs{in[1], &x_zp, 1, kQuantizeS8, 1.f, -128.f, -128}, 0, 1);
+    const auto* s = static_cast<const float*>(in[2]);
+    std::vector<float> scale(static_cast<size_t>(group_ * cols_), 0.f);
+    std::vector<int32_t> bias(scale.size(), 0);
+    for (int64_t g = 0; g < group_; ++g)
+      for (int64_t j = 0; j < og_; ++j) {
+        const int64_t o = g * og_ + j;
+        scale[g * cols_ + j] = s[scales_ == 1 ? 0 : o];
+        if (inputs().size() > 3) bias[g * cols_ + j] = static_cast<const int32_t*>(in[3])[o];
+      }
+    Epilogue e{x_zp, bias.data()};
+    e.yf = static_cast<float*>(out[0]);
+    e.scale = scale.data();
+    e.fbias = fbias_.empty() ? nullptr : fbias_.data();
+    e.yf_lo = lo_, e.yf_hi = hi_;
+    run_tiles(x.get(), e);
+  }
+
+  const char* name() const override { return "conv2d_s8_dynamic"; }
+
+ private:
+  QuantCastFn to_s8_;
+  float lo_, hi_;
+  int64_t scales_ = 1;
+  std::vector<float> fbias_;  // per_group's layout, or empty
 };
 
 }  // namespace
@@ -220,6 +328,21 @@ MSV0_BIND(m) {
            py::arg("group"), py::arg("sh"), py::arg("sw"), py::arg("dh"), py::arg("dw"), py::arg("pt"),
            py::arg("pl"), py::arg("x_zp"), py::arg("y_zp"), py::arg("lo"), py::arg("hi"), py::arg("x_shape"),
            py::arg("y_shape"));
+  py::class_<Conv2dS8Dynamic, NativeOp, std::shared_ptr<Conv2dS8Dynamic>>(
+      m, "Conv2dS8Dynamic",
+      "Conv2D, NHWC, on dynamically quantized x: inputs xq (float32 integers in [0, 255]), zp (one float32 integer\n"
+      "in [0, 255]), scale (1 or oc float32) and, with run_bias_shape, an int32 bias of oc values;\n"
+      "y = clamp(float(Σ (xq − zp)(w − w_zp[o]) + run_bias[o]) · scale[o] (+ bias[o]), lo, hi), float32, padding\n"
+      "taps as zp, rounded after the product and after the sum. weight [oc, kh, kw, c/group] int8 packed once;\n"
+      "w_zp oc int32.")
+      .def(py::init<const py::array&, const py::array&, std::optional<py::array>, int64_t, int64_t, int64_t, int64_t,
+                    int64_t, int64_t, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, const std::optional<std::vector<int64_t>>&,
+                    const std::vector<int64_t>&, float, float>(),
+           py::arg("weight"), py::arg("w_zp"), py::arg("bias"), py::arg("group"), py::arg("sh"), py::arg("sw"),
+           py::arg("dh"), py::arg("dw"), py::arg("pt"), py::arg("pl"), py::arg("x_shape"), py::arg("zp_shape"),
+           py::arg("scale_shape"), py::arg("run_bias_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY,
+           py::arg("hi") = INFINITY);
 }
 
 }  // namespace msv0

@@ -124,12 +124,14 @@ void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, i
       }
     } else {
       const VecF scale = VecF::load(g.c_scale + c0), bias = g.c_bias ? VecF::load(g.c_bias + c0) : VecF::zero();
+      const VecF lo = VecF::splat(g.c_lo), hi = VecF::splat(g.c_hi);
       float* c = g.cf + i * g.ldc + c0;
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r, c += g.ldc) {
         if (r >= rows) break;
         VecF y = to_f32(acc[r][v]) * scale;
         if (g.c_bias) y = y + bias;
+        y = clamp(y, lo, hi);
         left >= kLanes ? y.store(c) : y.store_tail(c, left);
       }
     }
@@ -479,14 +481,15 @@ class GemmS8 : public NativeOp {
 // A FullConnection on dynamically quantized input: ONNX's DynamicQuantizeLinear + MatMulInteger
 // as the converter lowers them, fused at plan time (msv0.dynamic_quant). Inputs: xq, float32
 // integers in [0, 255], m rows of k; zp, one float32 integer in [0, 255]; scale, 1 or n float32.
-// y = float(Σ_k (xq − zp) · B[n, k]) · scale[n] (+ bias[n]), float32: the lowered float32 steps'
-// result wherever their sums are exact (below 2^24), ONNX Runtime's int32 one everywhere.
+// y = clamp(float(Σ_k (xq − zp) · (B[n, k] − b_zp[n])) · scale[n] (+ bias[n]), lo, hi), float32:
+// the lowered float32 steps' result wherever their sums are exact (below 2^24), ONNX Runtime's
+// int32 one everywhere.
 class GemmS8Dynamic : public NativeOp {
  public:
-  GemmS8Dynamic(const py::array& b, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
+  GemmS8Dynamic(const py::array& b, const py::array& b_zp, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
                 const std::vector<int64_t>& zp_shape, const std::vector<int64_t>& scale_shape,
-                const std::vector<int64_t>& y_shape)
-      : kernel_(gemm_s8_kernel()), to_s8_(MSV0_DISPATCH(quant_cast)) {
+                const std::vector<int64_t>& y_shape, float lo, float hi)
+      : kernel_(gemm_s8_kernel()), to_s8_(MSV0_DISPATCH(quant_cast)), lo_(lo), hi_(hi) {
     if (b.ndim() != 2) throw ArgError("b: expected a 2-D array [n, k]");
     n_ = b.shape(0), k_ = b.shape(1);
     m_ = fc_rows(x_shape, y_shape, n_, k_);
@@ -497,6 +500,9 @@ class GemmS8Dynamic : public NativeOp {
     packed_.resize(static_cast<size_t>(gemm_s8_packed_size(n_, k_)));
     b_sum_.resize(static_cast<size_t>(padded));
     bias_.assign(static_cast<size_t>(padded), 0);
+    b_zp_ = padded_int32(b_zp, n_, padded, "b_zp");
+    for (int64_t j = 0; j < n_; ++j) int8_param(b_zp_[j], "b_zp");
+    if (std::all_of(b_zp_.begin(), b_zp_.end(), [](int32_t z) { return z == 0; })) b_zp_.clear();
     if (bias) {
       expect_shape(*bias, {n_}, "bias");
       const float* p = in_ptr<float>(*bias, "bias");
@@ -520,11 +526,13 @@ class GemmS8Dynamic : public NativeOp {
     const int64_t padded = static_cast<int64_t>(bias_.size());
     std::vector<float> scale(static_cast<size_t>(padded), 0.f);
     for (int64_t j = 0; j < n_; ++j) scale[j] = s[scales_ == 1 ? 0 : j];
-    GemmS8Args g{a.get(), k_, packed_.data(), b_sum_.data(), nullptr, bias_.data(), nullptr, nullptr, nullptr,
+    GemmS8Args g{a.get(), k_, packed_.data(), b_sum_.data(), b_zp_.empty() ? nullptr : b_zp_.data(), bias_.data(),
+                 nullptr, nullptr, nullptr,
                  a_zp, 0, -128, 127, nullptr, nullptr, n_, m_, n_, k_};
     g.cf = static_cast<float*>(out[0]);
     g.c_scale = scale.data();
     g.c_bias = c_bias_.empty() ? nullptr : c_bias_.data();
+    g.c_lo = lo_, g.c_hi = hi_;
     run_gemm_s8(kernel_, g);
   }
 
@@ -533,9 +541,11 @@ class GemmS8Dynamic : public NativeOp {
  private:
   const GemmS8Kernel& kernel_;
   QuantCastFn to_s8_;
+  float lo_, hi_;
   int64_t m_ = 0, n_ = 0, k_ = 0, scales_ = 1;
   std::vector<int8_t> packed_;
   std::vector<int32_t> b_sum_, bias_;  // bias_: the int32 one, zeros (whole panels)
+  std::vector<int32_t> b_zp_;  // whole panels, or empty when every column's is 0
   std::vector<float> c_bias_;  // the float one added after the scale: n values then zeros, or none
 };
 
@@ -558,13 +568,14 @@ MSV0_BIND(m) {
   py::class_<GemmS8Dynamic, NativeOp, std::shared_ptr<GemmS8Dynamic>>(
       m, "GemmS8Dynamic",
       "FullConnection on dynamically quantized x: inputs xq (float32 integers in [0, 255], m rows of k), zp\n"
-      "(one float32 integer in [0, 255]) and scale (1 or n float32); y = float(Σ_k (xq − zp) · b[n, k]) · scale[n]\n"
-      "(+ bias[n], float32), float32, from int32 sums, rounded after the product and after the sum. b: int8 [n, k],\n"
-      "packed once.")
-      .def(py::init<const py::array&, std::optional<py::array>, const std::vector<int64_t>&,
-                    const std::vector<int64_t>&, const std::vector<int64_t>&, const std::vector<int64_t>&>(),
-           py::arg("b"), py::arg("bias"), py::arg("x_shape"), py::arg("zp_shape"), py::arg("scale_shape"),
-           py::arg("y_shape"));
+      "(one float32 integer in [0, 255]) and scale (1 or n float32); y = float(Σ_k (xq − zp) · (b[n, k] − b_zp[n]))\n"
+      "· scale[n] (+ bias[n], float32), clamped to [lo, hi], float32, from int32 sums, rounded after the product and\n"
+      "after the sum. b: int8 [n, k], packed once; b_zp: n int32 in int8's range.")
+      .def(py::init<const py::array&, const py::array&, std::optional<py::array>, const std::vector<int64_t>&,
+                    const std::vector<int64_t>&, const std::vector<int64_t>&, const std::vector<int64_t>&, float,
+                    float>(),
+           py::arg("b"), py::arg("b_zp"), py::arg("bias"), py::arg("x_shape"), py::arg("zp_shape"),
+           py::arg("scale_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY);
 }
 
 }  // namespace msv0

@@ -2,7 +2,8 @@
 // r1.1's arithmetic (format-v0.md §3.1):
 //   acc[m, n] = Σ_k (A[m, k] − a_zp) · (B[k, n] − b_zp[n]) + bias[n]    (int32, wrapping)
 //   C[m, n]   = acc, or as int8 clamp(RDBPOT(SRDHM(acc · 2^left[n], mult[n]), right[n]) + c_zp, lo, hi),
-//               or as float32 float(acc) · c_scale[n] (+ c_bias[n]), rounded after each step
+//               or as float32 clamp(float(acc) · c_scale[n] (+ c_bias[n]), c_lo, c_hi), rounded
+//               after each step
 // B is packed once into panels of kGemmS8Nr columns: panel p holds ceil(k / 4) groups, group g
 // holding for each of the panel's 16 columns its 4 values B[4g .. 4g + 3, col] (one 32-bit lane
 // per column: the operand layout of vpdpbusd and sdot), zero past k and n. Every tier's packer
@@ -34,6 +35,7 @@ struct GemmS8Args {
   float* cf = nullptr;  // or, when c32 and c8 are null, float32 output scaled per column by
   const float* c_scale = nullptr;  // c_scale (padded to whole panels like the arrays above)
   const float* c_bias = nullptr;   // and then offset by c_bias where it is not null (padded too)
+  float c_lo = -__builtin_inff(), c_hi = __builtin_inff();  // and clamped (a fused ReLU)
 };
 
 // Bytes of packed B, then kGemmS8PackSlack more: the AMX slot reads B in tiles of 16 groups,

@@ -13,15 +13,20 @@ Runtime's everywhere.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from msv0 import _core
+from msv0 import _core, dtypes
 from msv0.fb.ActivationType import ActivationType
-from msv0.registry import Plan
+from msv0.ops.conv import conv_window
+from msv0.registry import Plan, activation_range
 
 # 1.5·2^23: float32 v + M − M is v rounded half to even (|v| < 2^22), an integer for every v.
 ROUND_MAGIC = 12582912.0
 F32 = np.dtype(np.float32)
+# The activations a bias Add may carry into the kernel: its clamp.
+_CLAMPS = (ActivationType.NO_ACTIVATION, ActivationType.RELU, ActivationType.RELU6)
 
 
 def _plain(node, op: str) -> bool:
@@ -75,74 +80,136 @@ class _Graph:
         return add is not None and self.rounded(add.inputs[0]) is not None and self.zero_point(add.inputs[1])
 
 
-def _int8_weight(values, t: int) -> np.ndarray | None:
-    v = values.get(t)
-    w = v.const if v is not None else None
-    if w is None or w.dtype != F32 or w.ndim != 2 or not np.all((w >= -128) & (w <= 127) & (w == np.round(w))):
+def _int8_weight(w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """A constant float32 [n, k] of integers as (int8 B, int32 b_zp) with B − b_zp equal to it:
+    b_zp 0 where a row fits int8, else the row shifted into int8 (uint8 weights minus their zero
+    point span up to 255). None where the values are not integers or a row fits no shift."""
+    if w is None or w.dtype != F32 or w.ndim != 2 or not np.all(np.isfinite(w) & (w == np.round(w))):
         return None
-    return w.astype(np.int8)
+    lo, hi = w.min(axis=1, initial=0), w.max(axis=1, initial=0)
+    shift = np.where(hi > 127, hi - 127, np.minimum(lo + 128, 0))
+    if np.any(hi - lo > 255) or np.any((shift < -127) | (shift > 128)):  # b_zp = −shift is int8 too
+        return None
+    return (w - shift[:, None]).astype(np.int8), -shift.astype(np.int32)
 
 
-def _only_reader(g: _Graph, t: int, op: str):
-    """The one node reading t if it is a plain binary `op` with t as one operand, else None."""
+def _reader(g: _Graph, t: int, op: str, arity: int):
+    """The one node reading t if it is a plain `op` of `arity` inputs reading t once, else None."""
     readers = [n for n in g.nodes if t in n.inputs]
-    ok = len(readers) == 1 and _plain(readers[0], op) and len(readers[0].inputs) == 2 and len(readers[0].outputs) == 1
-    return readers[0] if ok and list(readers[0].inputs).count(t) == 1 else None
+    r = readers[0] if len(readers) == 1 else None
+    ok = r is not None and _plain(r, op) and len(r.inputs) == arity and len(r.outputs) == 1
+    return r if ok and list(r.inputs).count(t) == 1 else None
 
 
-def _bias(g: _Graph, add, t: int, n: int) -> np.ndarray | None:
-    """The constant float32 [n] that Add node `add` adds to t, else None."""
-    other = g.values[next(k for k in add.inputs if k != t)]
-    return other.const.reshape(-1) if other.const is not None and other.dtype == F32 and other.shape in ((n,), (1, n)) else None
+def _cast(g: _Graph, t: int, src, dst):
+    """The one reader of t if it is a Cast from src to dst, else None."""
+    cast = _reader(g, t, "Cast", 1)
+    a = cast.attrs if cast is not None else {}
+    return cast if (a.get("srcT"), a.get("dstT")) == (dtypes.type_id(src), dtypes.type_id(dst)) else None
 
 
-def _match(g: _Graph, fc) -> tuple[list, list[int], int, np.ndarray, np.ndarray | None] | None:
-    """(nodes, inputs [xq, zp, scale], output, W as int8, bias or None) of the lowered quantized
-    FullConnection `fc`, else None."""
-    if not _plain(fc, "FullConnection") or len(fc.inputs) != 2 or len(fc.outputs) != 1:
+def _per_channel(g: _Graph, t: int, n: int, dtype) -> bool:
+    """Whether t is `dtype` with one value, or n along its last axis (broadcasting over the rest)."""
+    v = g.values[t]
+    return v.dtype == dtype and (v.size == 1 or (v.size == n and v.shape[-1:] == (n,)))
+
+
+@dataclasses.dataclass
+class _Found:
+    nodes: list  # the lowered steps' nodes, in order
+    inputs: list[int]  # xq, zp, scale, then the run-time int32 bias if any
+    output: int
+    weight: tuple[np.ndarray, np.ndarray]  # int8 [n, ...] and its int32 zero points
+    bias: np.ndarray | None  # the float32 bias added last
+    reshape: object = None  # a Reshape of the codes between Sub and Conv2D, kept on xq itself
+    clamp: tuple[float, float] = (-np.inf, np.inf)  # the bias Add's ReLU or ReLU6
+
+
+def _match(g: _Graph, node) -> _Found | None:
+    """The lowered quantized FullConnection or Conv2D `node`, else None. After the product:
+    Mul(scale), then an optional Add of a constant float32 bias, or (older quantize_dynamic)
+    Cast to int32, Add of an int32 bias computed at run time, Cast to float32, Mul(scale)."""
+    if node.op not in ("FullConnection", "Conv2D") or not _plain(node, node.op) or len(node.inputs) != 2:
         return None
-    sub = g.made_by(fc.inputs[0], "Sub")
-    w = _int8_weight(g.values, fc.inputs[1])
-    if sub is None or w is None or not g.codes(sub.inputs[0]) or not g.zero_point(sub.inputs[1]):
+    x, reshape = node.inputs[0], None
+    if node.op == "Conv2D" and g.producer.get(x) is not None and g.producer[x].op == "Reshape":
+        reshape, x = g.producer[x], g.producer[x].inputs[0]
+        if _reader(g, x, "Reshape", len(reshape.inputs)) is not reshape:
+            return None
+    sub = g.made_by(x, "Sub")
+    w = g.values[node.inputs[1]]
+    weight = _int8_weight(w.const.reshape(w.shape[0], -1) if w.const is not None and w.const.ndim > 1 else None)
+    if sub is None or weight is None or not g.codes(sub.inputs[0]) or not g.zero_point(sub.inputs[1]) \
+            or g.values[sub.outputs[0]].shape != g.values[sub.inputs[0]].shape:
         return None
-    mul = _only_reader(g, fc.outputs[0], "Mul")
-    if mul is None:
+    n, shape = w.shape[0], g.values[node.outputs[0]].shape
+    nodes, ins, t = [sub] + ([reshape] if reshape else []) + [node], [sub.inputs[0], sub.inputs[1]], node.outputs[0]
+    run_bias = None
+    to_int = _cast(g, t, np.float32, np.int32)
+    if to_int is not None:
+        add = _reader(g, to_int.outputs[0], "Add", 2)
+        run_bias = add and next(k for k in add.inputs if k != to_int.outputs[0])
+        to_float = add and _cast(g, add.outputs[0], np.int32, np.float32)
+        if not to_float or g.values[run_bias].const is not None or not _per_channel(g, run_bias, n, np.int32) \
+                or g.values[add.outputs[0]].shape != shape:
+            return None
+        nodes, t = nodes + [to_int, add, to_float], to_float.outputs[0]
+    mul = _reader(g, t, "Mul", 2)
+    scale = mul and next(k for k in mul.inputs if k != t)
+    if mul is None or g.values[mul.outputs[0]].shape != shape or not _per_channel(g, scale, n, F32):
         return None
-    shape, n = g.values[fc.outputs[0]].shape, w.shape[0]
-    scale = next(t for t in mul.inputs if t != fc.outputs[0])
-    if (g.values[mul.outputs[0]].shape != shape or g.values[scale].dtype != F32
-            or g.values[scale].shape not in ((), (1,), (n,)) or g.values[sub.outputs[0]].shape != g.values[sub.inputs[0]].shape):
-        return None
-    nodes, ins = [sub, fc, mul], [sub.inputs[0], sub.inputs[1], scale]
-    add = _only_reader(g, mul.outputs[0], "Add")
-    bias = _bias(g, add, mul.outputs[0], n) if add is not None else None
-    if bias is None or g.values[add.outputs[0]].shape != shape:
-        return nodes, ins, mul.outputs[0], w, None
-    return nodes + [add], ins, add.outputs[0], w, bias
+    nodes, ins = nodes + [mul], ins + [scale] + ([run_bias] if run_bias is not None else [])
+    readers = [r for r in g.nodes if mul.outputs[0] in r.inputs]
+    add = readers[0] if len(readers) == 1 and readers[0].op == "Add" and len(readers[0].inputs) == 2 else None
+    bias = add and next(k for k in add.inputs if k != mul.outputs[0])
+    if (not add or add.attrs.get("activationType", 0) not in _CLAMPS or g.values[bias].const is None
+            or not _per_channel(g, bias, n, F32) or g.values[bias].size != n or g.values[add.outputs[0]].shape != shape):
+        return _Found(nodes, ins, mul.outputs[0], weight, None, reshape)
+    clamp = activation_range(add.attrs.get("activationType", ActivationType.NO_ACTIVATION))
+    return _Found(nodes + [add], ins, add.outputs[0], weight, g.values[bias].const.reshape(-1), reshape, clamp)
+
+
+def _kernel(node, found: _Found, values) -> object:
+    """The native step of a match: GemmS8Dynamic or Conv2dS8Dynamic."""
+    (w, w_zp), shapes = found.weight, [values[t].shape for t in found.inputs]
+    if node.op == "FullConnection":
+        return _core.GemmS8Dynamic(w, w_zp, found.bias, *shapes[:3], values[found.output].shape, *found.clamp)
+    x_shape = values[node.inputs[0]].shape
+    weight = w.reshape(values[node.inputs[1]].shape)
+    win = conv_window(node, x_shape, weight.shape)
+    return _core.Conv2dS8Dynamic(weight, w_zp, found.bias, win.group, win.sh, win.sw, win.dh, win.dw, win.pt, win.pl,
+                                 x_shape, shapes[1], shapes[2], shapes[3] if len(shapes) > 3 else None,
+                                 values[found.output].shape, *found.clamp)
 
 
 def fuse_dynamic_fc(model, planned: list, uses: dict[int, int], values: dict) -> list:
     """planned: the (nodes, Plan, inputs, outputs) steps; uses: reads of each tensor, graph
-    outputs counted (updated here). Returns the steps with each lowered quantized FullConnection,
-    whose intermediates nothing else reads, as one GemmS8Dynamic step in the place of its Mul."""
+    outputs counted (updated here). Returns the steps with each lowered quantized FullConnection
+    or Conv2D, whose intermediates nothing else reads, as one native step in the place of its last;
+    a Reshape between the codes' Sub and the Conv2D stays, reading the codes."""
     g = _Graph(model, values)
     step_of = {n: j for j, (nodes, _, _, _) in enumerate(planned) for n in nodes}
     replaced: dict[int, tuple] = {}
     dropped: set[int] = set()
-    for fc in model.nodes:
-        found = _match(g, fc) if fc.op == "FullConnection" else None
+    for node in model.nodes:
+        found = _match(g, node)
         if found is None:
             continue
-        nodes, ins, out, w, bias = found
-        ids = [n.index for n in nodes]
+        ids = [n.index for n in found.nodes]
         steps = [step_of.get(i, -1) for i in ids]
         if -1 in steps or any(tuple(planned[j][0]) != (i,) for j, i in zip(steps, ids)) \
-                or any(uses.get(n.outputs[0], 0) != 1 for n in nodes[:-1]):
+                or any(uses.get(n.outputs[0], 0) != 1 for n in found.nodes[:-1]):
             continue
-        for t in [fc.inputs[1]] + [t for t in nodes[-1].inputs if bias is not None and values[t].const is not None]:
-            uses[t] -= 1  # W and the bias, now in the kernel
-        kernel = _core.GemmS8Dynamic(w, bias, values[ins[0]].shape, values[ins[1]].shape, values[ins[2]].shape,
-                                     values[out].shape)
-        replaced[steps[-1]] = (tuple(ids), Plan([(values[out].shape, F32)], kernel=kernel), ins, [out])
+        for t in [node.inputs[1]] + ([found.nodes[-1].inputs[-1]] if found.bias is not None else []):
+            uses[t] -= 1  # W and the float bias, now in the kernel
+        ins = list(found.inputs)
+        if found.reshape is not None:  # the Reshape now reads the codes, and the kernel its output
+            j = step_of[found.reshape.index]
+            replaced[j] = (planned[j][0], planned[j][1], [ins[0]], planned[j][3])
+            ins[0] = found.reshape.outputs[0]
+            steps.remove(j)
+            ids.remove(found.reshape.index)
+        plan = Plan([(values[found.output].shape, F32)], kernel=_kernel(node, found, values))
+        replaced[steps[-1]] = (tuple(ids), plan, ins, [found.output])
         dropped.update(steps[:-1])
     return [replaced.get(j, step) for j, step in enumerate(planned) if j not in dropped]

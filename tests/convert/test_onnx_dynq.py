@@ -140,11 +140,13 @@ def _steps(data: bytes, feeds, fused=True):
     return out, [s.op for s in steps]
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_quantize_dynamic_fc_runs_int8(tmp_path, per_channel, isa):
+@pytest.mark.parametrize("per_channel,weight_type", [(False, "QInt8"), (True, "QInt8"), (False, "QUInt8")])
+def test_quantize_dynamic_fc_runs_int8(tmp_path, per_channel, weight_type, isa):
     """quantize_dynamic's MatMul (+ bias) runs as one int8 GEMM step: two projections of one
-    quantized input, one with a bias and one without, a 3-D input with odd sizes. Equal to ONNX's
-    evaluator and to the float32 steps it replaces (their sums stay exact here), bit for bit."""
+    quantized input, one with a bias and one without, a 3-D input with odd sizes; uint8 weights
+    minus their zero point span up to 255 and go in shifted, with a zero point of their own.
+    Equal to ONNX's evaluator and to the float32 steps it replaces (their sums stay exact here),
+    bit for bit."""
     quant = pytest.importorskip("onnxruntime.quantization")
     from msv0.convert import convert
 
@@ -152,7 +154,7 @@ def test_quantize_dynamic_fc_runs_int8(tmp_path, per_channel, isa):
     src = model([N("MatMul", ["x", "w1"], ["m1"]), N("Add", ["m1", "b"], ["y1"]), N("MatMul", ["x", "w2"], ["y2"])],
                 [("x", [2, 5, 37])], ["y1", "y2"], [("w1", w1), ("w2", w2), ("b", R.standard_normal(19).astype(np.float32))])
     onnx.save(src, tmp_path / "f.onnx")
-    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=quant.QuantType.QInt8,
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=getattr(quant.QuantType, weight_type),
                            per_channel=per_channel)
     q = (tmp_path / "q.onnx").read_bytes()
     feeds = {"x": R.standard_normal((2, 5, 37)).astype(np.float32)}
@@ -167,14 +169,40 @@ def test_quantize_dynamic_fc_runs_int8(tmp_path, per_channel, isa):
         np.testing.assert_array_equal(got[k], unfused[k])
 
 
-def test_quantize_dynamic_uint8_weights_stay_float(tmp_path):
-    """uint8 weights minus their zero point span [-255, 255], which int8 cannot hold: the float
-    steps run (test_quantize_dynamic_models checks their values)."""
+
+@pytest.mark.parametrize("per_channel,weight_type", [(False, "QInt8"), (True, "QUInt8")])
+def test_quantize_dynamic_conv_runs_int8(tmp_path, per_channel, weight_type, isa):
+    """quantize_dynamic's Conv (+ bias): one int8 convolution step, exact against ONNX's evaluator
+    (the float32 steps it replaces may round: Winograd)."""
     quant = pytest.importorskip("onnxruntime.quantization")
     from msv0.convert import convert
 
-    src, shape = float_models()["matmul"]
+    src, shape = float_models()["conv"]
     onnx.save(src, tmp_path / "f.onnx")
-    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=quant.QuantType.QUInt8)
-    _, ops = _steps(convert((tmp_path / "q.onnx").read_bytes()), {"x": R.standard_normal(shape).astype(np.float32)})
-    assert "FullConnection" in ops and not any("FullConnection+" in op for op in ops), ops
+    quant.quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=getattr(quant.QuantType, weight_type),
+                           per_channel=per_channel)
+    q = (tmp_path / "q.onnx").read_bytes()
+    x = R.standard_normal(shape).astype(np.float32)
+    got, ops = _steps(convert(q), {"x": x.transpose(0, 2, 3, 1)})
+    assert any(op.startswith("Sub+Conv2D+Mul+Add") for op in ops), ops
+    np.testing.assert_array_equal(got["y"].transpose(0, 3, 1, 2), run_reference(q, {"x": x})["y"])
+
+
+def test_dynamic_conv_with_run_time_int32_bias(isa):
+    """Older quantize_dynamic graphs (ddddocr's common_old.onnx) add the bias in int32, quantized at
+    run time by the input's scale, then Cast and Mul: one int8 convolution step too, also after the
+    Reshape that brings a one-channel NCHW input to NHWC."""
+    from msv0.convert import convert
+
+    wq = R.integers(-128, 128, (6, 1, 3, 3)).astype(np.int8)
+    nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]), N("Mul", ["s", "ws"], ["sw"]),
+             N("Div", ["b", "sw"], ["bd"]), N("Round", ["bd"], ["br"]), N("Cast", ["br"], ["bi"], to=T.INT32),
+             N("Reshape", ["bi", "bshape"], ["bq"]), N("ConvInteger", ["q", "wq", "z"], ["ci"], pads=[1, 1, 1, 1]),
+             N("Add", ["ci", "bq"], ["cb"]), N("Cast", ["cb"], ["cf"], to=T.FLOAT), N("Mul", ["cf", "sw"], ["y"])]
+    m = model(nodes, [("x", [1, 1, 7, 9])], ["y"], [("wq", wq), ("ws", np.float32(0.02)),
+                                                    ("b", R.standard_normal(6).astype(np.float32)),
+                                                    ("bshape", np.int64([1, 6, 1, 1]))]).SerializeToString()
+    x = R.standard_normal((1, 1, 7, 9)).astype(np.float32)
+    got, ops = _steps(convert(m, keep_nchw_input=True), {"x": x})  # DynamicQuantizeLinear on NCHW
+    assert "Sub+Conv2D+Cast+Add+Cast+Mul" in ops, ops  # the Reshape, a view of the codes now, takes no time
+    np.testing.assert_array_equal(got["y"].transpose(0, 3, 1, 2), run_reference(m, {"x": x})["y"])

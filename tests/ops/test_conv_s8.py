@@ -173,3 +173,33 @@ def test_conv2d_s8_kernel_arg_checks():
     conv = msv0._core.Conv2dS8(**ok)
     with pytest.raises(ValueError):  # the operands are checked on every Python call
         conv([np.zeros((1, 5, 5, 3), np.int8)], [np.zeros((1, 5, 5, 4), np.int8)])
+
+
+@pytest.mark.parametrize("case", ["1x1", "1x1_stride2", "3x3_pad1", "3x3_s2_d2", "5x3_k_chunks", "7x7_s2_stem",
+                                  "group3", "no_bias"])
+def test_conv2d_s8_dynamic(gemm_isa, rng, case):
+    """_core.Conv2dS8Dynamic (a dynamically quantized Conv2D) against the int64 accumulators:
+    uint8 codes minus a run-time zero point, padding taps at it, weights with zero points, an int32
+    bias given at run time or none, then float32 products by the scales and sums with a float bias."""
+    c = dict(CASES[case])
+    x_shape, oc, k, group = c.pop("x_shape"), c.pop("oc"), c.pop("k"), c.pop("group", 1)
+    with_bias = c.pop("bias", True)
+    cg = x_shape[3] // group
+    xq = rng.integers(0, 256, x_shape).astype(np.float32)
+    zp = int(rng.integers(0, 256))
+    w = rng.integers(-128, 128, (oc, *k, cg), dtype=np.int8)
+    w_zp = rng.integers(-128, 128, oc, dtype=np.int32)
+    run_bias = rng.integers(-(2**20), 2**20, oc, dtype=np.int32) if with_bias else None
+    scale = rng.uniform(1e-4, 1e-2, oc if with_bias else 1).astype(np.float32)
+    bias = rng.standard_normal(oc).astype(np.float32) if with_bias else None
+    acc = ref_conv2d_acc(xq.astype(np.int64), w, run_bias, zp, w_zp, group=group, **c)
+    pads, (sh, sw), (dh, dw) = c.get("pads", (0, 0, 0, 0)), c.get("stride", (1, 1)), c.get("dilation", (1, 1))
+    conv = msv0._core.Conv2dS8Dynamic(w, w_zp, bias, group, sh, sw, dh, dw, pads[0], pads[2], x_shape, [], [scale.size],
+                                      None if run_bias is None else [1, 1, 1, oc], acc.shape)
+    y = np.full(acc.shape, np.float32(7.5))
+    ins = [xq, np.array(zp, np.float32), scale] + ([run_bias.reshape(1, 1, 1, oc)] if with_bias else [])
+    conv(ins, [y])
+    want = acc.astype(np.float32) * scale
+    if with_bias:
+        want = want + bias
+    np.testing.assert_array_equal(y, want)

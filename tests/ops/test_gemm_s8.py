@@ -218,19 +218,20 @@ def test_per_channel_requant_constants_match_reference(s_in, s_out):
     np.testing.assert_array_equal(got, want)
 
 
-def check_dynamic(rng, m, n, k, zp, scales, with_bias, xq=None):
+def check_dynamic(rng, m, n, k, zp, scales, with_bias, xq=None, b_zp=None):
     """_core.GemmS8Dynamic (a dynamically quantized FullConnection) against NumPy: exact int
     sums, then float32 products and sums, each rounded."""
     b = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    b_zp = np.zeros(n, np.int32) if b_zp is None else b_zp
     xq = rng.integers(0, 256, (m, k)).astype(np.float32) if xq is None else xq
     scale = (rng.uniform(1e-4, 1e-2, scales)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
-    gemm = _core.GemmS8Dynamic(b, bias, [m, k], [], [scales], [m, n])
+    gemm = _core.GemmS8Dynamic(b, b_zp, bias, [m, k], [], [scales], [m, n])
     buf = np.full(m * n + 2 * GUARD, np.float32(7.5))
     y = buf[GUARD:GUARD + m * n].reshape(m, n)
     gemm([xq, np.array(zp, np.float32), scale], [y])
     assert (buf[:GUARD] == 7.5).all() and (buf[GUARD + m * n:] == 7.5).all(), "wrote outside y"
-    acc = (xq.astype(np.int64) - zp) @ b.T.astype(np.int64)
+    acc = (xq.astype(np.int64) - zp) @ (b.astype(np.int64) - b_zp[:, None]).T
     want = acc.astype(np.float32) * scale
     if with_bias:
         want = want + bias
@@ -239,7 +240,8 @@ def check_dynamic(rng, m, n, k, zp, scales, with_bias, xq=None):
 
 @pytest.mark.parametrize("m,n,k", SIZES, ids=str)
 def test_gemm_s8_dynamic_sizes(gemm_isa, rng, m, n, k):
-    check_dynamic(rng, m, n, k, int(rng.integers(0, 256)), n if n % 2 else 1, with_bias=k % 2 == 1)
+    b_zp = rng.integers(-128, 128, n, dtype=np.int32) if m % 2 else None
+    check_dynamic(rng, m, n, k, int(rng.integers(0, 256)), n if n % 2 else 1, with_bias=k % 2 == 1, b_zp=b_zp)
 
 
 @pytest.mark.parametrize("zp", [0, 255])
@@ -248,16 +250,18 @@ def test_gemm_s8_dynamic_limits(gemm_isa, rng, zp):
     m, n, k = 19, 33, 1100
     xq = np.full((m, k), 255 - zp, np.float32)
     xq[::2, ::3] = zp
-    check_dynamic(rng, m, n, k, zp, n, with_bias=True, xq=xq)
+    check_dynamic(rng, m, n, k, zp, n, with_bias=True, xq=xq, b_zp=np.full(n, -128 if zp else 127, np.int32))
 
 
 def test_gemm_s8_dynamic_rejects_bad_arguments(rng):
-    b = rng.integers(-128, 128, (8, 5), dtype=np.int8)
+    b, zp = rng.integers(-128, 128, (8, 5), dtype=np.int8), np.zeros(8, np.int32)
     with pytest.raises(ValueError, match="scale_shape"):
-        _core.GemmS8Dynamic(b, None, [3, 5], [1], [3], [3, 8])
+        _core.GemmS8Dynamic(b, zp, None, [3, 5], [1], [3], [3, 8])
     with pytest.raises(ValueError, match="zp_shape"):
-        _core.GemmS8Dynamic(b, None, [3, 5], [2], [1], [3, 8])
+        _core.GemmS8Dynamic(b, zp, None, [3, 5], [2], [1], [3, 8])
     with pytest.raises(ValueError, match="x_shape"):
-        _core.GemmS8Dynamic(b, None, [3, 6], [1], [1], [3, 8])
+        _core.GemmS8Dynamic(b, zp, None, [3, 6], [1], [1], [3, 8])
     with pytest.raises(ValueError, match="bias"):
-        _core.GemmS8Dynamic(b, np.zeros(7, np.float32), [3, 5], [1], [1], [3, 8])
+        _core.GemmS8Dynamic(b, zp, np.zeros(7, np.float32), [3, 5], [1], [1], [3, 8])
+    with pytest.raises(ValueError, match="b_zp"):
+        _core.GemmS8Dynamic(b, zp + 128, None, [3, 5], [1], [1], [3, 8])

@@ -74,12 +74,18 @@ def axis_index(a, rank):
 
 
 def align_layouts(c: Ctx, ins: list[Val], rank: int) -> tuple[list[Val], bool]:
-    """Bring broadcasting operands to one layout: NHWC when every runtime 4-D operand allows it."""
-    runtime = [v for v in ins if v.const is None]
+    """Bring broadcasting operands to one layout: NHWC when every runtime 4-D operand allows it.
+    A runtime scalar (one value: a dynamically quantized tensor's scale) broadcasts alike in both."""
+    def scalar(v: Val) -> bool:
+        return v.const is None and int(np.prod(v.shape)) == 1 and len(v.shape) <= rank
+
+    runtime = [v for v in ins if v.const is None and not scalar(v)]
     if rank == 4 and any(v.nhwc for v in runtime) and all(len(v.shape) == 4 for v in runtime):
         out = []
         for v in ins:
-            if v.const is None:
+            if scalar(v):
+                out.append(v)
+            elif v.const is None:
                 out.append(c.e.to_nhwc(v, c.name))
             elif v.const.size == 1:
                 out.append(Val((1,) * v.const.ndim, v.dtype, const=v.const))
