@@ -1,6 +1,10 @@
 """ONNX Runtime's dynamic quantization (quantize_dynamic), which v0 has no ops for: the float32
-steps the converter lowers DynamicQuantizeLinear + MatMulInteger to (convert/onnx_dynq.py), and
-the plan-time pass that runs each quantized FullConnection as an int8 GEMM.
+steps the converter lowers DynamicQuantizeLinear, MatMulInteger and ConvInteger to
+(convert/onnx_dynq.py), and the plan-time passes that run them natively.
+
+fuse_dynamic_quantize puts one _core.DynamicQuantize step (two passes over x) in place of the
+nineteen steps of each DynamicQuantizeLinear (QUANTIZE_FORM), computing the same float32
+operations in the same order: the same scale, zero point and codes, bit for bit.
 
 The converter computes x's uint8 codes xq, their zero point zp and scale in float32 steps, then
 Mul(FullConnection(Sub(xq, zp), W), scale·W_scale) with W's int8 values as float32 weights: a
@@ -19,6 +23,7 @@ import numpy as np
 
 from msv0 import _core, dtypes
 from msv0.fb.ActivationType import ActivationType
+from msv0.fb.ReduceMode import ReduceMode
 from msv0.ops.conv import conv_window
 from msv0.registry import Plan, activation_range
 
@@ -27,6 +32,89 @@ ROUND_MAGIC = 12582912.0
 F32 = np.dtype(np.float32)
 # The activations a bias Add may carry into the kernel: its clamp.
 _CLAMPS = (ActivationType.NO_ACTIVATION, ActivationType.RELU, ActivationType.RELU6)
+
+
+# The converter's DynamicQuantizeLinear (onnx_dynq.dynamic_quantize_linear): (op, operands...), an
+# operand "x" (the input), k (the output of entry k) or a float (a scalar constant of that float32
+# value); then what the entry's attributes must be. Outputs: scale (8), zero point (13), codes (18).
+QUANTIZE_FORM = [
+    ("Reduce", "x"), ("Minimum", 0, 0.0), ("Reduce", "x"), ("Maximum", 2, 0.0), ("Sub", 3, 1), ("Div", 4, 255.0),
+    ("Equal", 5, 0.0), ("Cast", 6), ("Add", 5, 7), ("Div", 1, 8), ("Sub", 0.0, 9), ("Activation", 10),
+    ("Add", 11, ROUND_MAGIC), ("Sub", 12, ROUND_MAGIC), ("Div", "x", 8), ("Add", 14, ROUND_MAGIC),
+    ("Sub", 15, ROUND_MAGIC), ("Add", 16, 13), ("Activation", 17),
+]
+QUANTIZE_OUTPUTS = (8, 13, 18)
+
+
+def profile_op(ops: str) -> str:
+    """A step's op types joined by '+' with QUANTIZE_FORM's run named DynamicQuantizeLinear."""
+    return ops.replace("+".join(op for op, *_ in QUANTIZE_FORM), "DynamicQuantizeLinear")
+
+
+def _form_attrs(node, k: int, rank: int) -> bool:
+    a = node.attrs
+    if node.op == "Reduce":
+        mode = ReduceMode.ReduceMin if k == 0 else ReduceMode.ReduceMax
+        return (a.get("mode"), tuple(a.get("axes") or ()), bool(a.get("keepDims")), a.get("coeff"),
+                bool(a.get("reduceToEnd"))) == (mode, tuple(range(rank)), False, 1.0, False)
+    if node.op == "Cast":
+        return (a.get("srcT"), a.get("dstT")) == (dtypes.type_id(np.bool_), dtypes.type_id(np.float32))
+    if node.op == "Activation":
+        return (a.get("type"), a.get("minVal"), a.get("maxVal")) == (ActivationType.HARD_TANH, 0, 255)
+    return node.op in ("Equal", "Minimum", "Maximum") or _plain(node, node.op)
+
+
+def _quantize_match(model, values, start: int) -> tuple[int, list[int]] | None:
+    """(x, the nodes) where model.nodes[start:] begin with QUANTIZE_FORM on a float32 x, else None."""
+    if start + len(QUANTIZE_FORM) > len(model.nodes):
+        return None
+    x, outs = model.nodes[start].inputs[0], []
+    v = values.get(x)
+    if v is None or v.const is not None or v.dtype != F32:
+        return None
+    for k, (op, *args) in enumerate(QUANTIZE_FORM):
+        node = model.nodes[start + k]
+        if node.op != op or len(node.inputs) != len(args) or len(node.outputs) != 1 or not _form_attrs(node, k, len(v.shape)):
+            return None
+        for t, arg in zip(node.inputs, args):
+            ok = t == x if arg == "x" else t == outs[arg] if isinstance(arg, int) else _scalar(values, t, arg)
+            if not ok:
+                return None
+        outs.append(node.outputs[0])
+    return x, list(range(start, start + len(QUANTIZE_FORM)))
+
+
+def fuse_dynamic_quantize(model, planned: list, uses: dict[int, int], values: dict) -> list:
+    """planned and uses as for fuse_dynamic_fc. Returns the steps with each lowered
+    DynamicQuantizeLinear whose intermediates nothing else reads as one DynamicQuantize step in
+    the place of its last, where no other step reads its outputs before that."""
+    step_of = {n: j for j, (nodes, _, _, _) in enumerate(planned) for n in nodes}
+    replaced: dict[int, tuple] = {}
+    dropped: set[int] = set()
+    start = 0
+    while start < len(model.nodes):
+        found = _quantize_match(model, values, start)
+        start += 1
+        if found is None:
+            continue
+        x, ids = found
+        steps = [step_of.get(i, -1) for i in ids]
+        if -1 in steps or any(tuple(planned[j][0]) != (i,) for j, i in zip(steps, ids)):
+            continue
+        outs = [model.nodes[ids[k]].outputs[0] for k in QUANTIZE_OUTPUTS]
+        inner = {model.nodes[i].outputs[0] for i in ids} - set(outs)
+        earlier = {t for j, (_, _, ins, _) in enumerate(planned) if j < steps[-1] and j not in steps for t in ins}
+        if any(uses.get(t, 0) != sum(t in planned[j][2] for j in steps) for t in inner) or earlier & set(outs):
+            continue
+        for t in outs:
+            uses[t] -= sum(t in planned[j][2] for j in steps)
+        uses[x] -= sum(t == x for j in steps for t in planned[j][2]) - 1  # the fused step reads x once
+        kernel = _core.DynamicQuantize(values[x].shape, values[outs[0]].shape, values[outs[1]].shape)
+        plan = Plan([(values[t].shape, F32) for t in outs], kernel=kernel)
+        replaced[steps[-1]] = (tuple(ids), plan, [x], outs)
+        dropped.update(steps[:-1])
+        start = ids[-1] + 1
+    return [replaced.get(j, step) for j, step in enumerate(planned) if j not in dropped]
 
 
 def _plain(node, op: str) -> bool:

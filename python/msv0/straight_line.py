@@ -17,9 +17,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from msv0 import _core, if_step
+from msv0 import _core, dynamic_quant, if_step
 from msv0.errors import Error, ModelError, ResourceError, node_error
-from msv0.dynamic_quant import fuse_dynamic_fc
+from msv0.dynamic_quant import fuse_dynamic_fc, fuse_dynamic_quantize
 from msv0.fusion import fuse_activations, fuse_blocks, fuse_residuals
 from msv0.gelu import fuse_gelu, profile_op
 from msv0.model import Model
@@ -77,8 +77,9 @@ def step_label(model: Model, nodes: tuple[int, ...]) -> str:
 
 
 def step_op(model: Model, nodes: tuple[int, ...]) -> str:
-    """The op type a step counts as in a profile: a fused block is its ops joined by '+'."""
-    return profile_op("+".join(model.nodes[i].op for i in nodes))
+    """The op type a step counts as in a profile: a fused block is its ops joined by '+', with the
+    lowered GELU and DynamicQuantizeLinear named as such."""
+    return dynamic_quant.profile_op(profile_op("+".join(model.nodes[i].op for i in nodes)))
 
 
 def _run_program(program) -> RunFn:
@@ -169,6 +170,7 @@ def prepare(model: Model, order: Sequence[int], inputs: Mapping[int, Value], out
     for k in [k for _, _, ins, _ in planned for k in ins] + list(outputs):
         uses[k] = uses.get(k, 0) + 1
     planned = fuse_dynamic_fc(model, fuse_gelu(model, planned, uses, values), uses, values)
+    planned = fuse_dynamic_quantize(model, planned, uses, values)
     planned = fuse_blocks(fuse_resizes(model, planned, values, uses), uses, num_threads)
     planned = fuse_activations(fuse_residuals(planned, uses), uses, values)
     # Outputs that are views of a computed input share its bytes; a view of a constant is copied.

@@ -127,16 +127,16 @@ def test_dynamic_quantize_linear_uint8_outputs():
 
 def _steps(data: bytes, feeds, fused=True):
     """(outputs, op names of the planned steps) of msv0 on a converted model, with or without the
-    plan-time fusion of dynamically quantized FullConnections."""
+    plan-time passes of msv0.dynamic_quant."""
     import msv0.straight_line as straight_line
 
-    fuse = straight_line.fuse_dynamic_fc
+    passes = straight_line.fuse_dynamic_fc, straight_line.fuse_dynamic_quantize
     if not fused:
-        straight_line.fuse_dynamic_fc = lambda model, planned, uses, values: planned
+        straight_line.fuse_dynamic_fc = straight_line.fuse_dynamic_quantize = lambda model, planned, uses, values: planned
     try:
         out, steps = msv0.Session(data).profile(feeds)
     finally:
-        straight_line.fuse_dynamic_fc = fuse
+        straight_line.fuse_dynamic_fc, straight_line.fuse_dynamic_quantize = passes
     return out, [s.op for s in steps]
 
 
@@ -206,3 +206,43 @@ def test_dynamic_conv_with_run_time_int32_bias(isa):
     got, ops = _steps(convert(m, keep_nchw_input=True), {"x": x})  # DynamicQuantizeLinear on NCHW
     assert "Sub+Conv2D+Cast+Add+Cast+Mul" in ops, ops  # the Reshape, a view of the codes now, takes no time
     np.testing.assert_array_equal(got["y"].transpose(0, 3, 1, 2), run_reference(m, {"x": x})["y"])
+
+
+@pytest.mark.parametrize("x", [
+    np.array([[-100, -0.5, 0.5, 1.5, 2.5], [3.5, 100.5, 101.5, 154.5, 155]], np.float32),
+    np.zeros((2, 5), np.float32),
+    np.abs(R.standard_normal((2, 5))).astype(np.float32) + 1,
+    -np.abs(R.standard_normal((2, 5))).astype(np.float32),
+    R.standard_normal((2, 5)).astype(np.float32) * 1e-30,
+], ids=["ties", "zeros", "positive", "negative", "tiny"])
+def test_dynamic_quantize_linear_runs_as_one_step(x, isa):
+    """The nineteen float32 steps of DynamicQuantizeLinear run as one native step, bit for bit
+    theirs (scale, zero point and codes, read here through ONNX outputs)."""
+    from msv0.convert import convert
+
+    data = convert(dql_probe(5).SerializeToString())
+    got, ops = _steps(data, {"x": x})
+    unfused, unfused_ops = _steps(data, {"x": x}, fused=False)
+    assert "DynamicQuantizeLinear" in ops and "DynamicQuantizeLinear" not in unfused_ops, ops
+    for k in got:
+        np.testing.assert_array_equal(got[k], unfused[k])
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 40000])
+def test_dynamic_quantize_kernel(isa, n):
+    """_core.DynamicQuantize against NumPy's float32 transcription of the steps: vector tails, and
+    more values than one thread chunk takes (their min and max combined)."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 3 + 0.7).astype(np.float32)
+    f = np.float32
+    lo, hi = min(f(x.min()), f(0)), max(f(x.max()), f(0))
+    scale = (hi - lo) / f(255)
+    scale = scale + f(scale == 0)
+    m = f(12582912.0)
+    zp = np.clip(f(0) - lo / scale, f(0), f(255)) + m - m
+    codes = np.clip((x / scale + m - m) + zp, f(0), f(255))
+    got = [np.empty(1, np.float32), np.empty(1, np.float32), np.empty(n, np.float32)]
+    msv0._core.DynamicQuantize([n], [1], [1])([x], got)
+    np.testing.assert_array_equal(got[0], [scale])
+    np.testing.assert_array_equal(got[1], [zp])
+    np.testing.assert_array_equal(got[2], codes)
