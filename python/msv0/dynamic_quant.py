@@ -2,18 +2,20 @@
 steps the converter lowers DynamicQuantizeLinear, MatMulInteger and ConvInteger to
 (convert/onnx_dynq.py), and the plan-time passes that run them natively.
 
-fuse_dynamic_quantize puts one _core.DynamicQuantize step (two passes over x) in place of the
-nineteen steps of each DynamicQuantizeLinear (QUANTIZE_FORM), computing the same float32
-operations in the same order: the same scale, zero point and codes, bit for bit.
+The converter computes x's uint8 codes xq, their zero point zp and scale in nineteen float32
+steps (QUANTIZE_FORM), then Mul(FullConnection(Sub(xq, zp), W), scale·W_scale) (or Conv2D) with
+W's integer values as float32 weights: a float32 GEMM where ONNX Runtime multiplies int8, most
+often followed by an Add of a bias.
 
-The converter computes x's uint8 codes xq, their zero point zp and scale in float32 steps, then
-Mul(FullConnection(Sub(xq, zp), W), scale·W_scale) with W's int8 values as float32 weights: a
-float32 GEMM where ONNX Runtime multiplies int8, then most often an Add of a bias. fuse_dynamic_fc
-finds those steps where xq and zp are integers in [0, 255] by construction (clamps to [0, 255] of
-values rounded by ROUND_MAGIC) and W's values are int8, and puts one _core.GemmS8Dynamic step in
-their place: int8 products, int32 sums, scaled to float32 and offset by the bias. That is the
-float steps' own result wherever their sums are exact (every partial sum below 2^24) and ONNX
-Runtime's everywhere.
+- fuse_dynamic_quantize puts one _core.DynamicQuantize step (two passes over x) in place of the
+  nineteen, computing the same float32 operations in the same order: their scale, zero point and
+  codes, bit for bit.
+- fuse_integer_ops finds the product's steps where xq and zp are integers in [0, 255] by
+  construction (clamps to [0, 255] of values rounded by ROUND_MAGIC) and W's rows fit int8 (with a
+  zero point of their own), and puts one _core.GemmS8Dynamic or Conv2dS8Dynamic step in their
+  place: int8 products, int32 sums, scaled to float32 and offset by the bias. That is the float
+  steps' own result wherever their sums are exact (every partial sum below 2^24) and ONNX
+  Runtime's everywhere.
 """
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ def _form_attrs(node, k: int, rank: int) -> bool:
 
 def _quantize_match(model, values, start: int) -> tuple[int, list[int]] | None:
     """(x, the nodes) where model.nodes[start:] begin with QUANTIZE_FORM on a float32 x, else None."""
-    if start + len(QUANTIZE_FORM) > len(model.nodes):
+    if start + len(QUANTIZE_FORM) > len(model.nodes) or model.nodes[start].op != "Reduce" or not model.nodes[start].inputs:
         return None
     x, outs = model.nodes[start].inputs[0], []
     v = values.get(x)
@@ -85,7 +87,7 @@ def _quantize_match(model, values, start: int) -> tuple[int, list[int]] | None:
 
 
 def fuse_dynamic_quantize(model, planned: list, uses: dict[int, int], values: dict) -> list:
-    """planned and uses as for fuse_dynamic_fc. Returns the steps with each lowered
+    """planned and uses as for fuse_integer_ops. Returns the steps with each lowered
     DynamicQuantizeLinear whose intermediates nothing else reads as one DynamicQuantize step in
     the place of its last, where no other step reads its outputs before that."""
     step_of = {n: j for j, (nodes, _, _, _) in enumerate(planned) for n in nodes}
@@ -130,8 +132,12 @@ class _Graph:
     """The model's nodes by the tensor each produces, and the matcher's questions about them."""
 
     def __init__(self, model, values):
-        self.nodes, self.values = model.nodes, values
+        self.values = values
         self.producer = {t: node for node in model.nodes for t in node.outputs}
+        self.readers: dict[int, list] = {}
+        for node in model.nodes:
+            for t in set(node.inputs):
+                self.readers.setdefault(t, []).append(node)
 
     def made_by(self, t: int, op: str):
         node = self.producer.get(t)
@@ -152,8 +158,10 @@ class _Graph:
         return node.inputs[0] if (a.get("type"), a.get("minVal"), a.get("maxVal")) == (ActivationType.HARD_TANH, 0, 255) else None
 
     def zero_point(self, t: int) -> bool:
-        """Whether t is an integer in [0, 255]: a rounded clamp to [0, 255] (DynamicQuantizeLinear's
+        """Whether t is one integer in [0, 255]: a rounded clamp to [0, 255] (DynamicQuantizeLinear's
         zero point), reshaped or not."""
+        if self.values[t].size != 1:
+            return False
         reshape = self.producer.get(t)
         if reshape is not None and reshape.op == "Reshape":
             t = reshape.inputs[0]
@@ -183,7 +191,7 @@ def _int8_weight(w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _reader(g: _Graph, t: int, op: str, arity: int):
     """The one node reading t if it is a plain `op` of `arity` inputs reading t once, else None."""
-    readers = [n for n in g.nodes if t in n.inputs]
+    readers = g.readers.get(t, [])
     r = readers[0] if len(readers) == 1 else None
     ok = r is not None and _plain(r, op) and len(r.inputs) == arity and len(r.outputs) == 1
     return r if ok and list(r.inputs).count(t) == 1 else None
@@ -209,6 +217,7 @@ class _Found:
     output: int
     weight: tuple[np.ndarray, np.ndarray]  # int8 [n, ...] and its int32 zero points
     bias: np.ndarray | None  # the float32 bias added last
+    bias_tensor: int = -1
     reshape: object = None  # a Reshape of the codes between Sub and Conv2D, kept on xq itself
     clamp: tuple[float, float] = (-np.inf, np.inf)  # the bias Add's ReLU or ReLU6
 
@@ -247,14 +256,14 @@ def _match(g: _Graph, node) -> _Found | None:
     if mul is None or g.values[mul.outputs[0]].shape != shape or not _per_channel(g, scale, n, F32):
         return None
     nodes, ins = nodes + [mul], ins + [scale] + ([run_bias] if run_bias is not None else [])
-    readers = [r for r in g.nodes if mul.outputs[0] in r.inputs]
+    readers = g.readers.get(mul.outputs[0], [])
     add = readers[0] if len(readers) == 1 and readers[0].op == "Add" and len(readers[0].inputs) == 2 else None
-    bias = add and next(k for k in add.inputs if k != mul.outputs[0])
-    if (not add or add.attrs.get("activationType", 0) not in _CLAMPS or g.values[bias].const is None
+    bias = add and next((k for k in add.inputs if k != mul.outputs[0]), None)
+    if (not add or bias is None or add.attrs.get("activationType", 0) not in _CLAMPS or g.values[bias].const is None
             or not _per_channel(g, bias, n, F32) or g.values[bias].size != n or g.values[add.outputs[0]].shape != shape):
-        return _Found(nodes, ins, mul.outputs[0], weight, None, reshape)
+        return _Found(nodes, ins, mul.outputs[0], weight, None, reshape=reshape)
     clamp = activation_range(add.attrs.get("activationType", ActivationType.NO_ACTIVATION))
-    return _Found(nodes + [add], ins, add.outputs[0], weight, g.values[bias].const.reshape(-1), reshape, clamp)
+    return _Found(nodes + [add], ins, add.outputs[0], weight, g.values[bias].const.reshape(-1), bias, reshape, clamp)
 
 
 def _kernel(node, found: _Found, values) -> object:
@@ -270,7 +279,7 @@ def _kernel(node, found: _Found, values) -> object:
                                  values[found.output].shape, *found.clamp)
 
 
-def fuse_dynamic_fc(model, planned: list, uses: dict[int, int], values: dict) -> list:
+def fuse_integer_ops(model, planned: list, uses: dict[int, int], values: dict) -> list:
     """planned: the (nodes, Plan, inputs, outputs) steps; uses: reads of each tensor, graph
     outputs counted (updated here). Returns the steps with each lowered quantized FullConnection
     or Conv2D, whose intermediates nothing else reads, as one native step in the place of its last;
@@ -288,7 +297,7 @@ def fuse_dynamic_fc(model, planned: list, uses: dict[int, int], values: dict) ->
         if -1 in steps or any(tuple(planned[j][0]) != (i,) for j, i in zip(steps, ids)) \
                 or any(uses.get(n.outputs[0], 0) != 1 for n in found.nodes[:-1]):
             continue
-        for t in [node.inputs[1]] + ([found.nodes[-1].inputs[-1]] if found.bias is not None else []):
+        for t in [node.inputs[1]] + ([found.bias_tensor] if found.bias is not None else []):
             uses[t] -= 1  # W and the float bias, now in the kernel
         ins = list(found.inputs)
         if found.reshape is not None:  # the Reshape now reads the codes, and the kernel its output

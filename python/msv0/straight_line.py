@@ -19,7 +19,7 @@ import numpy as np
 
 from msv0 import _core, dynamic_quant, if_step
 from msv0.errors import Error, ModelError, ResourceError, node_error
-from msv0.dynamic_quant import fuse_dynamic_fc, fuse_dynamic_quantize
+from msv0.dynamic_quant import fuse_integer_ops, fuse_dynamic_quantize
 from msv0.fusion import fuse_activations, fuse_blocks, fuse_residuals
 from msv0.gelu import fuse_gelu, profile_op
 from msv0.model import Model
@@ -169,7 +169,7 @@ def prepare(model: Model, order: Sequence[int], inputs: Mapping[int, Value], out
     uses: dict[int, int] = {}
     for k in [k for _, _, ins, _ in planned for k in ins] + list(outputs):
         uses[k] = uses.get(k, 0) + 1
-    planned = fuse_dynamic_fc(model, fuse_gelu(model, planned, uses, values), uses, values)
+    planned = fuse_integer_ops(model, fuse_gelu(model, planned, uses, values), uses, values)
     planned = fuse_dynamic_quantize(model, planned, uses, values)
     planned = fuse_blocks(fuse_resizes(model, planned, values, uses), uses, num_threads)
     planned = fuse_activations(fuse_residuals(planned, uses), uses, values)

@@ -130,13 +130,13 @@ def _steps(data: bytes, feeds, fused=True):
     plan-time passes of msv0.dynamic_quant."""
     import msv0.straight_line as straight_line
 
-    passes = straight_line.fuse_dynamic_fc, straight_line.fuse_dynamic_quantize
+    passes = straight_line.fuse_integer_ops, straight_line.fuse_dynamic_quantize
     if not fused:
-        straight_line.fuse_dynamic_fc = straight_line.fuse_dynamic_quantize = lambda model, planned, uses, values: planned
+        straight_line.fuse_integer_ops = straight_line.fuse_dynamic_quantize = lambda model, planned, uses, values: planned
     try:
         out, steps = msv0.Session(data).profile(feeds)
     finally:
-        straight_line.fuse_dynamic_fc, straight_line.fuse_dynamic_quantize = passes
+        straight_line.fuse_integer_ops, straight_line.fuse_dynamic_quantize = passes
     return out, [s.op for s in steps]
 
 
