@@ -80,7 +80,7 @@ class ConvS8Core {
     cols_ = (og_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
     direct_ = kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh_ == h_ && ow_ == w_;
     const int8_t* pw = in_ptr<int8_t>(weight, "weight");
-    b_zp_ = per_group<int32_t>(in_ptr<int32_t>(w_zp, "w_zp"), w_zp, "w_zp");
+    b_zp_ = per_group<int32_t>(w_zp, "w_zp");
     for (int32_t z : b_zp_) int8_param(z, "w_zp");
     symmetric_ = std::all_of(b_zp_.begin(), b_zp_.end(), [](int32_t z) { return z == 0; });
     // Group g's weight rows form B^T (og x k) of its GEMM.
@@ -107,11 +107,12 @@ class ConvS8Core {
     float yf_lo = -INFINITY, yf_hi = INFINITY;
   };
 
-  // oc values per output channel (of array a, data p) as each group's og padded with zeros to
-  // cols_ (whole panels, as the GEMM loads them as vectors).
+  // Array a's oc values, one per output channel, as each group's og padded with zeros to cols_
+  // (whole panels, as the GEMM loads them as vectors).
   template <class T>
-  std::vector<T> per_group(const T* p, const py::array& a, const char* what) const {
+  std::vector<T> per_group(const py::array& a, const char* what) const {
     expect_shape(a, {oc_}, what);
+    const T* p = in_ptr<T>(a, what);
     std::vector<T> v(static_cast<size_t>(group_ * cols_), T{0});
     for (int64_t g = 0; g < group_; ++g) std::copy(p + g * og_, p + (g + 1) * og_, v.begin() + g * cols_);
     return v;
@@ -227,11 +228,11 @@ class Conv2dS8 : public NativeOp, ConvS8Core {
       : ConvS8Core(weight, w_zp, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape), x_zp_(int8_param(x_zp, "x_zp")),
         y_zp_(int8_param(y_zp, "y_zp")), lo_(int8_param(lo, "lo")), hi_(int8_param(hi, "hi")) {
     if (lo_ > hi_) throw ArgError("lo must be <= hi");
-    bias_ = bias ? per_group<int32_t>(in_ptr<int32_t>(*bias, "bias"), *bias, "bias")
+    bias_ = bias ? per_group<int32_t>(*bias, "bias")
                  : std::vector<int32_t>(static_cast<size_t>(group * cols_), 0);
-    mult_ = per_group<int32_t>(in_ptr<int32_t>(mult, "mult"), mult, "mult");
-    left_ = per_group<int32_t>(in_ptr<int32_t>(left, "left"), left, "left");
-    right_ = per_group<int32_t>(in_ptr<int32_t>(right, "right"), right, "right");
+    mult_ = per_group<int32_t>(mult, "mult");
+    left_ = per_group<int32_t>(left, "left");
+    right_ = per_group<int32_t>(right, "right");
     for (size_t j = 0; j < left_.size(); ++j) check_requant(mult_[j], left_[j], right_[j], "requantization");
     set_operands({{x_shape, 'b'}}, {{y_shape, 'b'}});
   }
@@ -263,10 +264,11 @@ class Conv2dS8Dynamic : public NativeOp, ConvS8Core {
                   const std::vector<int64_t>& y_shape, float lo, float hi)
       : ConvS8Core(weight, w_zp, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape), to_s8_(MSV0_DISPATCH(quant_cast)),
         lo_(lo), hi_(hi) {
-    if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1) throw ArgError("zp_shape: expected one value");
+    if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1)
+      throw ArgError("zp_shape: expected one value");
     scales_ = elements(checked_shape(scale_shape, scale_shape.size(), "scale_shape"));
     if (scales_ != 1 && scales_ != oc_) throw ArgError("scale_shape: expected 1 or " + std::to_string(oc_) + " values");
-    if (bias) fbias_ = per_group<float>(in_ptr<float>(*bias, "bias"), *bias, "bias");
+    if (bias) fbias_ = per_group<float>(*bias, "bias");
     std::vector<Operand> ins{{x_shape, 'f'}, {zp_shape, 'f'}, {scale_shape, 'f'}};
     if (run_bias_shape) {
       if (elements(checked_shape(*run_bias_shape, run_bias_shape->size(), "run_bias_shape")) != oc_)

@@ -45,7 +45,10 @@ void dynamic_quantize_f32(const DynQuantArgs& a, int64_t e0, int64_t e1, float* 
     float l[kL], h[kL];
     lo.store(l), hi.store(h);
     minmax[0] = minmax[1] = 0.f;
-    for (int64_t j = 0; j < kL; ++j) minmax[0] = l[j] < minmax[0] ? l[j] : minmax[0], minmax[1] = h[j] > minmax[1] ? h[j] : minmax[1];
+    for (int64_t j = 0; j < kL; ++j) {
+      minmax[0] = l[j] < minmax[0] ? l[j] : minmax[0];
+      minmax[1] = h[j] > minmax[1] ? h[j] : minmax[1];
+    }
     return;
   }
   const VecF scale = VecF::splat(a.scale), zp = VecF::splat(a.zp), magic = VecF::splat(kRoundMagic);

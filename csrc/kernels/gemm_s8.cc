@@ -371,6 +371,7 @@ MSV0_TARGET_POP
 
 #else  // binding pass
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -486,14 +487,15 @@ class GemmS8 : public NativeOp {
 // int32 one everywhere.
 class GemmS8Dynamic : public NativeOp {
  public:
-  GemmS8Dynamic(const py::array& b, const py::array& b_zp, std::optional<py::array> bias, const std::vector<int64_t>& x_shape,
-                const std::vector<int64_t>& zp_shape, const std::vector<int64_t>& scale_shape,
-                const std::vector<int64_t>& y_shape, float lo, float hi)
+  GemmS8Dynamic(const py::array& b, const py::array& b_zp, std::optional<py::array> bias,
+                const std::vector<int64_t>& x_shape, const std::vector<int64_t>& zp_shape,
+                const std::vector<int64_t>& scale_shape, const std::vector<int64_t>& y_shape, float lo, float hi)
       : kernel_(gemm_s8_kernel()), to_s8_(MSV0_DISPATCH(quant_cast)), lo_(lo), hi_(hi) {
     if (b.ndim() != 2) throw ArgError("b: expected a 2-D array [n, k]");
     n_ = b.shape(0), k_ = b.shape(1);
     m_ = fc_rows(x_shape, y_shape, n_, k_);
-    if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1) throw ArgError("zp_shape: expected one value");
+    if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1)
+      throw ArgError("zp_shape: expected one value");
     scales_ = elements(checked_shape(scale_shape, scale_shape.size(), "scale_shape"));
     if (scales_ != 1 && scales_ != n_) throw ArgError("scale_shape: expected 1 or " + std::to_string(n_) + " values");
     const int64_t padded = (n_ + kGemmS8Nr - 1) / kGemmS8Nr * kGemmS8Nr;
@@ -527,8 +529,7 @@ class GemmS8Dynamic : public NativeOp {
     std::vector<float> scale(static_cast<size_t>(padded), 0.f);
     for (int64_t j = 0; j < n_; ++j) scale[j] = s[scales_ == 1 ? 0 : j];
     GemmS8Args g{a.get(), k_, packed_.data(), b_sum_.data(), b_zp_.empty() ? nullptr : b_zp_.data(), bias_.data(),
-                 nullptr, nullptr, nullptr,
-                 a_zp, 0, -128, 127, nullptr, nullptr, n_, m_, n_, k_};
+                 nullptr, nullptr, nullptr, a_zp, 0, -128, 127, nullptr, nullptr, n_, m_, n_, k_};
     g.cf = static_cast<float*>(out[0]);
     g.c_scale = scale.data();
     g.c_bias = c_bias_.empty() ? nullptr : c_bias_.data();

@@ -62,21 +62,23 @@ def _form_attrs(node, k: int, rank: int) -> bool:
     if node.op == "Cast":
         return (a.get("srcT"), a.get("dstT")) == (dtypes.type_id(np.bool_), dtypes.type_id(np.float32))
     if node.op == "Activation":
-        return (a.get("type"), a.get("minVal"), a.get("maxVal")) == (ActivationType.HARD_TANH, 0, 255)
+        return _code_clamp(node)
     return node.op in ("Equal", "Minimum", "Maximum") or _plain(node, node.op)
 
 
 def _quantize_match(model, values, start: int) -> tuple[int, list[int]] | None:
     """(x, the nodes) where model.nodes[start:] begin with QUANTIZE_FORM on a float32 x, else None."""
-    if start + len(QUANTIZE_FORM) > len(model.nodes) or model.nodes[start].op != "Reduce" or not model.nodes[start].inputs:
+    first = model.nodes[start] if start + len(QUANTIZE_FORM) <= len(model.nodes) else None
+    if first is None or first.op != "Reduce" or not first.inputs:
         return None
-    x, outs = model.nodes[start].inputs[0], []
+    x, outs = first.inputs[0], []
     v = values.get(x)
     if v is None or v.const is not None or v.dtype != F32:
         return None
     for k, (op, *args) in enumerate(QUANTIZE_FORM):
         node = model.nodes[start + k]
-        if node.op != op or len(node.inputs) != len(args) or len(node.outputs) != 1 or not _form_attrs(node, k, len(v.shape)):
+        if node.op != op or len(node.inputs) != len(args) or len(node.outputs) != 1 \
+                or not _form_attrs(node, k, len(v.shape)):
             return None
         for t, arg in zip(node.inputs, args):
             ok = t == x if arg == "x" else t == outs[arg] if isinstance(arg, int) else _scalar(values, t, arg)
@@ -120,7 +122,15 @@ def fuse_dynamic_quantize(model, planned: list, uses: dict[int, int], values: di
 
 
 def _plain(node, op: str) -> bool:
-    return node.op == op and node.attrs.get("activationType", ActivationType.NO_ACTIVATION) == ActivationType.NO_ACTIVATION
+    act = node.attrs.get("activationType", ActivationType.NO_ACTIVATION)
+    return node.op == op and act == ActivationType.NO_ACTIVATION
+
+
+def _code_clamp(node) -> bool:
+    """Whether node is an Activation HARD_TANH to [0, 255]: the converter's clamp of uint8 codes."""
+    a = node.attrs
+    kind = (a.get("type"), a.get("minVal"), a.get("maxVal"))
+    return node.op == "Activation" and kind == (ActivationType.HARD_TANH, 0, 255)
 
 
 def _scalar(values, t: int, x: float) -> bool:
@@ -152,10 +162,7 @@ class _Graph:
     def clamped(self, t: int) -> int | None:
         """v where t = Activation HARD_TANH(v) to [0, 255], else None."""
         node = self.producer.get(t)
-        if node is None or node.op != "Activation" or len(node.inputs) != 1:
-            return None
-        a = node.attrs
-        return node.inputs[0] if (a.get("type"), a.get("minVal"), a.get("maxVal")) == (ActivationType.HARD_TANH, 0, 255) else None
+        return node.inputs[0] if node is not None and _code_clamp(node) and len(node.inputs) == 1 else None
 
     def zero_point(self, t: int) -> bool:
         """Whether t is one integer in [0, 255]: a rounded clamp to [0, 255] (DynamicQuantizeLinear's
