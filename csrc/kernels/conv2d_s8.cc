@@ -262,8 +262,7 @@ class Conv2dS8Dynamic : public NativeOp, ConvS8Core {
                   const std::vector<int64_t>& x_shape, const std::vector<int64_t>& zp_shape,
                   const std::vector<int64_t>& scale_shape, const std::optional<std::vector<int64_t>>& run_bias_shape,
                   const std::vector<int64_t>& y_shape, float lo, float hi)
-      : ConvS8Core(weight, w_zp, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape), to_s8_(MSV0_DISPATCH(quant_cast)),
-        lo_(lo), hi_(hi) {
+      : ConvS8Core(weight, w_zp, group, sh, sw, dh, dw, pt, pl, x_shape, y_shape), lo_(lo), hi_(hi) {
     if (elements(checked_shape(zp_shape, zp_shape.size(), "zp_shape")) != 1)
       throw ArgError("zp_shape: expected one value");
     scales_ = elements(checked_shape(scale_shape, scale_shape.size(), "scale_shape"));
@@ -279,15 +278,10 @@ class Conv2dS8Dynamic : public NativeOp, ConvS8Core {
   }
 
   void run(const void* const* in, void* const* out) const override {
-    // xq and zp are integers in [0, 255] (the matcher checks that their steps make them so), so
-    // xq − 128 and zp − 128 are int8 and their difference is xq − zp. quant_cast's clamp (and
-    // NaN -> 0) keeps any other value a defined int8.
+    // xq and zp are integers in [0, 255]: the matcher checks that their steps make them so.
     const int64_t size = n_ * h_ * w_ * c_;
     std::unique_ptr<int8_t[]> x(new int8_t[static_cast<size_t>(size)]);
-    const QuantCastArgs cast{in[0], x.get(), size, kQuantizeS8, 1.f, -128.f, -128};
-    parallel_for(size, 16384, [&](int64_t e0, int64_t e1) { to_s8_(cast, e0, e1); });
-    int8_t x_zp;
-    to_s8_(QuantCastArgs{in[1], &x_zp, 1, kQuantizeS8, 1.f, -128.f, -128}, 0, 1);
+    const int8_t x_zp = codes_to_s8(in[0], size, in[1], x.get());
     const auto* s = static_cast<const float*>(in[2]);
     std::vector<float> scale(static_cast<size_t>(group_ * cols_), 0.f);
     std::vector<int32_t> bias(scale.size(), 0);
@@ -308,7 +302,6 @@ class Conv2dS8Dynamic : public NativeOp, ConvS8Core {
   const char* name() const override { return "conv2d_s8_dynamic"; }
 
  private:
-  QuantCastFn to_s8_;
   float lo_, hi_;
   int64_t scales_ = 1;
   std::vector<float> fbias_;  // per_group's layout, or empty

@@ -490,7 +490,7 @@ class GemmS8Dynamic : public NativeOp {
   GemmS8Dynamic(const py::array& b, const py::array& b_zp, std::optional<py::array> bias,
                 const std::vector<int64_t>& x_shape, const std::vector<int64_t>& zp_shape,
                 const std::vector<int64_t>& scale_shape, const std::vector<int64_t>& y_shape, float lo, float hi)
-      : kernel_(gemm_s8_kernel()), to_s8_(MSV0_DISPATCH(quant_cast)), lo_(lo), hi_(hi) {
+      : kernel_(gemm_s8_kernel()), lo_(lo), hi_(hi) {
     if (b.ndim() != 2) throw ArgError("b: expected a 2-D array [n, k]");
     n_ = b.shape(0), k_ = b.shape(1);
     m_ = fc_rows(x_shape, y_shape, n_, k_);
@@ -517,14 +517,9 @@ class GemmS8Dynamic : public NativeOp {
 
   void run(const void* const* in, void* const* out) const override {
     const auto* s = static_cast<const float*>(in[2]);
-    // xq and zp are integers in [0, 255] (the matcher checks that their steps make them so), so
-    // xq − 128 and zp − 128 are int8 and their difference is xq − zp. quant_cast's clamp (and
-    // NaN -> 0) keeps any other value a defined int8.
+    // xq and zp are integers in [0, 255]: the matcher checks that their steps make them so.
     std::unique_ptr<int8_t[]> a(new int8_t[static_cast<size_t>(m_ * k_)]);
-    const QuantCastArgs cast{in[0], a.get(), m_ * k_, kQuantizeS8, 1.f, -128.f, -128};
-    parallel_for(m_ * k_, 16384, [&](int64_t e0, int64_t e1) { to_s8_(cast, e0, e1); });
-    int8_t a_zp;
-    to_s8_(QuantCastArgs{in[1], &a_zp, 1, kQuantizeS8, 1.f, -128.f, -128}, 0, 1);
+    const int8_t a_zp = codes_to_s8(in[0], m_ * k_, in[1], a.get());
     const int64_t padded = static_cast<int64_t>(bias_.size());
     std::vector<float> scale(static_cast<size_t>(padded), 0.f);
     for (int64_t j = 0; j < n_; ++j) scale[j] = s[scales_ == 1 ? 0 : j];
@@ -541,7 +536,6 @@ class GemmS8Dynamic : public NativeOp {
 
  private:
   const GemmS8Kernel& kernel_;
-  QuantCastFn to_s8_;
   float lo_, hi_;
   int64_t m_ = 0, n_ = 0, k_ = 0, scales_ = 1;
   std::vector<int8_t> packed_;
