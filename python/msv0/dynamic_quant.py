@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from msv0 import _core, dtypes
+from msv0 import _core, dtypes, forms
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.ops.conv import conv_window
@@ -36,9 +36,9 @@ F32 = np.dtype(np.float32)
 _CLAMPS = (ActivationType.NO_ACTIVATION, ActivationType.RELU, ActivationType.RELU6)
 
 
-# The converter's DynamicQuantizeLinear (onnx_dynq.dynamic_quantize_linear): (op, operands...), an
-# operand "x" (the input), k (the output of entry k) or a float (a scalar constant of that float32
-# value); then what the entry's attributes must be. Outputs: scale (8), zero point (13), codes (18).
+# The converter's DynamicQuantizeLinear (onnx_dynq.dynamic_quantize_linear), a form as msv0.forms
+# reads it; _is_form_op says what each entry's attributes must be. Outputs: scale (8), zero point
+# (13), codes (18).
 QUANTIZE_FORM = [
     ("Reduce", "x"), ("Minimum", 0, 0.0), ("Reduce", "x"), ("Maximum", 2, 0.0), ("Sub", 3, 1), ("Div", 4, 255.0),
     ("Equal", 5, 0.0), ("Cast", 6), ("Add", 5, 7), ("Div", 1, 8), ("Sub", 0.0, 9), ("Activation", 10),
@@ -53,39 +53,30 @@ def profile_op(ops: str) -> str:
     return ops.replace("+".join(op for op, *_ in QUANTIZE_FORM), "DynamicQuantizeLinear")
 
 
-def _form_attrs(node, k: int, rank: int) -> bool:
+def _is_form_op(node, k: int, op: str) -> bool:
+    """Whether node may stand for QUANTIZE_FORM's entry k (op): the attributes it must have."""
     a = node.attrs
-    if node.op == "Reduce":
+    if node.op != op:
+        return False
+    if op == "Reduce":  # over every axis, checked once x is known
         mode = ReduceMode.ReduceMin if k == 0 else ReduceMode.ReduceMax
-        return (a.get("mode"), tuple(a.get("axes") or ()), bool(a.get("keepDims")), a.get("coeff"),
-                bool(a.get("reduceToEnd"))) == (mode, tuple(range(rank)), False, 1.0, False)
-    if node.op == "Cast":
+        kind = (a.get("mode"), bool(a.get("keepDims")), a.get("coeff"), bool(a.get("reduceToEnd")))
+        return kind == (mode, False, 1.0, False)
+    if op == "Cast":
         return (a.get("srcT"), a.get("dstT")) == (dtypes.type_id(np.bool_), dtypes.type_id(np.float32))
-    if node.op == "Activation":
+    if op == "Activation":
         return _code_clamp(node)
-    return node.op in ("Equal", "Minimum", "Maximum") or _plain(node, node.op)
+    return op in ("Equal", "Minimum", "Maximum") or _plain(node, op)
 
 
-def _quantize_match(model, values, start: int) -> tuple[int, list[int]] | None:
-    """(x, the nodes) where model.nodes[start:] begin with QUANTIZE_FORM on a float32 x, else None."""
-    first = model.nodes[start] if start + len(QUANTIZE_FORM) <= len(model.nodes) else None
-    if first is None or first.op != "Reduce" or not first.inputs:
+def _quantize_match(model, values, start: int) -> tuple[int, list[int], list[int]] | None:
+    """(x, each entry's output, the nodes) where model.nodes[start:] begin with QUANTIZE_FORM on a
+    float32 x, else None."""
+    found = forms.match(model, values, start, QUANTIZE_FORM, _is_form_op)
+    if found is None:
         return None
-    x, outs = first.inputs[0], []
-    v = values.get(x)
-    if v is None or v.const is not None or v.dtype != F32:
-        return None
-    for k, (op, *args) in enumerate(QUANTIZE_FORM):
-        node = model.nodes[start + k]
-        if node.op != op or len(node.inputs) != len(args) or len(node.outputs) != 1 \
-                or not _form_attrs(node, k, len(v.shape)):
-            return None
-        for t, arg in zip(node.inputs, args):
-            ok = t == x if arg == "x" else t == outs[arg] if isinstance(arg, int) else _scalar(values, t, arg)
-            if not ok:
-                return None
-        outs.append(node.outputs[0])
-    return x, list(range(start, start + len(QUANTIZE_FORM)))
+    axes = tuple(range(len(values[found[0]].shape)))
+    return found if all(tuple(model.nodes[i].attrs.get("axes") or ()) == axes for i in found[2][0:3:2]) else None
 
 
 def fuse_dynamic_quantize(model, planned: list, uses: dict[int, int], values: dict) -> list:
@@ -101,11 +92,11 @@ def fuse_dynamic_quantize(model, planned: list, uses: dict[int, int], values: di
         start += 1
         if found is None:
             continue
-        x, ids = found
+        x, entry_outs, ids = found
         steps = [step_of.get(i, -1) for i in ids]
         if -1 in steps or any(tuple(planned[j][0]) != (i,) for j, i in zip(steps, ids)):
             continue
-        outs = [model.nodes[ids[k]].outputs[0] for k in QUANTIZE_OUTPUTS]
+        outs = [entry_outs[k] for k in QUANTIZE_OUTPUTS]
         inner = {model.nodes[i].outputs[0] for i in ids} - set(outs)
         earlier = {t for j, (_, _, ins, _) in enumerate(planned) if j < steps[-1] and j not in steps for t in ins}
         if any(uses.get(t, 0) != sum(t in planned[j][2] for j in steps) for t in inner) or earlier & set(outs):

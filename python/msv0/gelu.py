@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from msv0 import _core
+from msv0 import _core, forms
 from msv0.fb.ActivationType import ActivationType
 from msv0.registry import Plan
 
@@ -61,28 +61,10 @@ def _is_op(node, op: str) -> bool:
 
 def _match(model, values, start: int, form) -> tuple[int, int, list[int]] | None:
     """(x, output, nodes) where model.nodes[start:] begin with `form` on a float32 x, else None."""
-    if start + len(form) > len(model.nodes):
+    found = forms.match(model, values, start, form, lambda node, k, op: _is_op(node, op))
+    if found is None or any(values[o].shape != values[found[0]].shape for o in found[1]):
         return None
-    x, outs = None, []
-    for k, (op, *args) in enumerate(form):
-        node = model.nodes[start + k]
-        if not _is_op(node, op) or len(node.inputs) != len(args) or len(node.outputs) != 1:
-            return None
-        for t, a in zip(node.inputs, args):
-            v = values.get(t)
-            if a == "x":
-                x = t if x is None else x
-                if t != x or v is None or v.const is not None or v.dtype != np.float32:
-                    return None
-            elif isinstance(a, int):
-                if t != outs[a]:
-                    return None
-            elif v is None or v.const is None or v.const.size != 1 or v.const.reshape(-1)[0] != np.float32(a):
-                return None
-        outs.append(node.outputs[0])
-    if any(values[o].shape != values[x].shape for o in outs):
-        return None
-    return x, outs[-1], list(range(start, start + len(form)))
+    return found[0], found[1][-1], found[2]
 
 
 def fuse_gelu(model, planned: list, uses: dict[int, int], values: dict) -> list:

@@ -18,8 +18,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from msv0 import _core, dynamic_quant, if_step
+from msv0.dynamic_quant import fuse_dynamic_quantize, fuse_integer_ops
 from msv0.errors import Error, ModelError, ResourceError, node_error
-from msv0.dynamic_quant import fuse_integer_ops, fuse_dynamic_quantize
 from msv0.fusion import fuse_activations, fuse_blocks, fuse_residuals
 from msv0.gelu import fuse_gelu, profile_op
 from msv0.model import Model
