@@ -77,9 +77,9 @@ struct VecI32 {
   static VecI32 zero() { return {_mm512_setzero_si512()}; }
   void store(int32_t* p) const { _mm512_storeu_si512(p, v); }
   void store_tail(int32_t* p, int64_t n) const { _mm512_mask_storeu_epi32(p, tail_mask16(n), v); }
-  // Each lane narrowed to int8 (the caller has clamped it to [-128, 127]).
-  void store_s8(int8_t* p) const { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v)); }
-  void store_s8_tail(int8_t* p, int64_t n) const { _mm512_mask_cvtepi32_storeu_epi8(p, tail_mask16(n), v); }
+  // Each lane narrowed to int8, saturating (Requant leaves its clamp to [-128, 127] to this).
+  void store_s8(int8_t* p) const { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtsepi32_epi8(v)); }
+  void store_s8_tail(int8_t* p, int64_t n) const { _mm512_mask_cvtsepi32_storeu_epi8(p, tail_mask16(n), v); }
 };
 
 // Integer arithmetic wraps modulo 2^32, as r1.1's int32 accumulators do.
@@ -114,11 +114,13 @@ inline VecI32 shift_right(VecI32 a, VecI32 n) { return {_mm512_srav_epi32(a.v, n
 // h < 0 exactly when p < -2^30. |p| < 2^62, so the sum stays inside int64.
 struct Requant {
   __m512i mult, mult_odd, left, bias_even, bias_odd, neg_even, neg_odd, shift_even, shift_odd, zp, lo, hi;
-  bool shifts_left;
+  bool shifts_left, clamps;
 
   Requant(VecI32 m, VecI32 l, VecI32 r, VecI32 z, VecI32 lo_, VecI32 hi_)
       : mult(m.v), mult_odd(_mm512_srli_epi64(m.v, 32)), left(l.v), zp(z.v), lo(lo_.v), hi(hi_.v),
-        shifts_left(_mm512_test_epi32_mask(l.v, l.v) != 0) {
+        shifts_left(_mm512_test_epi32_mask(l.v, l.v) != 0),
+        clamps(_mm512_cmpgt_epi32_mask(lo_.v, _mm512_set1_epi32(-128)) != 0 ||
+               _mm512_cmplt_epi32_mask(hi_.v, _mm512_set1_epi32(127)) != 0) {
     const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
     const __m512i r_even = _mm512_and_si512(r.v, low), r_odd = _mm512_srli_epi64(r.v, 32);
     // bias = 2^30 + 2^(r-1)·2^31 = 2^30 + 2^(r+30) where r > 0; neg = 2^31 taken off when h < 0.
@@ -135,16 +137,20 @@ struct Requant {
     shift_odd = _mm512_add_epi64(r_odd, _mm512_set1_epi64(31));
   }
 
+  // Lanes outside [-128, 127] where the clamp is all of int8: store_s8 saturates them. Shuffles
+  // rather than 64-bit shifts move the odd lanes: Zen 4 runs shifts on half its vector pipes.
   VecI32 operator()(VecI32 acc) const {
     const __m512i x = shifts_left ? _mm512_sllv_epi32(acc.v, left) : acc.v;  // wraps, like r1.1's int multiply
     const __m512i below = _mm512_set1_epi64(-(int64_t{1} << 30));
-    const __m512i pe = _mm512_mul_epi32(x, mult), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd);
+    const __m512i pe = _mm512_mul_epi32(x, mult), po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_DDBB), mult_odd);
     __m512i te = _mm512_add_epi64(pe, bias_even), to = _mm512_add_epi64(po, bias_odd);
     te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, below), te, neg_even);
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, below), to, neg_odd);
-    const __m512i q = _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(te, shift_even),
-                                              _mm512_slli_epi64(_mm512_srav_epi64(to, shift_odd), 32));
-    return {_mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(q, zp)))};
+    // Each quotient in its qword's low dword; the odd ones move up beside the even ones.
+    const __m512i q = _mm512_mask_shuffle_epi32(_mm512_srav_epi64(te, shift_even), 0xAAAA,
+                                                _mm512_srav_epi64(to, shift_odd), _MM_PERM_CCAA);
+    const __m512i y = _mm512_add_epi32(q, zp);
+    return {clamps ? _mm512_min_epi32(hi, _mm512_max_epi32(lo, y)) : y};
   }
 };
 
