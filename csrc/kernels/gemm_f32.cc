@@ -45,14 +45,18 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
   // sets take turns along k and are summed at the end.
   constexpr int kS = R * kV >= 8 ? 1 : R * kV >= 4 ? 2 : 4;
   VecF acc[kS][R][kV];
+#pragma GCC unroll 16
   for (int s = 0; s < kS; ++s)
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) acc[s][r][v] = VecF::zero();
   const int64_t panel = kc * kGemmNr;  // distance between adjacent panels of this k block
   const float* b = g.b_packed + k0 * ((g.n + kGemmNr - 1) / kGemmNr) * kGemmNr + p * panel;
   const int64_t lda = Packed ? kLdA : g.lda;
   auto step = [&](int64_t kk, VecF (&sum)[R][kV]) {
     VecF bv[kV];
+#pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) bv[v] = VecF::load(b + v / kNv * panel + v % kNv * VecF::kLanes);
     // One 64-byte line per panel row: fetch the same row of the next P panels, so a B that
     // comes from DRAM streams in while this tile computes instead of stalling the next one.
@@ -62,23 +66,30 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
       for (int q = 0; q < P; ++q) prefetch(b + (P + q) * panel);
     else
       for (int q = 0; q < P; ++q) prefetch(b + q * panel + 8 * kGemmNr);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const VecF av = VecF::splat(a[r * lda + kk]);
+#pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) sum[r][v] = fmadd(av, bv[v], sum[r][v]);
     }
     b += kGemmNr;
   };
   int64_t kk = 0;
   for (; kk + kS <= kc; kk += kS)
+#pragma GCC unroll 16
     for (int s = 0; s < kS; ++s) step(kk + s, acc[s]);
   for (; kk < kc; ++kk) step(kk, acc[0]);
+#pragma GCC unroll 16
   for (int s = 1; s < kS; ++s)
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) acc[0][r][v] = acc[0][r][v] + acc[s][r][v];
   const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
-  // Unrolled completely, so acc stays in registers: left a loop (clang's choice), it indexes
-  // acc, which then lives on the stack, stored at every k step (the zig-built wheel's SGEMM
-  // 512^3 ran at 61 GFLOP/s, 140 with this).
+  // Every loop over acc is unrolled completely, so acc stays in registers: left a loop (clang's
+  // choice here), it indexes acc, which then lives on the stack, stored at every k step (the
+  // zig-built wheel's SGEMM 512^3 ran at 61 GFLOP/s, 140 with this); GCC keeps registers inside
+  // the k loop but homes them on the stack around it, storing all of them before and after.
 #pragma GCC unroll 16
   for (int v = 0; v < kV; ++v) {
     const int64_t left = cols - v * VecF::kLanes;
@@ -86,6 +97,7 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
     VecF bias = VecF::zero();
     if (last && g.bias) bias = left >= VecF::kLanes ? VecF::load(g.bias + col + v * VecF::kLanes)
                                                     : VecF::load_tail(g.bias + col + v * VecF::kLanes, left);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       VecF x = acc[0][r][v];
       float* c = g.c + (i + r) * g.ldc + col + v * VecF::kLanes;
