@@ -246,7 +246,8 @@ Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision) {
   if (s.group == 1 && s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 &&
       s.oh == s.h && s.ow == s.w)
     return Conv2dAlgorithm::kGemm1x1;
-  if (s.group == 1 && s.c <= kDirectMaxChannels && s.kh * s.kw * s.c <= kDirectMaxK) return Conv2dAlgorithm::kDirect;
+  if (s.group == 1 && s.c <= kDirectMaxChannels && s.kh * s.kw * s.c <= kDirectMaxK && precision == Precision::kFp32)
+    return Conv2dAlgorithm::kDirect;
   // Winograd runs fp32 under bf16 and fp16 too (its transforms would amplify their rounding).
   // Where AMX runs the bf16 GEMM, im2col on it is the faster: bf16 ResNet-50 took 20.7 ms so,
   // 25.6 with its 3x3 convs on Winograd. vdpbf16ps alone runs no faster than fp32, and fp16's

@@ -76,6 +76,7 @@ void pack_a(const GemmArgs& g, int64_t i, int rows, int64_t k0, int64_t kc, uint
   }
 }
 
+#if defined(__AVX512VNNI__)
 // acc (rows x cols of C at row i, column col; row r at acc + r * ld) finished: the partial C
 // of earlier k blocks added, and on the last block bias and clamp.
 void epilogue(const GemmArgs& g, const float* acc, int64_t ld, int64_t i, int rows, int64_t col, int64_t cols,
@@ -94,7 +95,6 @@ void epilogue(const GemmArgs& g, const float* acc, int64_t ld, int64_t i, int ro
   }
 }
 
-#if defined(__AVX512VNNI__)
 // Tiles 0-3: C rows [0, 16) x panels 0, 1 and rows [16, 32) x panels 0, 1; 4-5: A's two row
 // halves; 6-7: the two panels (simd/amx.h's 16 x 64-byte tiles).
 // Rows [i, i + 32) of the packed chunk a (stale rows past the chunk's end only feed rows of C
@@ -133,21 +133,46 @@ void tile(const GemmArgs& g, const uint32_t* a, int64_t i, int64_t p, int64_t k0
   const int64_t col = p * kGemmNr, cols = min_i(P * kGemmNr, g.n - col), kc2 = block_pairs(kc);
   const int64_t panel = kc2 * kGemmNr;  // distance between adjacent panels of this k block
   const uint32_t* b = panels_of(g) + k0 / 2 * ((g.n + kGemmNr - 1) / kGemmNr) * kGemmNr + p * panel;
+  // Every loop over acc unrolled, so that it stays in registers (see gemm_f32.cc's tile).
   VecF acc[R][P];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
     for (int q = 0; q < P; ++q) acc[r][q] = VecF::zero();
   for (int64_t kk = 0; kk < kc2; ++kk, b += kGemmNr) {
     VecBf16x2 bv[P];
+#pragma GCC unroll 16
     for (int q = 0; q < P; ++q) bv[q] = VecBf16x2::load(b + q * panel);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const VecBf16x2 av = VecBf16x2::splat(a + r * kLdA + kk);
+#pragma GCC unroll 16
       for (int q = 0; q < P; ++q) acc[r][q] = dot2(acc[r][q], av, bv[q]);
     }
   }
-  alignas(64) float out[R * P * kGemmNr];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < P; ++q) acc[r][q].store(out + (r * P + q) * kGemmNr);
-  epilogue(g, out, P * kGemmNr, i, R, col, cols, k0 == 0, k0 + kc == g.k);
+  // epilogue()'s work, from the registers.
+  const bool first = k0 == 0, last = k0 + kc == g.k;
+  const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q) {
+    const int64_t left = cols - q * VecF::kLanes, c0 = col + q * VecF::kLanes;
+    if (left <= 0) break;
+    const VecF bias = last && g.bias ? VecF::load_tail(g.bias + c0, min_i(left, VecF::kLanes)) : VecF::zero();
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      float* c = g.c + (i + r) * g.ldc + c0;
+      VecF x = acc[r][q];
+      if (left >= VecF::kLanes) {
+        if (!first) x = x + VecF::load(c);
+        if (last) x = clamp(x + bias, lo, hi);
+        x.store(c);
+      } else {
+        if (!first) x = x + VecF::load_tail(c, left);
+        if (last) x = clamp(x + bias, lo, hi);
+        x.store_tail(c, left);
+      }
+    }
+  }
 }
 
 // Panels [pb, pe) of R rows: kPt panels at a time, a lone last panel on its own.
