@@ -113,14 +113,15 @@ inline VecI32 shift_right(VecI32 a, VecI32 n) { return {_mm512_srav_epi32(a.v, n
 // r = 0). Nested floors of integers merge: q = floor((p + 2^30 + c·2^31) / 2^(31+r)), and
 // h < 0 exactly when p < -2^30. |p| < 2^62, so the sum stays inside int64.
 struct Requant {
-  __m512i mult, mult_odd, left, bias_even, bias_odd, neg_even, neg_odd, shift_even, shift_odd, zp, lo, hi;
-  bool shifts_left, clamps;
+  __m512i mult, mult_odd, left, bias_even, bias_odd, neg_even, neg_odd, shift_even, shift_odd, right_m1, zp, lo, hi;
+  bool shifts_left, clamps, right_pos;
 
   Requant(VecI32 m, VecI32 l, VecI32 r, VecI32 z, VecI32 lo_, VecI32 hi_)
       : mult(m.v), mult_odd(_mm512_srli_epi64(m.v, 32)), left(l.v), zp(z.v), lo(lo_.v), hi(hi_.v),
         shifts_left(_mm512_test_epi32_mask(l.v, l.v) != 0),
         clamps(_mm512_cmpgt_epi32_mask(lo_.v, _mm512_set1_epi32(-128)) != 0 ||
-               _mm512_cmplt_epi32_mask(hi_.v, _mm512_set1_epi32(127)) != 0) {
+               _mm512_cmplt_epi32_mask(hi_.v, _mm512_set1_epi32(127)) != 0),
+        right_pos(_mm512_cmpgt_epi32_mask(r.v, _mm512_setzero_si512()) == 0xFFFF) {
     const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
     const __m512i r_even = _mm512_and_si512(r.v, low), r_odd = _mm512_srli_epi64(r.v, 32);
     // bias = 2^30 + 2^(r-1)·2^31 = 2^30 + 2^(r+30) where r > 0; neg = 2^31 taken off when h < 0.
@@ -135,6 +136,7 @@ struct Requant {
     neg_odd = _mm512_maskz_mov_epi64(_mm512_cmpgt_epi64_mask(r_odd, zero), b31);
     shift_even = _mm512_add_epi64(r_even, _mm512_set1_epi64(31));
     shift_odd = _mm512_add_epi64(r_odd, _mm512_set1_epi64(31));
+    right_m1 = _mm512_sub_epi32(r.v, _mm512_set1_epi32(1));
   }
 
   // Lanes outside [-128, 127] where the clamp is all of int8: store_s8 saturates them. Shuffles
@@ -146,9 +148,13 @@ struct Requant {
     __m512i te = _mm512_add_epi64(pe, bias_even), to = _mm512_add_epi64(po, bias_odd);
     te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, below), te, neg_even);
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, below), to, neg_odd);
-    // Each quotient in its qword's low dword; the odd ones move up beside the even ones.
-    const __m512i q = _mm512_mask_shuffle_epi32(_mm512_srav_epi64(te, shift_even), 0xAAAA,
-                                                _mm512_srav_epi64(to, shift_odd), _MM_PERM_CCAA);
+    // q = floor(t / 2^(31+r)). With r >= 1 that is the high dword of t shifted right by r − 1
+    // (bit 31 of t adds at most 1/2 before a floor by 2^(r−1) >= 1, and cannot change it): one
+    // 32-bit shift of the high dwords gathered into one vector. Else each quotient in its qword's
+    // low dword, and the odd ones moved up beside the even ones.
+    const __m512i q = right_pos ? _mm512_srav_epi32(_mm512_mask_shuffle_epi32(to, 0x5555, te, _MM_PERM_DDBB), right_m1)
+                                : _mm512_mask_shuffle_epi32(_mm512_srav_epi64(te, shift_even), 0xAAAA,
+                                                            _mm512_srav_epi64(to, shift_odd), _MM_PERM_CCAA);
     const __m512i y = _mm512_add_epi32(q, zp);
     return {clamps ? _mm512_min_epi32(hi, _mm512_max_epi32(lo, y)) : y};
   }
