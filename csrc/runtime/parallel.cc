@@ -134,16 +134,21 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   ThreadPool* pool = bound_pool();
   const int threads = pool ? pool->size() : 1;
   if (grain < 1) grain = 1;
-  int64_t chunks = (n + grain - 1) / grain;
-  // A few chunks per thread balance uneven work without paying much per chunk.
-  if (chunks > 4 * threads) chunks = 4 * threads;
+  const int64_t units = (n + grain - 1) / grain;
+  // A few chunks per thread balance uneven work without paying much per chunk, and as many per
+  // thread, of sizes within a grain of each other, balance even work: 14 tiles in 7 chunks of 2
+  // left one of 2 threads 4 of them (ResNet-50's int8 56x56 convs ran 1.75x faster, not 2x).
+  int64_t chunks = units < 4 * threads ? units : 4 * threads;
+  if (chunks > threads) chunks -= chunks % threads;
   if (threads == 1 || chunks <= 1) {
     fn(0, n);
     return;
   }
-  const int64_t step = (n + chunks - 1) / chunks;
-  chunks = (n + step - 1) / step;
-  pool->run(chunks, [&](int64_t t) { fn(t * step, t * step + step < n ? t * step + step : n); });
+  auto bound = [&](int64_t t) {
+    const int64_t e = t * units / chunks * grain;
+    return e < n ? e : n;
+  };
+  pool->run(chunks, [&](int64_t t) { fn(bound(t), bound(t + 1)); });
 }
 
 }  // namespace msv0
