@@ -1,7 +1,8 @@
 /* Measured single-core fp32 FMA peak: 12 independent accumulator chains (enough to cover FMA
  * latency x throughput on current x86 cores), 256-bit and 512-bit. Prints GFLOP/s per width,
- * and the int8 peaks in GOP/s (a multiply and an add per byte pair) of 512-bit vpdpbusd where
- * the CPU has AVX512_VNNI and of AMX tdpbssd where it has AMX-INT8 and Linux grants the tiles.
+ * the bf16 peak of 512-bit vdpbf16ps where the CPU has AVX512_BF16, and the int8 peaks in GOP/s
+ * (a multiply and an add per byte pair) of 512-bit vpdpbusd where the CPU has AVX512_VNNI and of
+ * AMX tdpbssd where it has AMX-INT8 and Linux grants the tiles.
  * Built and run by bench/bench_gemm.py and bench/gemm_s8_cpu_time.py;
  * standalone: cc -O2 -mavx512f -mfma fma_peak.c. */
 #include <immintrin.h>
@@ -78,6 +79,26 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(long iters
   return iters * 12.0 * 64 * 2 / t / 1e9;
 }
 
+/* 512-bit vdpbf16ps: 32 bf16 products summed into 16 floats, four flops per lane. */
+#define DPBF16(acc) __asm__("vdpbf16ps %[s], %[u], %[a]" : [a] "+v"(acc) : [u] "v"(u), [s] "v"(s))
+__attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(long iters) {
+  __m512 a0 = _mm512_set1_ps(0), a1 = _mm512_set1_ps(1), a2 = _mm512_set1_ps(2), a3 = _mm512_set1_ps(3),
+         a4 = _mm512_set1_ps(4), a5 = _mm512_set1_ps(5), a6 = _mm512_set1_ps(6), a7 = _mm512_set1_ps(7),
+         a8 = _mm512_set1_ps(8), a9 = _mm512_set1_ps(9), a10 = _mm512_set1_ps(10), a11 = _mm512_set1_ps(11);
+  const __m512 u = _mm512_set1_ps(1e-9f), s = _mm512_set1_ps(1e-9f);
+  double t = now();
+  for (long i = 0; i < iters; ++i) {
+    DPBF16(a0); DPBF16(a1); DPBF16(a2); DPBF16(a3); DPBF16(a4); DPBF16(a5);
+    DPBF16(a6); DPBF16(a7); DPBF16(a8); DPBF16(a9); DPBF16(a10); DPBF16(a11);
+  }
+  t = now() - t;
+  __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+  sink += _mm512_reduce_add_ps(sum);
+  return iters * 12.0 * 16 * 4 / t / 1e9;
+}
+
 /* Four independent tile accumulators, as an AMX GEMM's 2 x 2 block of C; each tdpbssd is a
  * 16 x 16 x 64 product. ldtilecfg zeroes the tiles, so the operands are whatever zeros. */
 #define DPBSSD(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
@@ -126,6 +147,14 @@ int main(int argc, char** argv) {
       if (v > best) best = v;
     }
     printf("avx512vnni %.1f\n", best);
+  }
+  if (argc == 1 && __builtin_cpu_supports("avx512bf16")) {
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+      double v = peak_bf16(iters);
+      if (v > best) best = v;
+    }
+    printf("avx512bf16 %.1f\n", best);
   }
   if (argc == 1 && amx_int8_usable()) {
     double best = 0;

@@ -1,4 +1,5 @@
-"""Single-thread SGEMM GFLOP/s per ISA tier, timed in thread CPU time, against the FMA peak.
+"""Single-thread SGEMM GFLOP/s per ISA tier, timed in thread CPU time, against the FMA peak; where
+the CPU has AVX512-BF16, the bf16 GEMM (Session precision="bf16") too, against the vdpbf16ps peak.
 
     python bench/gemm_cpu_time.py [sizes, default 256,512,1024] [runs, default 15]
 
@@ -36,11 +37,15 @@ def main() -> None:
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
     peak = fma_peak()
     rng = np.random.default_rng(0)
-    for isa in [t for t in ("avx512", "avx2") if t in msv0.available_isas()]:
+    slots = [(t, "fp32", t) for t in ("avx512", "avx2") if t in msv0.available_isas()]
+    if "avx512bf16" in peak and _core.bf16_tile()[0] != 32:  # not AMX's 32x32 tiles
+        slots.insert(1, ("avx512", "bf16", "avx512bf16"))
+    for isa, precision, peak_name in slots:
         with msv0.isa_cap(isa):
             for n in sizes:
                 a = rng.standard_normal((n, n), dtype=np.float32)
-                gemm = _core.Gemm(rng.standard_normal((n, n), dtype=np.float32), False, None, (n, n), (n, n))
+                gemm = _core.Gemm(rng.standard_normal((n, n), dtype=np.float32), False, None, (n, n), (n, n),
+                                  precision=precision)
                 y = np.empty((n, n), np.float32)
                 gemm([a], [y])
                 times = []
@@ -49,7 +54,9 @@ def main() -> None:
                     gemm([a], [y])
                     times.append(time.thread_time() - t)
                 gflops = 2 * n**3 / np.median(times) / 1e9
-                print(f"sgemm {n}^3 1t [{isa}]: {gflops:.1f} GFLOP/s = {gflops / peak[isa]:.0%} of {peak[isa]:.0f}")
+                name = "sgemm" if precision == "fp32" else precision
+                print(f"{name} {n}^3 1t [{isa}]: {gflops:.1f} GFLOP/s = {gflops / peak[peak_name]:.0%} of "
+                      f"{peak[peak_name]:.0f}")
 
 
 if __name__ == "__main__":
