@@ -44,7 +44,10 @@ static_assert(kGemmS8ChunkStride >= kGemmS8Kc + VecI8::kBytes, "a tail vector's 
 // Rows [i, i + rows) of A, shifted to dot4's operand type, into dst in chunks of kGemmS8Kc
 // (see gemm_s8.h); the last chunk's tail is padded with shifted zeros, to a whole vector when
 // it is kTailVector bytes or more, else bytewise to a whole group of 4, as far as the
-// micro-kernel reads. row_term[r] = Σ_k A[i + r, k] − k · a_zp.
+// micro-kernel reads. With Sums (some b_zp is not 0), row_term[r] = Σ_k A[i + r, k] − k · a_zp:
+// symmetric weights need no row sums, and a stem's short rows (k = 27) spent a third of their
+// packing on them.
+template <bool Sums>
 void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
   static const int8_t kOnes[4] = {1, 1, 1, 1};
   const VecI8 ones = VecI8::splat4(kOnes);
@@ -61,14 +64,14 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
         __builtin_prefetch(src + kk + kMr * g.lda);  // the next row tile's, read after this tile's products
         const VecI8 x = to_dot_a(VecI8::load(src + kk));
         x.store(d + kk);
-        sum = dot4(sum, x, ones);
+        if constexpr (Sums) sum = dot4(sum, x, ones);
       }
       summed += whole;
       if (whole < n && n - whole >= kTailVector) {
         // One zero-padded vector (masked on AVX-512): its shifted zeros count in `summed` like the row's.
         const VecI8 x = to_dot_a(VecI8::load_tail(src + whole, n - whole));
         x.store(d + whole);
-        sum = dot4(sum, x, ones);
+        if constexpr (Sums) sum = dot4(sum, x, ones);
         summed += VecI8::kBytes;
         continue;
       }
@@ -81,9 +84,10 @@ void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_
       summed += padded - whole;
     }
     // In uint32, as r1.1's int32 arithmetic wraps.
-    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) + tail_sum -
-                                       static_cast<uint32_t>(kDotAOffset * summed) -
-                                       static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
+    if constexpr (Sums)
+      row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) + tail_sum -
+                                         static_cast<uint32_t>(kDotAOffset * summed) -
+                                         static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
   }
 }
 
@@ -214,7 +218,7 @@ void gemm_s8(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1
     const int64_t pe = min_i(pb + block, p1);
     for (int64_t i = m0; i < m1; i += kMr) {
       const int rows = static_cast<int>(min_i(kMr, m1 - i));
-      pack_a(g, i, rows, scratch, row_term);
+      g.b_zp ? pack_a<true>(g, i, rows, scratch, row_term) : pack_a<false>(g, i, rows, scratch, row_term);
       row_tile_of<kMr>(rows, g, scratch, row_term, i, pb, pe);
     }
   }
