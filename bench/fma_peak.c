@@ -56,48 +56,34 @@ static double peak512(long iters) {
   return iters * 12.0 * 16 * 2 / t / 1e9;
 }
 
-/* Compiled for VNNI on its own, so the rest of the program runs on CPUs without it. The
- * instructions are spelled in asm: GCC copies the accumulator of each _mm512_dpbusd_epi32 in
- * this loop through another register, and those moves would share the vector ports. */
-#define DPBUSD(acc) __asm__("vpdpbusd %[s], %[u], %[a]" : [a] "+v"(acc) : [u] "v"(u), [s] "v"(s))
-__attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(long iters) {
-  __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
-          a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
-          a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7), a8 = _mm512_set1_epi32(8),
-          a9 = _mm512_set1_epi32(9), a10 = _mm512_set1_epi32(10), a11 = _mm512_set1_epi32(11);
-  const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
-  double t = now();
-  for (long i = 0; i < iters; ++i) {
-    DPBUSD(a0); DPBUSD(a1); DPBUSD(a2); DPBUSD(a3); DPBUSD(a4); DPBUSD(a5);
-    DPBUSD(a6); DPBUSD(a7); DPBUSD(a8); DPBUSD(a9); DPBUSD(a10); DPBUSD(a11);
+/* Twelve chains of a 512-bit dot-product instruction, each compiled for its extension alone,
+ * so the rest of the program runs on CPUs without it. The instructions are spelled in asm: GCC
+ * copies the accumulator of each _mm512_dpbusd_epi32 in this loop through another register,
+ * and those moves would share the vector ports. T, SET, ADD, REDUCE: the accumulators' type,
+ * splat, add and horizontal sum; U, S: the operands; OPS: what one instruction counts for. */
+#define DOT(INSN, acc) __asm__(INSN " %[s], %[u], %[a]" : [a] "+v"(acc) : [u] "v"(u), [s] "v"(s))
+#define DOT_PEAK(NAME, TARGET, INSN, T, SET, ADD, REDUCE, U, S, OPS)                               \
+  __attribute__((target(TARGET))) static double NAME(long iters) {                                \
+    T a0 = SET(0), a1 = SET(1), a2 = SET(2), a3 = SET(3), a4 = SET(4), a5 = SET(5), a6 = SET(6),   \
+      a7 = SET(7), a8 = SET(8), a9 = SET(9), a10 = SET(10), a11 = SET(11);                         \
+    const T u = U, s = S;                                                                          \
+    double t = now();                                                                              \
+    for (long i = 0; i < iters; ++i) {                                                             \
+      DOT(INSN, a0); DOT(INSN, a1); DOT(INSN, a2); DOT(INSN, a3); DOT(INSN, a4); DOT(INSN, a5);    \
+      DOT(INSN, a6); DOT(INSN, a7); DOT(INSN, a8); DOT(INSN, a9); DOT(INSN, a10); DOT(INSN, a11);  \
+    }                                                                                              \
+    t = now() - t;                                                                                 \
+    T sum = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));                     \
+    sum = ADD(sum, ADD(ADD(a8, a9), ADD(a10, a11)));                                               \
+    sink += (float)REDUCE(sum);                                                                    \
+    return iters * 12.0 * (OPS) / t / 1e9;                                                         \
   }
-  t = now() - t;
-  __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                 _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
-  sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
-  sink += (float)_mm512_reduce_add_epi32(sum);
-  return iters * 12.0 * 64 * 2 / t / 1e9;
-}
-
-/* 512-bit vdpbf16ps: 32 bf16 products summed into 16 floats, four flops per lane. */
-#define DPBF16(acc) __asm__("vdpbf16ps %[s], %[u], %[a]" : [a] "+v"(acc) : [u] "v"(u), [s] "v"(s))
-__attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(long iters) {
-  __m512 a0 = _mm512_set1_ps(0), a1 = _mm512_set1_ps(1), a2 = _mm512_set1_ps(2), a3 = _mm512_set1_ps(3),
-         a4 = _mm512_set1_ps(4), a5 = _mm512_set1_ps(5), a6 = _mm512_set1_ps(6), a7 = _mm512_set1_ps(7),
-         a8 = _mm512_set1_ps(8), a9 = _mm512_set1_ps(9), a10 = _mm512_set1_ps(10), a11 = _mm512_set1_ps(11);
-  const __m512 u = _mm512_set1_ps(1e-9f), s = _mm512_set1_ps(1e-9f);
-  double t = now();
-  for (long i = 0; i < iters; ++i) {
-    DPBF16(a0); DPBF16(a1); DPBF16(a2); DPBF16(a3); DPBF16(a4); DPBF16(a5);
-    DPBF16(a6); DPBF16(a7); DPBF16(a8); DPBF16(a9); DPBF16(a10); DPBF16(a11);
-  }
-  t = now() - t;
-  __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-  sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-  sink += _mm512_reduce_add_ps(sum);
-  return iters * 12.0 * 16 * 4 / t / 1e9;
-}
+/* vpdpbusd: 64 byte products summed into 16 int32 lanes, a multiply and an add each. */
+DOT_PEAK(peak_vnni, "avx512f,avx512vnni", "vpdpbusd", __m512i, _mm512_set1_epi32, _mm512_add_epi32,
+         _mm512_reduce_add_epi32, _mm512_set1_epi8(3), _mm512_set1_epi8(-2), 64 * 2)
+/* vdpbf16ps: 32 bf16 products summed into 16 floats, four flops per lane. */
+DOT_PEAK(peak_bf16, "avx512f,avx512bf16", "vdpbf16ps", __m512, _mm512_set1_ps, _mm512_add_ps, _mm512_reduce_add_ps,
+         _mm512_set1_ps(1e-9f), _mm512_set1_ps(1e-9f), 16 * 4)
 
 /* Four independent tile accumulators, as an AMX GEMM's 2 x 2 block of C; each tdpbssd is a
  * 16 x 16 x 64 product. ldtilecfg zeroes the tiles, so the operands are whatever zeros. */
@@ -131,6 +117,16 @@ static int amx_int8_usable(void) {
 #endif
 }
 
+/* The best of five runs of peak(iters), printed under name. */
+static void report(const char* name, double (*peak)(long), long iters) {
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    double v = peak(iters);
+    if (v > best) best = v;
+  }
+  printf("%s %.1f\n", name, best);
+}
+
 int main(int argc, char** argv) {
   const long iters = 50000000;
   double best256 = 0, best512 = 0;
@@ -140,29 +136,8 @@ int main(int argc, char** argv) {
     if (b > best512) best512 = b;
   }
   printf("avx2 %.1f\navx512 %.1f\n", best256, best512);
-  if (argc == 1 && __builtin_cpu_supports("avx512vnni")) {
-    double best = 0;
-    for (int r = 0; r < 5; ++r) {
-      double v = peak_vnni(iters);
-      if (v > best) best = v;
-    }
-    printf("avx512vnni %.1f\n", best);
-  }
-  if (argc == 1 && __builtin_cpu_supports("avx512bf16")) {
-    double best = 0;
-    for (int r = 0; r < 5; ++r) {
-      double v = peak_bf16(iters);
-      if (v > best) best = v;
-    }
-    printf("avx512bf16 %.1f\n", best);
-  }
-  if (argc == 1 && amx_int8_usable()) {
-    double best = 0;
-    for (int r = 0; r < 5; ++r) {
-      double v = peak_amx(iters / 10);
-      if (v > best) best = v;
-    }
-    printf("amx %.1f\n", best);
-  }
+  if (argc == 1 && __builtin_cpu_supports("avx512vnni")) report("avx512vnni", peak_vnni, iters);
+  if (argc == 1 && __builtin_cpu_supports("avx512bf16")) report("avx512bf16", peak_bf16, iters);
+  if (argc == 1 && amx_int8_usable()) report("amx", peak_amx, iters / 10);
   return sink == 12345.f;
 }
