@@ -45,8 +45,8 @@ static_assert(kGemmS8ChunkStride >= kGemmS8Kc + VecI8::kBytes, "a tail vector's 
 // (see gemm_s8.h); the last chunk's tail is padded with shifted zeros, to a whole vector when
 // it is kTailVector bytes or more, else bytewise to a whole group of 4, as far as the
 // micro-kernel reads. With Sums (some b_zp is not 0), row_term[r] = Σ_k A[i + r, k] − k · a_zp:
-// symmetric weights need no row sums, and a stem's short rows (k = 27) spent a third of their
-// packing on them.
+// symmetric weights need no row sums (without them MobileNetV2's int8 stem, k = 27, went from
+// 360 to 330 us).
 template <bool Sums>
 void pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
   static const int8_t kOnes[4] = {1, 1, 1, 1};
