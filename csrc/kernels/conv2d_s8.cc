@@ -36,16 +36,24 @@ constexpr int64_t kMinThreadRows = 48;
 // Slack after the gather buffer: copy_run writes whole blocks of this many bytes.
 constexpr int64_t kCopyBlock = 16;
 
+// Runs of up to this many blocks are copied as whole blocks (see copy_run).
+constexpr int64_t kShortRunBlocks = 4;
+
+void copy_blocks(int8_t* dst, const int8_t* src, int64_t blocks) {
+  for (int64_t i = 0; i < blocks * kCopyBlock; i += kCopyBlock) std::memcpy(dst + i, src + i, kCopyBlock);
+}
+
 // n bytes from src to dst. A short run is copied as whole kCopyBlock blocks where src's buffer
 // (ending at src_end) allows the over-read, writing up to kCopyBlock − 1 bytes past dst + n,
 // which the row's next run (or the buffer's slack) overwrites: the stem's runs are 21 bytes,
 // shorter than a libc memcpy call's own cost.
 void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* src_end) {
-  if (n > 4 * kCopyBlock || src_end - src < (n + kCopyBlock - 1) / kCopyBlock * kCopyBlock) {
+  const int64_t blocks = (n + kCopyBlock - 1) / kCopyBlock;
+  if (blocks > kShortRunBlocks || src_end - src < blocks * kCopyBlock) {
     std::memcpy(dst, src, static_cast<size_t>(n));
     return;
   }
-  for (int64_t i = 0; i < n; i += kCopyBlock) std::memcpy(dst + i, src + i, kCopyBlock);
+  copy_blocks(dst, src, blocks);
 }
 
 // Where part `part` of `splits` shares of `panels` starts, on a micro-kernel tile boundary.
@@ -192,15 +200,14 @@ class ConvS8Core {
     const bool row_run = dw_ == 1 && cg_ == c_ && ix0 >= 0 && ix0 + kw_ <= w_;
     const int8_t* x_end = x + n_ * h_ * w_ * c_;
     const int64_t run = kw_ * cg_, blocks = (run + kCopyBlock - 1) / kCopyBlock, iy0 = oy * sh_ - pt_;
-    if (row_run && blocks <= 4 && iy0 >= 0 && iy0 + (kh_ - 1) * dh_ < h_) {
+    if (row_run && blocks <= kShortRunBlocks && iy0 >= 0 && iy0 + (kh_ - 1) * dh_ < h_) {
       // A window inside x of short runs (a stem's 3 channels): whole blocks per run, checked once
       // against x's end for the last run rather than per run as copy_run does (the checks and the
       // per-row index arithmetic were most of MobileNetV2's int8 stem's gather).
       const int64_t step = dh_ * w_ * c_;
       const int8_t* src = x + ((b * h_ + iy0) * w_ + ix0) * c_ + c0;
       if (x_end - (src + (kh_ - 1) * step) >= blocks * kCopyBlock) {
-        for (int64_t ky = 0; ky < kh_; ++ky, dst += run, src += step)
-          for (int64_t i = 0; i < blocks; ++i) std::memcpy(dst + i * kCopyBlock, src + i * kCopyBlock, kCopyBlock);
+        for (int64_t ky = 0; ky < kh_; ++ky, dst += run, src += step) copy_blocks(dst, src, blocks);
         return;
       }
     }

@@ -68,15 +68,21 @@ void pixel(const DwS8Args& a, const int8_t* xb, int64_t iy0, int64_t ky0, int64_
   store_s8_n<Tail>(requant_at(a, c)(acc), out + c, lanes);
 }
 
-// The window's sum from one sum per tap row: K chains of K dependent multiply-adds rather than
-// one of K * K (a pixel's chain was latency-bound: 8 % off MobileNetV2's stride-1 layers on Zen 4).
-// int32 sums: the order is free.
-template <int K>
-VecI32 sum_rows(const VecI32 (&rows_acc)[K]) {
-  VecI32 acc = rows_acc[0];
+// bias + Σ tap(kx, ky) · w[ky·K + kx] over a K x K window, as one sum per tap row added at the
+// end: K chains of K dependent multiply-adds rather than one of K * K (a pixel's chain was
+// latency-bound: 8 % off MobileNetV2's stride-1 layers on Zen 4). int32 sums: the order is free.
+template <int K, class Tap>
+VecI32 window_sum(VecI32 bias, const VecI32 (&w)[K * K], Tap tap) {
+  VecI32 rows_acc[K];
 #pragma GCC unroll 8
-  for (int ky = 1; ky < K; ++ky) acc = acc + rows_acc[ky];
-  return acc;
+  for (int ky = 0; ky < K; ++ky) {
+    rows_acc[ky] = ky == 0 ? bias : VecI32::zero();
+#pragma GCC unroll 8
+    for (int kx = 0; kx < K; ++kx) rows_acc[ky] = mul_add16(rows_acc[ky], tap(kx, ky), w[ky * K + kx]);
+  }
+#pragma GCC unroll 8
+  for (int ky = 1; ky < K; ++ky) rows_acc[0] = rows_acc[0] + rows_acc[ky];
+  return rows_acc[0];
 }
 
 // K x K windows: one output row's pixels, channels [c, c + lanes), the K*K weight vectors in
@@ -125,14 +131,8 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
       const int64_t next = (ox - pl + K - 1) * ch;
 #pragma GCC unroll 8
       for (int ky = 0; ky < K; ++ky) cols[K - 1][ky] = load_s8_n<Tail>(row[ky] + next, lanes);
-      VecI32 rows_acc[K];
-#pragma GCC unroll 8
-      for (int ky = 0; ky < K; ++ky) {
-        rows_acc[ky] = ky == 0 ? bias : VecI32::zero();
-#pragma GCC unroll 8
-        for (int kx = 0; kx < K; ++kx) rows_acc[ky] = mul_add16(rows_acc[ky], cols[kx][ky], w[ky * K + kx]);
-      }
-      store_s8_n<Tail>(q(sum_rows<K>(rows_acc)), yrow + ox * ch + c, lanes);
+      const VecI32 acc = window_sum<K>(bias, w, [&](int kx, int ky) { return cols[kx][ky]; });
+      store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
 #pragma GCC unroll 8
       for (int kx = 0; kx < K - 1; ++kx)
 #pragma GCC unroll 8
@@ -141,15 +141,9 @@ void row_block(const DwS8Args& a, const int8_t* const* rows, int8_t* yrow, int64
   }
   for (; ox < ox_hi; ++ox) {
     const int64_t off = (ox * sw - pl) * ch;
-    VecI32 rows_acc[K];
-#pragma GCC unroll 8
-    for (int ky = 0; ky < K; ++ky) {
-      rows_acc[ky] = ky == 0 ? bias : VecI32::zero();
-#pragma GCC unroll 8
-      for (int kx = 0; kx < K; ++kx)
-        rows_acc[ky] = mul_add16(rows_acc[ky], load_s8_n<Tail>(row[ky] + off + kx * dw * ch, lanes), w[ky * K + kx]);
-    }
-    store_s8_n<Tail>(q(sum_rows<K>(rows_acc)), yrow + ox * ch + c, lanes);
+    const VecI32 acc =
+        window_sum<K>(bias, w, [&](int kx, int ky) { return load_s8_n<Tail>(row[ky] + off + kx * dw * ch, lanes); });
+    store_s8_n<Tail>(q(acc), yrow + ox * ch + c, lanes);
   }
   for (int64_t ox = ox_hi; ox < a.ow; ++ox) border(ox);
 }

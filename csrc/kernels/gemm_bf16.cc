@@ -162,15 +162,9 @@ void tile(const GemmArgs& g, const uint32_t* a, int64_t i, int64_t p, int64_t k0
     for (int r = 0; r < R; ++r) {
       float* c = g.c + (i + r) * g.ldc + c0;
       VecF x = acc[r][q];
-      if (left >= VecF::kLanes) {
-        if (!first) x = x + VecF::load(c);
-        if (last) x = clamp(x + bias, lo, hi);
-        x.store(c);
-      } else {
-        if (!first) x = x + VecF::load_tail(c, left);
-        if (last) x = clamp(x + bias, lo, hi);
-        x.store_tail(c, left);
-      }
+      if (!first) x = x + (left >= VecF::kLanes ? VecF::load(c) : VecF::load_tail(c, left));
+      if (last) x = clamp(x + bias, lo, hi);
+      left >= VecF::kLanes ? x.store(c) : x.store_tail(c, left);
     }
   }
 }

@@ -113,18 +113,11 @@ void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, i
       const Requant rq{VecI32::load(g.mult + c0), VecI32::load(g.left + c0), VecI32::load(g.right + c0),
                        VecI32::splat(g.c_zp), VecI32::splat(g.lo), VecI32::splat(g.hi)};
       int8_t* c = g.c8 + i * g.ldc + c0;
-      if (left >= kLanes) {
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r, c += g.ldc) {
-          if (r >= rows) break;
-          rq(acc[r][v]).store_s8(c);
-        }
-      } else {
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r, c += g.ldc) {
-          if (r >= rows) break;
-          rq(acc[r][v]).store_s8_tail(c, left);
-        }
+      for (int r = 0; r < R; ++r, c += g.ldc) {
+        if (r >= rows) break;
+        const VecI32 y = rq(acc[r][v]);
+        left >= kLanes ? y.store_s8(c) : y.store_s8_tail(c, left);
       }
     } else if (g.c32) {
       int32_t* c = g.c32 + i * g.ldc + c0;

@@ -214,8 +214,7 @@ class _Found:
     inputs: list[int]  # xq, zp, scale, then the run-time int32 bias if any
     output: int
     weight: tuple[np.ndarray, np.ndarray]  # int8 [n, ...] and its int32 zero points
-    bias: np.ndarray | None  # the float32 bias added last
-    bias_tensor: int = -1
+    bias: int | None  # the constant float32 bias added last
     reshape: object = None  # a Reshape of the codes between Sub and Conv2D, kept on xq itself
     clamp: tuple[float, float] = (-np.inf, np.inf)  # the bias Add's ReLU or ReLU6
 
@@ -259,20 +258,21 @@ def _match(g: _Graph, node) -> _Found | None:
     bias = add and next((k for k in add.inputs if k != mul.outputs[0]), None)
     if (not add or bias is None or add.attrs.get("activationType", 0) not in _CLAMPS or g.values[bias].const is None
             or not _per_channel(g, bias, n, F32) or g.values[bias].size != n or g.values[add.outputs[0]].shape != shape):
-        return _Found(nodes, ins, mul.outputs[0], weight, None, reshape=reshape)
+        return _Found(nodes, ins, mul.outputs[0], weight, None, reshape)
     clamp = activation_range(add.attrs.get("activationType", ActivationType.NO_ACTIVATION))
-    return _Found(nodes + [add], ins, add.outputs[0], weight, g.values[bias].const.reshape(-1), bias, reshape, clamp)
+    return _Found(nodes + [add], ins, add.outputs[0], weight, bias, reshape, clamp)
 
 
 def _kernel(node, found: _Found, values) -> object:
     """The native step of a match: GemmS8Dynamic or Conv2dS8Dynamic."""
     (w, w_zp), shapes = found.weight, [values[t].shape for t in found.inputs]
+    bias = values[found.bias].const.reshape(-1) if found.bias is not None else None
     if node.op == "FullConnection":
-        return _core.GemmS8Dynamic(w, w_zp, found.bias, *shapes[:3], values[found.output].shape, *found.clamp)
+        return _core.GemmS8Dynamic(w, w_zp, bias, *shapes[:3], values[found.output].shape, *found.clamp)
     x_shape = values[node.inputs[0]].shape
     weight = w.reshape(values[node.inputs[1]].shape)
     win = conv_window(node, x_shape, weight.shape)
-    return _core.Conv2dS8Dynamic(weight, w_zp, found.bias, win.group, win.sh, win.sw, win.dh, win.dw, win.pt, win.pl,
+    return _core.Conv2dS8Dynamic(weight, w_zp, bias, win.group, win.sh, win.sw, win.dh, win.dw, win.pt, win.pl,
                                  x_shape, shapes[1], shapes[2], shapes[3] if len(shapes) > 3 else None,
                                  values[found.output].shape, *found.clamp)
 
@@ -295,7 +295,7 @@ def fuse_integer_ops(model, planned: list, uses: dict[int, int], values: dict) -
         if -1 in steps or any(tuple(planned[j][0]) != (i,) for j, i in zip(steps, ids)) \
                 or any(uses.get(n.outputs[0], 0) != 1 for n in found.nodes[:-1]):
             continue
-        for t in [node.inputs[1]] + ([found.bias_tensor] if found.bias is not None else []):
+        for t in [node.inputs[1]] + ([found.bias] if found.bias is not None else []):
             uses[t] -= 1  # W and the float bias, now in the kernel
         ins = list(found.inputs)
         if found.reshape is not None:  # the Reshape now reads the codes, and the kernel its output
