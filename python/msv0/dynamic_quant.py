@@ -130,13 +130,14 @@ def _scalar(values, t: int, x: float) -> bool:
 
 
 class _Graph:
-    """The model's nodes by the tensor each produces, and the matcher's questions about them."""
+    """The planned nodes by the tensor each produces, and the matcher's questions about them. Only
+    planned nodes: values knows their tensors, and no other node runs in this plan."""
 
-    def __init__(self, model, values):
+    def __init__(self, nodes: list, values):
         self.values = values
-        self.producer = {t: node for node in model.nodes for t in node.outputs}
+        self.producer = {t: node for node in nodes for t in node.outputs}
         self.readers: dict[int, list] = {}
-        for node in model.nodes:
+        for node in nodes:
             for t in set(node.inputs):
                 self.readers.setdefault(t, []).append(node)
 
@@ -282,11 +283,12 @@ def fuse_integer_ops(model, planned: list, uses: dict[int, int], values: dict) -
     outputs counted (updated here). Returns the steps with each lowered quantized FullConnection
     or Conv2D, whose intermediates nothing else reads, as one native step in the place of its last;
     a Reshape between the codes' Sub and the Conv2D stays, reading the codes."""
-    g = _Graph(model, values)
     step_of = {n: j for j, (nodes, _, _, _) in enumerate(planned) for n in nodes}
+    nodes = [model.nodes[n] for n in sorted(step_of)]
+    g = _Graph(nodes, values)
     replaced: dict[int, tuple] = {}
     dropped: set[int] = set()
-    for node in model.nodes:
+    for node in nodes:
         found = _match(g, node)
         if found is None:
             continue
