@@ -80,3 +80,20 @@ def test_gelu_with_an_intermediate_read_elsewhere_stays_apart(rng, monkeypatch, 
     assert steps == unfused > 2
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_gelu_outside_the_main_graph_is_not_matched(rng):
+    """The fuzzer's case for the plan-time passes: nodes in no plan (here a GELU form that
+    subGraph[0] does not list) are not matched against values that know planned tensors only."""
+    b = Builder("gelu_tanh")
+    x = b.input("x", (3, 8))
+    y = b.node("Abs", [x])
+    outs = []
+    for k, (op, *args) in enumerate(gelu.FORMS["gelu_tanh"][0]):
+        ins = [x if a == "x" else outs[a] if isinstance(a, int) else b.const(f"c{k}_{a}", np.float32([a])) for a in args]
+        outs.append(b.node("Activation", ins, type=ACTIVATION[op]) if op in ACTIVATION else b.node(op, ins))
+    b.output(y)
+    b.main_nodes = [0]
+    x_in = rng.standard_normal((3, 8)).astype(np.float32)
+    (got,) = msv0.Session(b.finish()).run([x_in]).values()
+    np.testing.assert_array_equal(got, np.abs(x_in))

@@ -17,7 +17,9 @@ def match(model, values, start: int, form, is_op) -> tuple[int, list[int], list[
     x, outs = None, []
     for k, (op, *args) in enumerate(form):
         node = model.nodes[start + k]
-        if not is_op(node, k, op) or len(node.inputs) != len(args) or len(node.outputs) != 1:
+        # A node whose output values lacks is in no plan (not run): no match.
+        if not is_op(node, k, op) or len(node.inputs) != len(args) or len(node.outputs) != 1 \
+                or node.outputs[0] not in values:
             return None
         for t, a in zip(node.inputs, args):
             v = values.get(t)
