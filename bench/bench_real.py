@@ -9,7 +9,9 @@ The peers run as an application gets them: LiteRT with its default op resolver (
 delegate included) for .tflite, ONNX Runtime's CPU provider (intra-op threads = N, sequential)
 for .onnx. Per model and thread count, the engines alternate in blocks of runs (each engine in
 its own blocks, a pause between blocks so that one engine's spinning workers do not steal the
-next one's cores); each engine's median over all its runs is printed, with the ratio
+next one's cores). Each model is measured in a fresh process: threads an earlier model's peer
+left behind made later models read slower at 2 threads than at 1 in a shared one. Each engine's
+median over all its runs is printed, with the ratio
 msv0 / peer and the geomean of the ratios per thread count. At 1 thread every engine runs in the
 calling thread, so the median thread-CPU time is printed too: on a shared machine it moves far
 less than wall time.
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import math
+import multiprocessing
 import os
 import statistics
 import sys
@@ -143,6 +147,16 @@ def print_profile(name: str, rows) -> None:
             print(f"  {op:24s} {kind:7s} {n:4d} {t * 1e3:8.3f} {100 * t / total:5.1f}")
 
 
+def measure(name: str, threads: list[int], rounds: int, block_s: float, pause: float):
+    """{threads: compare()} for one model, or the reason it cannot run (in its own process)."""
+    m = rm.BY_NAME[name]
+    try:
+        p = prepare(m)
+    except rm.Unavailable as e:
+        return f"skipped ({e})"
+    return p if isinstance(p, str) else {t: compare(m, p, t, rounds, block_s, pause) for t in threads}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="*", default=[m.name for m in rm.MODELS], choices=list(rm.BY_NAME))
@@ -158,26 +172,21 @@ def main() -> None:
 
     print(f"msv0 {msv0.__version__} ISA {msv0.isa()}; LiteRT {ai_edge_litert.__version__} (default resolver, "
           f"XNNPACK); ONNX Runtime {onnxruntime.__version__} (CPU); {os.cpu_count()} CPUs")
-    ready, ratios = {}, collections.defaultdict(list)
-    for name in args.models:
-        m = rm.BY_NAME[name]
-        try:
-            p = prepare(m)
-        except rm.Unavailable as e:
-            print(f"{name}: skipped ({e})")
-            continue
-        if isinstance(p, str):
-            print(f"{name}: {p}")
-        else:
-            ready[name] = p
     print("\nwall: median latency; cpu: median CPU time of the calling thread, which at 1 thread is "
           "the whole run for every engine and less disturbed by other load on the machine")
     print(f"\n{'model':30s} {'peer':6s} {'thr':>3s} {'msv0 ms':>8s} {'peer ms':>8s} {'ratio':>6s} "
           f"{'msv0 cpu':>8s} {'peer cpu':>8s} {'ratio':>6s}")
-    for name, p in ready.items():
+    ratios, ran = collections.defaultdict(list), []
+    spawn = multiprocessing.get_context("spawn")
+    for name in args.models:
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as child:
+            result = child.submit(measure, name, args.threads, args.rounds, args.block_s, args.pause).result()
+        if isinstance(result, str):
+            print(f"{name}: {result}", flush=True)
+            continue
+        ran.append(name)
         m = rm.BY_NAME[name]
-        for threads in args.threads:
-            med = compare(m, p, threads, args.rounds, args.block_s, args.pause)
+        for threads, med in result.items():
             (mw, mc), (pw, pc) = med["msv0"], med["peer"]
             ratios[threads, "wall"].append(mw / pw)
             line = f"{name:30s} {'litert' if m.kind == 'tflite' else 'ort':6s} {threads:3d} {mw * 1e3:8.3f} " \
@@ -190,7 +199,8 @@ def main() -> None:
         geo = math.exp(sum(math.log(x) for x in r) / len(r))
         print(f"{threads} thread(s), {what}: geomean msv0 / peer {geo:.2f} over {len(r)} models, worst {max(r):.2f}")
     if args.profile:
-        for name, (ms, _, _, ms_feeds) in ready.items():
+        for name in ran:
+            ms, _, _, ms_feeds = prepare(rm.BY_NAME[name])
             print_profile(name, profile(ms, ms_feeds))
 
 
