@@ -11,6 +11,7 @@ import pytest
 import msv0
 from msv0 import dtypes
 from msv0.builder import Builder
+from msv0.model import PRIMITIVE_NAMES
 from msv0.fb.TypeId import TypeId
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -116,3 +117,56 @@ def test_quant_param_fields_are_the_schema_table():
 
 def test_type_id_names_are_mindspores():
     assert (TypeId.kNumberTypeFloat32, TypeId.kObjectTypeString) == (43, 12)  # format-v0.md §2
+
+
+# Fields C++ checks against the model (a subgraph index must name a subgraph): left at default.
+CHECKED_FIELDS = {"condSubgraphIndex", "bodySubgraphIndex", "subGraphIndex"}
+
+
+def _non_default(default, j: int):
+    """Values unlike the default for a field: a scalar of its type, or (None: a vector or a string)
+    a list and a str, tried in that order."""
+    if isinstance(default, bool):
+        return [not default]
+    if isinstance(default, int):
+        return [default + 2 + j % 50]
+    if isinstance(default, float):
+        return [float(np.float32(default + 1.25 + j % 7))]  # as a float field holds it
+    return [[0, 1], f"s{j}"]  # [0, 1] reads back equal as ints, floats and bools
+
+
+def test_load_reads_every_op_field():
+    """Every field of every op table, set unlike its default by the generated Python writer, is
+    what load gives back (C++ reads them by field number, msv0.model names them), and an absent
+    field its default."""
+    b = Builder("fields")
+    x = b.input("x", (1,))
+    want = {}
+    for op in sorted(PRIMITIVE_NAMES.values()):
+        if op == "NONE":
+            continue
+        defaults = vars(getattr(__import__(f"msv0.fb.{op}", fromlist=[op]), f"{op}T")())
+        attrs = {}
+        for j, (k, d) in enumerate(defaults.items()):
+            if k in CHECKED_FIELDS:
+                continue
+            for v in _non_default(d, j):
+                try:
+                    b.node(op, [x], name=f"probe_{op}_{k}", **{k: v})
+                except ValueError:  # not this field's kind
+                    continue
+                b.graph.nodes.pop()
+                attrs[k] = tuple(v) if isinstance(v, list) else v.encode() if isinstance(v, str) else v
+                break
+            else:
+                raise AssertionError(f"{op}.{k}: no value packs")
+        b.node(op, [x], name=f"all_{op}", **attrs)
+        b.node(op, [x], name=f"none_{op}")
+        want[op] = (defaults, attrs)
+    model = msv0.load(b.finish())
+    by_name = {n.name: n for n in model.nodes}
+    for op, (defaults, attrs) in want.items():
+        got = dict(by_name[f"all_{op}"].attrs)
+        assert got == {**defaults, **attrs}, op
+        assert all(type(got[k]) is type(v) or isinstance(v, tuple) for k, v in attrs.items()), op
+        assert dict(by_name[f"none_{op}"].attrs) == defaults, op

@@ -1,14 +1,15 @@
 """msv0.load: a verified v0 model as read-only Python records.
 
-Verification and every index check happen in C++ (msv0._core.Model), which only checks. The
-model is then read once, here, by the flatc-generated msv0.fb readers: tensors, nodes and
-subgraphs become frozen records, constant data are NumPy arrays aliasing the model bytes, and
-each node's attributes come from its primitive table, so every field of the schema table is
-present, with its schema default when the file omits it.
+Verification, every index check and the reading of the records happen in C++
+(msv0._core.Model). Here tensors, nodes and subgraphs become frozen records, constant data are
+NumPy arrays aliasing the model bytes, and each node's attributes are the fields its primitive
+table holds over every field of the schema table at its default (the generated msv0.fb
+object-API classes give those).
 """
 from __future__ import annotations
 
 import collections
+import functools
 import importlib
 import os
 from dataclasses import dataclass, field
@@ -18,7 +19,6 @@ import numpy as np
 
 from msv0 import _core, dtypes
 from msv0.errors import ModelError
-from msv0.fb.MetaGraph import MetaGraph
 from msv0.fb.NodeType import NodeType
 from msv0.fb.PrimitiveType import PrimitiveType
 from msv0.fb.QuantParam import QuantParamT
@@ -141,19 +141,20 @@ class SubGraph:
     tensors: tuple[int, ...]
 
 
-def _attr_value(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return tuple(v.tolist())
-    if isinstance(v, list):
-        return tuple(_attr_value(x) for x in v)
-    if hasattr(v, "__dict__"):  # a nested table (object API class)
-        return Attrs({k: _attr_value(x) for k, x in vars(v).items()})
-    return v
+@functools.cache
+def _defaults(op: str) -> tuple[dict, tuple[str, ...]]:
+    """Every field of the op's schema table at its schema default (a vector or string the file
+    omits is None), and the fields' names in schema order, from the generated object-API class."""
+    defaults = vars(getattr(importlib.import_module(f"msv0.fb.{op}"), f"{op}T")())
+    return defaults, tuple(defaults)
 
 
-def _read_attrs(op: str, buf: np.ndarray, pos: int) -> Attrs:
-    cls = getattr(importlib.import_module(f"msv0.fb.{op}"), f"{op}T")
-    return Attrs({k: _attr_value(v) for k, v in vars(cls.InitFromBuf(buf, pos)).items()})
+def _attrs(op: str, present: list[tuple[int, Any]]) -> Attrs:
+    """The op's attributes: the fields the file holds, (schema field number, value), over the defaults."""
+    defaults, names = _defaults(op)
+    attrs = dict(defaults)
+    attrs.update((names[i], v) for i, v in present)
+    return Attrs(attrs)
 
 
 @dataclass(frozen=True)
@@ -187,66 +188,30 @@ class Model:
         return load, (self._core_model.buffer.tobytes(),)
 
 
-def _text(s: bytes | None) -> str:
-    # Names are labels: bytes that are not UTF-8 must not stop a model from loading.
-    return (s or b"").decode("utf-8", "replace")
-
-
-def _vector(table, field: str) -> tuple:
-    """A vector field of a generated reader as a tuple; () when the file omits it."""
-    a = getattr(table, field + "AsNumpy")()
-    return () if isinstance(a, int) else tuple(a.tolist())
-
-
-def _tensor(i: int, t, quant: tuple[QuantParam, ...]) -> Tensor:
-    data = t.DataAsNumpy()  # a read-only view of the model bytes, 0 when absent
-    return Tensor(
-        index=i,
-        name=_text(t.Name()),
-        type_id=t.DataType(),
-        shape=_vector(t, "Dims"),
-        format=t.Format(),
-        node_type=t.NodeType(),
-        raw=None if isinstance(data, int) or data.size == 0 else data,
-        quant=quant,
-        clusters=_vector(t, "QuantClusters"),
-    )
-
-
 def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
-    """Load and verify a v0 .ms model from a path or from bytes; raises ModelError if invalid."""
+    """Load and verify a v0 model from a path or from bytes; raises ModelError if invalid."""
     core = _core.Model(source)  # verified: every offset, index and union below is known good
     buf = core.buffer
-    g = MetaGraph.GetRootAs(buf, 0)
+    name, version, model_inputs, model_outputs, tensor_rows, node_rows, subgraph_rows = core.graph()
     offsets, columns = core.quant_params()
     params = [QuantParam(*row) for row in zip(*(columns[f].tolist() for f in QuantParam._fields))]
     offsets = offsets.tolist()
-    tensors = tuple(_tensor(i, g.AllTensors(i), tuple(params[offsets[i]:offsets[i + 1]]))
-                    for i in range(g.AllTensorsLength()))
+    tensors = tuple(Tensor(i, t_name, type_id, dims, fmt, node_type, None if at < 0 else buf[at:at + size],
+                           tuple(params[offsets[i]:offsets[i + 1]]), clusters)
+                    for i, (t_name, type_id, dims, fmt, node_type, at, size, clusters) in enumerate(tensor_rows))
     nodes = []
-    for i in range(g.NodesLength()):
-        n = g.Nodes(i)
-        name, p = _text(n.Name()), n.Primitive()
-        op = PRIMITIVE_NAMES[p.ValueType()]
-        try:
-            attrs = _read_attrs(op, buf, p.Value().Pos)
-        except Exception as e:  # the verifier passed, so this is a schema-level oddity
-            raise ModelError(f"node {i} '{name}': cannot read {op} attributes: {e}") from None
-        outs = _vector(n, "OutputIndex")
-        nodes.append(Node(i, name, op, attrs, _vector(n, "InputIndex"), outs, n.QuantType(),
-                          tuple(tensors[k].quant for k in outs)))
-    subgraphs = []
-    for j in range(g.SubGraphLength()):
-        s = g.SubGraph(j)
-        subgraphs.append(SubGraph(_text(s.Name()), _vector(s, "InputIndices"), _vector(s, "OutputIndices"),
-                                  _vector(s, "NodeIndices"), _vector(s, "TensorIndices")))
+    for i, (n_name, primitive, present, inputs, outputs, quant_type) in enumerate(node_rows):
+        op = PRIMITIVE_NAMES[primitive]
+        nodes.append(Node(i, n_name, op, _attrs(op, present), inputs, outputs, quant_type,
+                          tuple(tensors[k].quant for k in outputs)))
+    subgraphs = [SubGraph(*row) for row in subgraph_rows]
     if subgraphs:  # subGraph[0] is the main graph (format-v0.md §1)
         main = subgraphs[0]
         graph_inputs, graph_outputs, order = main.inputs, main.outputs, main.nodes
     else:
-        graph_inputs, graph_outputs = _vector(g, "InputIndex"), _vector(g, "OutputIndex")
+        graph_inputs, graph_outputs = model_inputs, model_outputs
         order = tuple(range(len(nodes)))
     for i in graph_inputs + graph_outputs:
         tensors[i].dtype  # an input or output of unknown dtype is a ModelError now, not at run
-    return Model(_text(g.Name()), _text(g.Version()), tensors, tuple(nodes), tuple(subgraphs), graph_inputs,
+    return Model(name, version, tensors, tuple(nodes), tuple(subgraphs), graph_inputs,
                  graph_outputs, order, core)
