@@ -232,10 +232,12 @@ def _match(g: _Graph, node) -> _Found | None:
         if _reader(g, x, "Reshape", len(reshape.inputs)) is not reshape:
             return None
     sub = g.made_by(x, "Sub")
-    w = g.values[node.inputs[1]]
-    weight = _int8_weight(w.const.reshape(w.shape[0], -1) if w.const is not None and w.const.ndim > 1 else None)
-    if sub is None or weight is None or not g.codes(sub.inputs[0]) or not g.zero_point(sub.inputs[1]) \
+    if sub is None or not g.codes(sub.inputs[0]) or not g.zero_point(sub.inputs[1]) \
             or g.values[sub.outputs[0]].shape != g.values[sub.inputs[0]].shape:
+        return None
+    w = g.values[node.inputs[1]]  # read last: a float model's weights are not scanned
+    weight = _int8_weight(w.const.reshape(w.shape[0], -1) if w.const is not None and w.const.ndim > 1 else None)
+    if weight is None:
         return None
     n, shape = w.shape[0], g.values[node.outputs[0]].shape
     nodes, ins, t = [sub] + ([reshape] if reshape else []) + [node], [sub.inputs[0], sub.inputs[1]], node.outputs[0]
