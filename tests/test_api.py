@@ -131,6 +131,38 @@ def test_const_data_aliases_the_bytes():
     assert np.shares_memory(m.tensors[1].data, np.frombuffer(MODEL, np.uint8))
 
 
+def _mapped_kib(path: Path) -> int:
+    """Resident KiB of this process's mappings of path (/proc/self/smaps)."""
+    total, ours = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            ours = line.rstrip().endswith(str(path))
+        elif ours and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
+def test_session_lets_packed_weights_file_pages_go(tmp_path):
+    """A weight packed into a kernel leaves memory (the file stays mapped, its pages refill on a
+    read): a 4 MiB FullConnection model is not resident twice; its data and runs are unchanged."""
+    w = RNG.standard_normal((1024, 1024)).astype(np.float32)
+    b = Builder("big")
+    x = b.input("x", (1, 1024))
+    b.output(b.node("FullConnection", [x, b.const("w", w)], outputs=[b.tensor("y")]))
+    path = tmp_path / "big.ms"
+    path.write_bytes(b.finish())
+    m = msv0.load(path)
+    assert np.array_equal(m.tensors[1].data, w) and _mapped_kib(path) >= 4096  # read in full
+    s = msv0.Session(m)
+    assert _mapped_kib(path) < 64
+    xv = RNG.standard_normal((1, 1024)).astype(np.float32)
+    np.testing.assert_allclose(s.run([xv])["y"], xv @ w.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(m.tensors[1].data, w)  # refilled from the file
+    with pytest.raises(ValueError, match="not a view of this model"):
+        m._core_model.release(np.zeros(8, np.uint8))
+
+
 # ---- session --------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["model", "path", "str", "bytes"])
 def test_session_sources(kind, tmp_path):

@@ -332,6 +332,22 @@ class Model {
     return py::make_tuple(offsets, columns);
   }
 
+  // Drops from memory the file pages wholly inside `bytes` (a view of this model's buffer), as
+  // a Session does once it has packed a weight: a private read-only file mapping is refilled
+  // from the page cache if they are read again, so the views stay valid. Models given as bytes
+  // are left alone (their memory is the only copy).
+  void release(const py::array& bytes) const {
+    if (!s_->map) return;
+    const auto* p = static_cast<const uint8_t*>(bytes.data());
+    const auto n = static_cast<size_t>(bytes.nbytes());
+    if (p < s_->data || n > s_->size || p - s_->data > static_cast<ptrdiff_t>(s_->size - n))
+      throw ArgError("release: the array is not a view of this model's bytes");
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+    if (lo < hi) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
+
   // (name, version, inputIndex, outputIndex, tensors, nodes, subGraphs) of the MetaGraph:
   // tensor (name, dataType, dims, format, nodeType, data offset in the buffer or -1 when empty,
   // data size, quantClusters); node (name, primitive type, its present fields, inputIndex,
@@ -399,6 +415,8 @@ MSV0_BIND(m) {
              return new Model(borrow_or_copy(src));
            }), py::arg("source"))
       .def_property_readonly("buffer", &Model::buffer, "The model bytes (read-only), read by msv0.model.")
+      .def("release", &Model::release, py::arg("bytes"),
+           "Drop the file pages wholly inside `bytes` (a view of buffer) from memory; reads refill them.")
       .def("graph", &Model::graph, "The MetaGraph's records, read by msv0.model.load (see the source).")
       .def("quant_params", &Model::quant_params,
            "(offsets, {field: column}): every tensor's quantParams, tensor i's at rows offsets[i]:offsets[i + 1].");

@@ -183,6 +183,11 @@ class Model:
         t = self.tensors[index]
         return TensorInfo(t.name, t.shape, t.dtype, t.format)
 
+    def release_pages(self, t: Tensor) -> None:
+        """Let the OS drop the file pages of t's data from memory (a mapped file only): a Session
+        calls it once a kernel holds the weight packed. Reads of t.data refill them."""
+        self._core_model.release(t.raw)
+
     def __reduce__(self):
         # The file's bytes travel; the receiver verifies and reads them again.
         return load, (self._core_model.buffer.tobytes(),)

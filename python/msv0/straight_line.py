@@ -154,6 +154,10 @@ def infer(model: Model, order: Sequence[int], inputs: Mapping[int, Value], outpu
             continue
         for k, (shape, dtype) in zip(out_tensors, plan.outputs):
             values[k] = Value(tuple(int(d) for d in shape), np.dtype(dtype), model.tensors[k])
+        if plan.kernel is not None:  # its weights are packed: their file pages need not stay
+            for v in ins:
+                if v.const is not None and v.tensor.raw is not None:
+                    model.release_pages(v.tensor)
         planned.append((nodes, plan, list(node.inputs), list(out_tensors)))
 
     for k in outputs:
