@@ -12,8 +12,9 @@ import collections
 import functools
 import importlib
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,6 +36,41 @@ def _record_of(table_type: type, name: str) -> type:
 # A tensor's quantParams entry (format-v0.md §3).
 QuantParam = _record_of(QuantParamT, "QuantParam")
 
+
+class QuantParams(Sequence):
+    """A tensor's quantParams: its rows [lo, hi) of the model's columns, each a QuantParam record
+    when read (a per-channel int8 model holds tens of thousands: ~1 µs each to make, all at load);
+    column() gives one field of them all as an array."""
+
+    __slots__ = ("_columns", "_lo", "_hi")
+
+    def __init__(self, columns: Mapping[str, np.ndarray], lo: int, hi: int):
+        self._columns, self._lo, self._hi = columns, lo, hi
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        if not -len(self) <= i < len(self):
+            raise IndexError("quantParams index out of range")
+        row = self._lo + i % len(self)
+        return QuantParam(*(self._columns[f][row].item() for f in QuantParam._fields))
+
+    def column(self, field: str) -> np.ndarray:
+        """Field `field` (a QuantParam name) of every entry, read-only."""
+        return self._columns[field][self._lo:self._hi]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
 # PrimitiveType number -> the schema name of the op.
 PRIMITIVE_NAMES = {v: k for k, v in vars(PrimitiveType).items() if not k.startswith("_")}
 
@@ -55,7 +91,7 @@ class Tensor:
     format: int
     node_type: int
     raw: np.ndarray | None  # the data bytes (uint8, read-only), None when empty
-    quant: tuple[QuantParam, ...]
+    quant: QuantParams
     clusters: tuple[float, ...]
 
     @property
@@ -125,7 +161,7 @@ class Node:
     outputs: tuple[int, ...]
     quant_type: int
     # The quantParams of each output tensor (QuantDTypeCast prefers the output's, format-v0.md §3).
-    output_quant: tuple[tuple[QuantParam, ...], ...] = ()
+    output_quant: tuple[QuantParams, ...] = ()
 
     @property
     def label(self) -> str:
@@ -199,10 +235,11 @@ def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
     buf = core.buffer
     name, version, model_inputs, model_outputs, tensor_rows, node_rows, subgraph_rows = core.graph()
     offsets, columns = core.quant_params()
-    params = [QuantParam(*row) for row in zip(*(columns[f].tolist() for f in QuantParam._fields))]
+    for c in columns.values():
+        c.flags.writeable = False
     offsets = offsets.tolist()
     tensors = tuple(Tensor(i, t_name, type_id, dims, fmt, node_type, None if at < 0 else buf[at:at + size],
-                           tuple(params[offsets[i]:offsets[i + 1]]), clusters)
+                           QuantParams(columns, offsets[i], offsets[i + 1]), clusters)
                     for i, (t_name, type_id, dims, fmt, node_type, at, size, clusters) in enumerate(tensor_rows))
     nodes = []
     for i, (n_name, primitive, present, inputs, outputs, quant_type) in enumerate(node_rows):

@@ -99,8 +99,8 @@ def weight_params(node: Node, v: Value, channels: int) -> tuple[np.ndarray, np.n
     params = v.quant
     if len(params) not in (1, channels):
         raise fail(node, f"weight {v.tensor.label} has {len(params)} quantParams for {channels} output channels")
-    scale = np.array([p.scale for p in params], np.float64)
-    zp = np.array([p.zeroPoint for p in params], np.int64)
+    scale = params.column("scale").astype(np.float64)
+    zp = params.column("zeroPoint").astype(np.int64)
     with np.errstate(over="ignore", invalid="ignore"):
         scale32 = scale.astype(np.float32)
         usable = np.isfinite(scale) & (scale > 0) & np.isfinite(scale32) & (scale32 > 0) & (zp >= -128) & (zp <= 127)
