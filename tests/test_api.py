@@ -109,7 +109,14 @@ def test_tensor_quant_params():
     assert (q[1].scale, q[1].zeroPoint, q[1].varCorr, q[1].inited) == (0.5, 2, pytest.approx(0.9), False)
     assert (q[0].numBits, q[0].narrowRange, q[0].meanCorr, q[0].dstDtype) == (8, True, 0.0, 32)
     assert next(t for t in msv0.load(MODEL).tensors if t.name == "b").quant[0].scale == 0.5
-    assert m.tensors[x].quant == ()
+    assert m.tensors[x].quant == () and not m.tensors[x].quant
+    # a sequence of records, made when read, and columns
+    assert q == tuple(q) == (q[-2], q[-1]) and q[1:] == (q[1],) and q[::-1] == (q[1], q[0])
+    assert type(q[0].zeroPoint) is int and type(q[0].inited) is bool and type(q[0].scale) is float
+    with pytest.raises(IndexError):
+        q[2]
+    np.testing.assert_array_equal(q.column("zeroPoint"), [-1, 2])
+    assert not q.column("scale").flags.writeable
 
 
 @pytest.mark.parametrize("kind", ["bytes", "bytearray", "path"])
