@@ -250,7 +250,8 @@ py::list op_fields(const flatbuffers::Table* t, const flatbuffers::TypeTable* tt
   for (size_t i = 0; i < tt->num_elems; ++i) {
     const flatbuffers::TypeCode tc = tt->type_codes[i];
     const auto type = static_cast<flatbuffers::ElementaryType>(tc.base_type);
-    const auto field = static_cast<flatbuffers::voffset_t>(flatbuffers::FieldIndexToOffset(static_cast<flatbuffers::voffset_t>(i)));
+    const auto field = static_cast<flatbuffers::voffset_t>(
+        flatbuffers::FieldIndexToOffset(static_cast<flatbuffers::voffset_t>(i)));
     if (!t->GetAddressOf(field)) continue;
     if (type == flatbuffers::ET_STRING && !tc.is_repeating) {
       fields.append(py::make_tuple(i, bytes_of(t->GetPointer<const flatbuffers::String*>(field))));
@@ -375,7 +376,8 @@ class Model {
       const flatbuffers::TypeTable* op = ops->type_refs[ops->type_codes[type].sequence_ref]();
       nodes.append(py::make_tuple(text(n->name() ? n->name()->str() : ""), type,
                                   op_fields(static_cast<const flatbuffers::Table*>(p->value()), op),
-                                  tuple_of(n->inputIndex()), tuple_of(n->outputIndex()), static_cast<int>(n->quantType())));
+                                  tuple_of(n->inputIndex()), tuple_of(n->outputIndex()),
+                                  static_cast<int>(n->quantType())));
     }
     const auto* all_subgraphs = g->subGraph();
     for (flatbuffers::uoffset_t i = 0; all_subgraphs && i < all_subgraphs->size(); ++i) {

@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from msv0 import _core, dtypes
-from msv0.errors import ModelError
 from msv0.fb.NodeType import NodeType
 from msv0.fb.PrimitiveType import PrimitiveType
 from msv0.fb.QuantParam import QuantParamT
@@ -28,7 +27,7 @@ from msv0.fb.QuantParam import QuantParamT
 def _record_of(table_type: type, name: str) -> type:
     """A named tuple with the fields, in schema order, and the defaults of a generated object-API
     class, so a schema table's field list is written in the schema alone. (A tuple, not a frozen
-    dataclass: a per-channel int8 model makes tens of thousands of them at load.)"""
+    dataclass: cheap to make, and int8 Sessions read thousands.)"""
     defaults = vars(table_type())
     return collections.namedtuple(name, defaults, defaults=defaults.values())
 
@@ -70,6 +69,7 @@ class QuantParams(Sequence):
 
     def __repr__(self) -> str:
         return repr(tuple(self))
+
 
 # PrimitiveType number -> the schema name of the op.
 PRIMITIVE_NAMES = {v: k for k, v in vars(PrimitiveType).items() if not k.startswith("_")}
@@ -230,7 +230,7 @@ class Model:
 
 
 def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
-    """Load and verify a v0 model from a path or from bytes; raises ModelError if invalid."""
+    """Load and verify a v0 .ms model from a path or from bytes; raises ModelError if invalid."""
     core = _core.Model(source)  # verified: every offset, index and union below is known good
     buf = core.buffer
     name, version, model_inputs, model_outputs, tensor_rows, node_rows, subgraph_rows = core.graph()
