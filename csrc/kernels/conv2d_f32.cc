@@ -224,9 +224,11 @@ namespace {
 // Up to this many input channels (network stems: RGB), a group-1 conv sums straight from x:
 // with K = kh*kw*c this small, the im2col copy and the GEMM's panel overhead outweigh the sums.
 // A long kernel (an STFT's 1x512 over one channel) reloads its taps per pixel block there and
-// is 5x faster as a GEMM. Under bf16 the stem takes the GEMM too, for its 2x faster products:
-// ResNet-50's 7x7 stem on Zen 4's vdpbf16ps, 2.43 ms direct, 1.88 ms so.
-constexpr int64_t kDirectMaxChannels = 4, kDirectMaxK = 256;
+// is 5x faster as a GEMM. Under bf16 a stem of K >= 64 takes the GEMM too, for its 2x faster
+// products; a shorter one gathers more than it gains (Zen 4, vdpbf16ps, direct / bf16 GEMM):
+// ResNet-50's 7x7 3->64 (K 147) 2.26 / 1.66 ms, a 5x5 3->64 (K 75) 1.14 / 0.89, MobileNetV2's
+// 3x3/2 3->32 (K 27) 0.24 / 0.33, a 7x7 1->32 (K 49) 0.42 / 0.59.
+constexpr int64_t kDirectMaxChannels = 4, kDirectMaxK = 256, kBf16GemmMinK = 64;
 // Winograd needs enough channels for its transforms to vectorise and enough 4x4 output tiles
 // for each transformed weight block (c x oc) to be reused across several GEMM rows: its
 // weights are 4x those of im2col, streamed from memory once per run. ResNet-50's 14x14 stage
@@ -247,7 +249,9 @@ Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision) {
   if (s.group == 1 && s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 &&
       s.oh == s.h && s.ow == s.w)
     return Conv2dAlgorithm::kGemm1x1;
-  if (s.group == 1 && s.c <= kDirectMaxChannels && s.kh * s.kw * s.c <= kDirectMaxK && precision != Precision::kBf16)
+  const int64_t k = s.kh * s.kw * s.c;
+  if (s.group == 1 && s.c <= kDirectMaxChannels && k <= kDirectMaxK &&
+      (precision != Precision::kBf16 || k < kBf16GemmMinK))
     return Conv2dAlgorithm::kDirect;
   // Winograd runs fp32 under bf16 and fp16 too (its transforms would amplify their rounding).
   // Where AMX runs the bf16 GEMM, im2col on it is the faster: bf16 ResNet-50 took 20.7 ms so,

@@ -106,19 +106,21 @@ def im2col(x, kh, kw, stride, pads, oh, ow):
 
 
 # (x shape, oc, kernel, stride, pads, group, algorithm): a 1x1 over odd channels, im2col with
-# padding, stride 2 and groups, a 7x7 map (49 pixels: the threads split channels), and a 3x3
+# padding, stride 2 and groups, a 7x7 map (49 pixels: the threads split channels), a 3x3
 # that fp32 runs on Winograd: im2col on AMX, Winograd (in fp32, tested in test_conv) on vdpbf16ps.
 CONVS = [((1, 9, 11, 37), 45, 1, 1, (0, 0), 1, "gemm1x1"),
          ((2, 10, 9, 24), 33, 3, 2, (1, 1), 1, "im2col"),
          ((1, 8, 7, 20), 34, 3, 1, (1, 0), 2, "im2col"),
          ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, "im2col"),
          ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd", "avx512vnni": "im2col"})]
+# RGB stems under bf16: K = 75 on the bf16 GEMM, K = 27 on the fp32 direct conv (test_conv).
+BF16_STEMS = [((1, 23, 21, 3), 40, 5, 2, (2, 2), 1, "im2col"), ((1, 23, 21, 3), 40, 3, 2, (1, 1), 1, "direct")]
 
 
 def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorithm, check_group):
     """A conv2d_f32 object of this geometry at `precision` picks `algorithm`; unless that is
-    Winograd (fp32, tested in test_conv), check_group(y of group g as rows, its im2col rows, its
-    weight as B, its bias) holds for every group."""
+    Winograd or direct (fp32, tested in test_conv), check_group(y of group g as rows, its im2col
+    rows, its weight as B, its bias) holds for every group."""
     n, h, w, c = x_shape
     cg, og = c // group, oc // group
     oh, ow = (h + 2 * pads[0] - kernel) // stride + 1, (w + 2 * pads[1] - kernel) // stride + 1
@@ -129,7 +131,7 @@ def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorit
     conv = _core.conv2d_f32(wt, bias, *geometry, 0.0, 6.0, precision=precision)
     assert conv.name == algorithm
     assert _core.conv2d_algorithm(wt.shape, *geometry, precision=precision) == algorithm
-    if algorithm == "winograd":
+    if algorithm in ("winograd", "direct"):
         return
     y = np.full((n, oh, ow, oc), np.nan, np.float32)
     conv([x], [y])
@@ -140,7 +142,7 @@ def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorit
 
 
 @needs_bf16
-@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS, ids=str)
+@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS + BF16_STEMS, ids=str)
 def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
     want = algorithm if isinstance(algorithm, str) else algorithm[bf16_tier]
     check_conv(rng, "bf16", x_shape, oc, kernel, stride, pads, group, want,
