@@ -211,15 +211,15 @@ class ConvS8Core {
         return;
       }
     }
-    for (int64_t ky = 0; ky < kh_; ++ky, dst += kw_ * cg_) {
-      const int64_t iy = oy * sh_ - pt_ + ky * dh_;
+    for (int64_t ky = 0; ky < kh_; ++ky, dst += run) {
+      const int64_t iy = iy0 + ky * dh_;
       if (iy < 0 || iy >= h_) {
-        std::memset(dst, x_zp, static_cast<size_t>(kw_ * cg_));
+        std::memset(dst, x_zp, static_cast<size_t>(run));
         continue;
       }
       const int8_t* src = x + (b * h_ + iy) * w_ * c_ + c0;
       if (row_run) {
-        copy_run(dst, src + ix0 * c_, kw_ * cg_, x_end);
+        copy_run(dst, src + ix0 * c_, run, x_end);
         continue;
       }
       for (int64_t kx = 0; kx < kw_; ++kx) {

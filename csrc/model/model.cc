@@ -213,6 +213,9 @@ py::str text(const std::string& s) {
   return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
 }
 
+// A name field: "" when the file omits it.
+py::str text(const flatbuffers::String* s) { return text(s ? s->str() : std::string()); }
+
 py::bytes bytes_of(const flatbuffers::String* s) { return py::bytes(s->data(), s->size()); }
 
 template <typename T>
@@ -362,7 +365,7 @@ class Model {
       const fb::Tensor* t = all_tensors->Get(i);
       const auto* data = t->data();
       const bool empty = !data || data->size() == 0;
-      tensors.append(py::make_tuple(text(t->name() ? t->name()->str() : ""), t->dataType(), tuple_of(t->dims()),
+      tensors.append(py::make_tuple(text(t->name()), t->dataType(), tuple_of(t->dims()),
                                     static_cast<int>(t->format()), static_cast<int>(t->nodeType()),
                                     empty ? int64_t{-1} : static_cast<int64_t>(data->Data() - s_->data),
                                     empty ? 0 : data->size(), tuple_of(t->quantClusters())));
@@ -374,7 +377,7 @@ class Model {
       const fb::Primitive* p = n->primitive();
       const auto type = static_cast<size_t>(p->value_type());
       const flatbuffers::TypeTable* op = ops->type_refs[ops->type_codes[type].sequence_ref]();
-      nodes.append(py::make_tuple(text(n->name() ? n->name()->str() : ""), type,
+      nodes.append(py::make_tuple(text(n->name()), type,
                                   op_fields(static_cast<const flatbuffers::Table*>(p->value()), op),
                                   tuple_of(n->inputIndex()), tuple_of(n->outputIndex()),
                                   static_cast<int>(n->quantType())));
@@ -382,11 +385,11 @@ class Model {
     const auto* all_subgraphs = g->subGraph();
     for (flatbuffers::uoffset_t i = 0; all_subgraphs && i < all_subgraphs->size(); ++i) {
       const fb::SubGraph* sg = all_subgraphs->Get(i);
-      subgraphs.append(py::make_tuple(text(sg->name() ? sg->name()->str() : ""), tuple_of(sg->inputIndices()),
+      subgraphs.append(py::make_tuple(text(sg->name()), tuple_of(sg->inputIndices()),
                                       tuple_of(sg->outputIndices()), tuple_of(sg->nodeIndices()),
                                       tuple_of(sg->tensorIndices())));
     }
-    return py::make_tuple(text(g->name() ? g->name()->str() : ""), text(g->version() ? g->version()->str() : ""),
+    return py::make_tuple(text(g->name()), text(g->version()),
                           tuple_of(g->inputIndex()), tuple_of(g->outputIndex()), tensors, nodes, subgraphs);
   }
 

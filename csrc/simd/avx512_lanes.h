@@ -144,7 +144,8 @@ struct Requant {
   VecI32 operator()(VecI32 acc) const {
     const __m512i x = shifts_left ? _mm512_sllv_epi32(acc.v, left) : acc.v;  // wraps, like r1.1's int multiply
     const __m512i below = _mm512_set1_epi64(-(int64_t{1} << 30));
-    const __m512i pe = _mm512_mul_epi32(x, mult), po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_DDBB), mult_odd);
+    const __m512i pe = _mm512_mul_epi32(x, mult);
+    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, _MM_PERM_DDBB), mult_odd);
     __m512i te = _mm512_add_epi64(pe, bias_even), to = _mm512_add_epi64(po, bias_odd);
     te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, below), te, neg_even);
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, below), to, neg_odd);
