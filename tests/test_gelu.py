@@ -25,6 +25,13 @@ def lowered(kind: str, rows: int, cols: int, fc: bool, rng, tap: int | None = No
         w = (rng.standard_normal((cols, cols)) * 0.4).astype(np.float32)
         x = b.node("FullConnection", [x, b.const("w", w), b.const("b", rng.standard_normal(cols).astype(np.float32))],
                    hasBias=True)
+    outs = form_nodes(b, kind, x)
+    b.output(outs[-1], *([outs[tap]] if tap is not None else []))
+    return b.finish()
+
+
+def form_nodes(b: Builder, kind: str, x: int) -> list[int]:
+    """The form's v0 nodes on x, appended to b; each entry's output."""
     outs = []
     for k, (op, *args) in enumerate(gelu.FORMS[kind][0]):
         ins = [x if a == "x" else outs[a] if isinstance(a, int) else b.const(f"c{k}_{a}", np.float32([a])) for a in args]
@@ -34,8 +41,7 @@ def lowered(kind: str, rows: int, cols: int, fc: bool, rng, tap: int | None = No
             outs.append(b.node("Exp", ins, base=-1.0, scale=1.0, shift=0.0))
         else:
             outs.append(b.node(op, ins))
-    b.output(outs[-1], *([outs[tap]] if tap is not None else []))
-    return b.finish()
+    return outs
 
 
 def run(model: bytes, x: np.ndarray, threads: int, fuse: bool, monkeypatch) -> tuple[list[np.ndarray], int]:
@@ -88,10 +94,7 @@ def test_gelu_outside_the_main_graph_is_not_matched(rng):
     b = Builder("gelu_tanh")
     x = b.input("x", (3, 8))
     y = b.node("Abs", [x])
-    outs = []
-    for k, (op, *args) in enumerate(gelu.FORMS["gelu_tanh"][0]):
-        ins = [x if a == "x" else outs[a] if isinstance(a, int) else b.const(f"c{k}_{a}", np.float32([a])) for a in args]
-        outs.append(b.node("Activation", ins, type=ACTIVATION[op]) if op in ACTIVATION else b.node(op, ins))
+    form_nodes(b, "gelu_tanh", x)
     b.output(y)
     b.main_nodes = [0]
     x_in = rng.standard_normal((3, 8)).astype(np.float32)
