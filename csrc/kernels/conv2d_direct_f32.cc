@@ -182,6 +182,7 @@ MSV0_EXPORT_CONFIG(conv2d_direct_f32, conv2d_direct_f32, VecF::kLanes)
 #include <vector>
 
 #include "kernels/conv2d_f32.h"
+#include "runtime/weight_memory.h"
 
 namespace msv0 {
 namespace {
@@ -225,7 +226,8 @@ class DirectConv2d : public NativeOp {
 
  private:
   DirectConvFn fn_;
-  std::vector<float> weight_, bias_;
+  WeightVector<float> weight_;
+  std::vector<float> bias_;
   DirectConvArgs a_;
   PostOp post_;
 };

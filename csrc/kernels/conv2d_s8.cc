@@ -22,6 +22,7 @@
 
 #include "kernels/quant_cast.h"
 #include "runtime/native.h"
+#include "runtime/weight_memory.h"
 
 namespace msv0 {
 
@@ -233,7 +234,7 @@ class ConvS8Core {
   }
 
   bool direct_ = false;
-  std::vector<int8_t> packed_;  // group blocks of group_bytes_
+  WeightVector<int8_t> packed_;  // group blocks of group_bytes_
   bool symmetric_ = false;  // every w_zp is 0: the GEMM skips the w_zp · row-sum term
   std::vector<int32_t> b_sum_, b_zp_;
 };

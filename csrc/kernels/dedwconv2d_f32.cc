@@ -70,6 +70,7 @@ MSV0_EXPORT(dedwconv2d_f32)
 #include <pybind11/stl.h>
 
 #include "runtime/native.h"
+#include "runtime/weight_memory.h"
 
 namespace msv0 {
 namespace {
@@ -119,7 +120,8 @@ class Dedwconv2d : public NativeOp {
  private:
   DedwFn fn_;
   TapTable rows_, cols_;
-  std::vector<float> w_, bias_;
+  WeightVector<float> w_;
+  std::vector<float> bias_;
   DedwArgs a_;
 };
 

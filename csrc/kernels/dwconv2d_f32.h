@@ -36,6 +36,8 @@ void dwconv2d_f32(const DwArgs& a, int64_t r0, int64_t r1);
 }  // namespace msv0
 #else
 #include <vector>
+
+#include "runtime/weight_memory.h"
 namespace msv0 {
 // The active tier's depthwise slot.
 const DwConvConfig& dwconv_config();
@@ -44,7 +46,7 @@ const DwConvConfig& dwconv_config();
 // c rounded up to that tier's cr, zero-padded.
 struct DwPacked {
   int64_t cp = 0;
-  std::vector<float> w, bias;
+  WeightVector<float> w, bias;
 };
 // weight [c, taps]; bias c floats, or null for zeros.
 DwPacked dw_pack(const float* weight, const float* bias, int64_t c, int64_t taps);

@@ -66,6 +66,8 @@ inline void sgemm_bias_only(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "runtime/weight_memory.h"
 namespace msv0 {
 // The active tier's SGEMM slot.
 const SgemmConfig& sgemm_config();
@@ -87,7 +89,7 @@ bool bf16_gemm_on_amx();
 struct PackedB {
   const SgemmConfig* gemm = nullptr;  // the slot that packed w, whose fn reads it
   int64_t n = 0, k = 0;
-  std::vector<float> w, bias;
+  WeightVector<float> w, bias;
   const float* bias_or_null() const { return bias.empty() ? nullptr : bias.data(); }
 };
 // b as for SgemmPackFn; bias: n floats, or null.

@@ -389,6 +389,7 @@ MSV0_TARGET_POP
 
 #include "kernels/quant_cast.h"
 #include "runtime/native.h"
+#include "runtime/weight_memory.h"
 
 namespace msv0 {
 
@@ -485,7 +486,7 @@ class GemmS8 : public NativeOp {
   int32_t a_zp_, c_zp_, lo_, hi_;
   int64_t m_ = 0, n_ = 0, k_ = 0;
   bool symmetric_ = false;  // every b_zp is 0: the kernel skips the b_zp · row-sum term
-  std::vector<int8_t> packed_;
+  WeightVector<int8_t> packed_;
   std::vector<int32_t> b_sum_, b_zp_, bias_, mult_, left_, right_;
 };
 
@@ -548,7 +549,7 @@ class GemmS8Dynamic : public NativeOp {
   const GemmS8Kernel& kernel_;
   float lo_, hi_;
   int64_t m_ = 0, n_ = 0, k_ = 0, scales_ = 1;
-  std::vector<int8_t> packed_;
+  WeightVector<int8_t> packed_;
   std::vector<int32_t> b_sum_, bias_;  // bias_: the int32 one, zeros (whole panels)
   std::vector<int32_t> b_zp_;  // whole panels, or empty when every column's is 0
   std::vector<float> c_bias_;  // the float one added after the scale: n values then zeros, or none

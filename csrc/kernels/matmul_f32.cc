@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include "runtime/native.h"
+#include "runtime/weight_memory.h"
 
 namespace msv0 {
 namespace {
@@ -105,7 +106,8 @@ class MatMul : public NativeOp {
   const SgemmConfig* gemm_;  // the tier packed_ was packed for
   int64_t batch_, m_, n_, k_;
   bool trans_a_, trans_b_, const_b_;
-  std::vector<float> packed_, bias_;
+  WeightVector<float> packed_;
+  std::vector<float> bias_;
 };
 
 }  // namespace

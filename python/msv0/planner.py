@@ -6,6 +6,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from msv0 import _core
 from msv0.errors import ResourceError
 
 ALIGN = 64
@@ -83,11 +84,7 @@ def allocate(values: dict, steps: Sequence[tuple[list[int], list[int]]], graph_i
         biggest = max(intervals, key=lambda iv: iv.size)
         raise ResourceError(f"the tensors live at once need a {total}-byte arena, over the Session's memory_limit "
                             f"of {limit} (the largest, {values[biggest.key].tensor.label}, takes {biggest.size})")
-    # Aligned to ALIGN like every offset in it: a large np.empty sits 16 bytes past a page,
-    # which would split every 64-byte vector access of the kernels over two cache lines.
-    raw = np.empty(total + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    arena = raw[start : start + total]
+    arena = _core.arena(total)  # page-aligned, so every offset keeps its ALIGN
     buffers = {}
     for k in first:
         v, off = values[k], offsets[storage(k)]

@@ -176,11 +176,13 @@ class Session:
 
     @contextlib.contextmanager
     def _planning(self):
-        """This Session's settings, for the ops built meanwhile (the registry's context variables)."""
+        """This Session's settings, for the ops built meanwhile (the registry's context variables);
+        their packed weights share huge-page mappings (_core.WeightPool)."""
         tokens = [(var, var.set(value)) for var, value in
                   ((MEMORY_LIMIT, self.memory_limit), (PRECISION, self.precision), (WEIGHTS, self._weights))]
         try:
-            yield
+            with _core.WeightPool():
+                yield
         finally:
             for var, token in reversed(tokens):
                 var.reset(token)
