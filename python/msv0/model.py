@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import importlib
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,7 +118,7 @@ class Tensor:
         if self.type_id in dtypes.OBJECT_TYPES or self.raw.size % dt.itemsize:
             return self.raw if dt.itemsize == 1 else self.raw[: self.raw.size // dt.itemsize * dt.itemsize].view(dt)
         flat = self.raw.view(dt)
-        count = int(np.prod(self.shape, dtype=np.int64))
+        count = math.prod(self.shape)
         return flat.reshape(self.shape) if flat.size == count else flat
 
 

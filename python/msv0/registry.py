@@ -64,7 +64,7 @@ class Value:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return int(math.prod(self.shape))  # a computed shape may hold NumPy integers
 
 
 @dataclass
