@@ -17,7 +17,7 @@ struct CopyMove {
   int32_t rank;  // >= 1 after merging
   int64_t src, dst;  // element offsets of the box's first element
   int64_t shape[kCopyMaxRank], src_stride[kCopyMaxRank], dst_stride[kCopyMaxRank];
-  int64_t first_row;  // rows of the moves before this one
+  int64_t rows;  // the product of the outer dims: rows of shape[rank - 1] elements
 };
 
 struct CopyArgs {
@@ -27,8 +27,11 @@ struct CopyArgs {
   int64_t count;
 };
 
-// Rows [r0, r1) of all moves together (each move's rows in order).
-using CopyFn = void (*)(const CopyArgs&, int64_t r0, int64_t r1);
+// Part `part` of `parts`: the same share of every move's rows, so that a thread writes one
+// region of the output (a Pad's rows and their padding, a Concat's slices of the same pixels)
+// and no cache line another writes (split move after move, a channel Pad ran 8x slower on 2
+// threads than on 1).
+using CopyFn = void (*)(const CopyArgs&, int64_t part, int64_t parts);
 MSV0_DECLARE(copy_f32, CopyFn)
 
 }  // namespace msv0
@@ -37,47 +40,75 @@ MSV0_DECLARE(copy_f32, CopyFn)
 namespace msv0 {
 namespace MSV0_ISA {
 
-void copy_f32(const CopyArgs& a, int64_t r0, int64_t r1) {
-  int64_t m = 0;
-  while (m + 1 < a.count && a.moves[m + 1].first_row <= r0) ++m;
-  for (int64_t r = r0; r < r1;) {
+namespace {
+
+// A row's len floats from x (or `value` where x is null) to y, both contiguous: whole vectors
+// and a tail. libc's memcpy costs a call per row, most of a channel Pad's 24-float rows.
+void copy_run(float* y, const float* x, float value, int64_t len) {
+  const VecF v = VecF::splat(value);
+  int64_t i = 0;
+  for (; i + VecF::kLanes <= len; i += VecF::kLanes) (x ? VecF::load(x + i) : v).store(y + i);
+  if (i < len) (x ? VecF::load_tail(x + i, len - i) : v).store_tail(y + i, len - i);
+}
+
+// A move's rows in order, as the offsets of each row's first source and destination element:
+// the row's multi-index over the outer dims, stepped like an odometer (a division per dim and
+// row was most of a Pad of short rows).
+struct RowCursor {
+  const CopyMove& mv;
+  int64_t idx[kCopyMaxRank] = {};
+  int64_t src, dst;
+
+  RowCursor(const CopyMove& m, int64_t row) : mv(m), src(m.src), dst(m.dst) {
+    for (int32_t d = mv.rank - 2; d >= 0; --d) {
+      idx[d] = row % mv.shape[d];
+      row /= mv.shape[d];
+      src += idx[d] * mv.src_stride[d];
+      dst += idx[d] * mv.dst_stride[d];
+    }
+  }
+
+  void next() {
+    for (int32_t d = mv.rank - 2; d >= 0; --d) {
+      src += mv.src_stride[d];
+      dst += mv.dst_stride[d];
+      if (++idx[d] < mv.shape[d]) return;
+      src -= mv.shape[d] * mv.src_stride[d];
+      dst -= mv.shape[d] * mv.dst_stride[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+}  // namespace
+
+void copy_f32(const CopyArgs& a, int64_t part, int64_t parts) {
+  for (int64_t m = 0; m < a.count; ++m) {
     const CopyMove& mv = a.moves[m];
     const int64_t last = mv.rank - 1, len = mv.shape[last];
-    int64_t rows = 1;
-    for (int32_t d = 0; d < last; ++d) rows *= mv.shape[d];
-    const int64_t end = min_i(r1, mv.first_row + rows);
-    for (; r < end; ++r) {
-      int64_t rest = r - mv.first_row, src = mv.src, dst = mv.dst;
-      for (int32_t d = last - 1; d >= 0; --d) {
-        const int64_t i = rest % mv.shape[d];
-        rest /= mv.shape[d];
-        src += i * mv.src_stride[d];
-        dst += i * mv.dst_stride[d];
-      }
-      float* y = a.y + dst;
-      const int64_t ds = mv.dst_stride[last];
-      if (mv.input < 0) {
+    const int64_t end = (part + 1) * mv.rows / parts;
+    const int64_t ss = mv.src_stride[last], ds = mv.dst_stride[last];
+    int64_t r = part * mv.rows / parts;
+    for (RowCursor row(mv, r); r < end; ++r, row.next()) {
+      float* y = a.y + row.dst;
+      const float* x = mv.input < 0 ? nullptr : a.in[mv.input] + row.src;
+      if (ds == 1 && (!x || ss == 1)) {
+        copy_run(y, x, mv.value, len);
+      } else if (!x) {
         for (int64_t i = 0; i < len; ++i) y[i * ds] = mv.value;
-        continue;
-      }
-      const float* x = a.in[mv.input] + src;
-      const int64_t ss = mv.src_stride[last];
-      if (ss == 1 && ds == 1) {
-        __builtin_memcpy(y, x, static_cast<size_t>(len) * sizeof(float));
       } else if (ds == 1 && last > 0 && mv.src_stride[last - 1] == 1) {
         // A transpose: the next rows start at the next source elements. Copied one by one, each
         // row would read one float per source line; a block of rows uses every line it reads.
         const int64_t inner = mv.shape[last - 1], step = mv.dst_stride[last - 1];
-        const int64_t block = min_i(kCopyBlock, min_i(end - r, inner - (r - mv.first_row) % inner));
+        const int64_t block = min_i(kCopyBlock, min_i(end - r, inner - row.idx[last - 1]));
         for (int64_t i0 = 0; i0 < len; i0 += kCopyBlock)
           for (int64_t k = 0; k < block; ++k)
             for (int64_t i = i0; i < min_i(len, i0 + kCopyBlock); ++i) y[k * step + i] = x[i * ss + k];
-        r += block - 1;
+        for (int64_t k = 1; k < block; ++k, ++r) row.next();
       } else {
         for (int64_t i = 0; i < len; ++i) y[i * ds] = x[i * ss];
       }
     }
-    ++m;
   }
 }
 
@@ -125,9 +156,11 @@ class Copy : public NativeOp {
   void run(const void* const* in, void* const* out) const override {
     const CopyArgs a{reinterpret_cast<const float* const*>(in), static_cast<float*>(out[0]), moves_.data(),
                      static_cast<int64_t>(moves_.size())};
-    // Rows of at least ~4K floats per chunk on average, so a chunk outweighs a thread hand-off.
-    const int64_t grain = rows_ ? 1 + 4096 * rows_ / (floats_ + 1) : 1;
-    parallel_for(rows_, grain, [&](int64_t r0, int64_t r1) { fn_(a, r0, r1); });
+    // Parts of at least ~4K floats, so that a part outweighs a thread hand-off.
+    const int64_t parts = 1 + floats_ / 4096;
+    parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) fn_(a, p, parts);
+    });
   }
   const char* name() const override { return "copy"; }
 
@@ -148,7 +181,7 @@ class Copy : public NativeOp {
       if (lo < 0 || hi >= elements(in_shapes[input])) throw ArgError("move: reads outside its input");
     }
     // Drop unit dims, then merge a dim into the next where both strides make them one run.
-    CopyMove m{input, value, 0, src, dst, {}, {}, {}, rows_};
+    CopyMove m{input, value, 0, src, dst, {}, {}, {}, 0};
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 1) continue;
       const int32_t k = m.rank;
@@ -168,14 +201,14 @@ class Copy : public NativeOp {
       m.rank = 1;
       m.shape[0] = m.src_stride[0] = m.dst_stride[0] = 1;
     }
-    rows_ += elements(shape) / m.shape[m.rank - 1];
+    m.rows = elements(shape) / m.shape[m.rank - 1];
     floats_ += elements(shape);
     moves_.push_back(m);
   }
 
   CopyFn fn_;
   std::vector<CopyMove> moves_;
-  int64_t rows_ = 0, floats_ = 0;
+  int64_t floats_ = 0;
 };
 
 }  // namespace

@@ -61,6 +61,34 @@ def test_transpose_kernel_blocks(isa, rng, shape, perm, threads):
         msv0._core.ThreadPool.unbind()
 
 
+# Over 4096 floats the rows are split in parts, each the same share of every move's rows (a Pad's
+# copy and its fills, each Concat input), run by one thread or two: part boundaries fall at other
+# rows in each move, inside transposed blocks, and at other indices of the row odometer.
+@pytest.mark.parametrize("case", ["channel_pad", "pad_all_sides", "concat", "transpose"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_copy_kernel_in_parts(isa, rng, case, threads):
+    if case in ("channel_pad", "pad_all_sides"):
+        x = rng.standard_normal((2, 37, 29, 13)).astype(F)
+        before, after = ((0, 0, 0, 0), (0, 0, 0, 3)) if case == "channel_pad" else ((1, 2, 1, 3), (0, 3, 4, 1))
+        inputs, want = [x], np.pad(x, list(zip(before, after)), constant_values=-1.5)
+        kernel = copy_moves.pad(x.shape, before, after, PaddingMode.CONSTANT, -1.5)
+    elif case == "concat":
+        inputs = [rng.standard_normal((3, 33, 31, c)).astype(F) for c in (5, 16, 1)]
+        want = np.concatenate(inputs, axis=3)
+        kernel = copy_moves.concat([v.shape for v in inputs], 3, want.shape)
+    else:
+        x = rng.standard_normal((3, 50, 41)).astype(F)
+        inputs, want = [x], x.transpose(0, 2, 1)
+        kernel = copy_moves.gather(x.shape, want.shape, want.shape, (0, 2, 1), [0] * 3, [1] * 3)
+    assert want.size > 4096
+    pool = msv0._core.ThreadPool(threads)
+    pool.bind()
+    try:
+        np.testing.assert_array_equal(_run_guarded(kernel, inputs, want.shape), want)
+    finally:
+        msv0._core.ThreadPool.unbind()
+
+
 def test_strided_gather_and_concat_kernels(isa, rng):
     x = rng.standard_normal((4, 9, 19)).astype(F)
     kernel = copy_moves.gather(x.shape, (2, 3, 6), (2, 3, 6), range(3), [3, 1, 18], [-2, 3, -3])
