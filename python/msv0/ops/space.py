@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from msv0.ops import copy_moves
 from msv0.registry import Plan, expect_inputs, fail, op
 
 
@@ -24,6 +25,19 @@ def _block(node, b):
     return b
 
 
+def _permuted(dtype, in_shape, out_shape, view, box) -> Plan:
+    """The output, reshaped to `box`, as the input reshaped to `view` with its axes 2 and 3
+    swapped: both rearrangements. A native Copy for float32, as Transpose is."""
+    if copy_moves.native(dtype, len(in_shape)):
+        kernel = copy_moves.gather(in_shape, out_shape, box, (0, 1, 3, 2, 4, 5), [0] * 6, [1] * 6, view)
+        return Plan([(out_shape, dtype)], kernel=kernel)
+
+    def run(inputs, outputs):
+        np.copyto(outputs[0], inputs[0].reshape(view).transpose(0, 1, 3, 2, 4, 5).reshape(out_shape))
+
+    return Plan([(out_shape, dtype)], run)
+
+
 @op("DepthToSpace")
 def depth_to_space(node, ins):
     expect_inputs(node, ins, 1)
@@ -33,12 +47,7 @@ def depth_to_space(node, ins):
         raise fail(node, f"channels {c} are not a multiple of blockSize² = {b * b}")
     oc = c // (b * b)
     out_shape = (n, h * b, w * b, oc)
-
-    def run(inputs, outputs):
-        t = inputs[0].reshape(n, h, w, b, b, oc).transpose(0, 1, 3, 2, 4, 5)
-        np.copyto(outputs[0], t.reshape(out_shape))
-
-    return Plan([(out_shape, ins[0].dtype)], run)
+    return _permuted(ins[0].dtype, (n, h, w, c), out_shape, (n, h, w, b, b, oc), (n, h, b, w, b, oc))
 
 
 @op("SpaceToDepth")
@@ -49,12 +58,7 @@ def space_to_depth(node, ins):
     if h % b or w % b:
         raise fail(node, f"height {h} and width {w} must be multiples of blockSize {b}")
     out_shape = (n, h // b, w // b, c * b * b)
-
-    def run(inputs, outputs):
-        t = inputs[0].reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
-        np.copyto(outputs[0], t.reshape(out_shape))
-
-    return Plan([(out_shape, ins[0].dtype)], run)
+    return _permuted(ins[0].dtype, (n, h, w, c), out_shape, (n, h // b, b, w // b, b, c), (n, h // b, w // b, b, b, c))
 
 
 def _pair_attrs(node, ins, block_attr, pads_attr, what):
