@@ -1,6 +1,7 @@
 // Data movement on float32 as strided boxes: each move copies a box of an input (any strides,
-// negative ones included) into a box of the output, or fills an output box with a value. Pad,
-// Concat, Slice, StridedSlice and Transpose are lists of such moves (python/msv0/ops/copy_moves.py).
+// negative ones included) into a box of an output, or fills an output box with a value. Pad,
+// Concat, Split, Slice, StridedSlice, Transpose and DepthToSpace are lists of such moves
+// (python/msv0/ops/copy_moves.py).
 // Dims that are contiguous in both source and destination are merged when the object is built,
 // so a Concat along channels copies whole runs; the innermost dim of each move is its row.
 #include "kernels/kernel.h"
@@ -13,6 +14,7 @@ constexpr int64_t kCopyBlock = 16;
 
 struct CopyMove {
   int32_t input;  // which input, or -1 to fill with `value`
+  int32_t output;
   float value;
   int32_t rank;  // >= 1 after merging
   int64_t src, dst;  // element offsets of the box's first element
@@ -22,7 +24,7 @@ struct CopyMove {
 
 struct CopyArgs {
   const float* const* in;
-  float* y;
+  float* const* out;
   const CopyMove* moves;
   int64_t count;
 };
@@ -90,7 +92,7 @@ void copy_f32(const CopyArgs& a, int64_t part, int64_t parts) {
     const int64_t ss = mv.src_stride[last], ds = mv.dst_stride[last];
     int64_t r = part * mv.rows / parts;
     for (RowCursor row(mv, r); r < end; ++r, row.next()) {
-      float* y = a.y + row.dst;
+      float* y = a.out[mv.output] + row.dst;
       const float* x = mv.input < 0 ? nullptr : a.in[mv.input] + row.src;
       if (ds == 1 && (!x || ss == 1)) {
         copy_run(y, x, mv.value, len);
@@ -127,8 +129,9 @@ MSV0_EXPORT(copy_f32)
 namespace msv0 {
 namespace {
 
-// (input or -1, fill value, src offset, dst offset, shape, src strides, dst strides), in elements.
-using MoveSpec = std::tuple<int32_t, float, int64_t, int64_t, std::vector<int64_t>, std::vector<int64_t>,
+// (input or -1, output, fill value, src offset, dst offset, shape, src strides, dst strides), in
+// elements.
+using MoveSpec = std::tuple<int32_t, int32_t, float, int64_t, int64_t, std::vector<int64_t>, std::vector<int64_t>,
                             std::vector<int64_t>>;
 
 // The lowest and highest element offsets a box touches.
@@ -143,18 +146,19 @@ void box_bounds(int64_t off, const std::vector<int64_t>& shape, const std::vecto
 
 class Copy : public NativeOp {
  public:
-  Copy(const std::vector<std::vector<int64_t>>& in_shapes, const std::vector<int64_t>& y_shape,
+  Copy(const std::vector<std::vector<int64_t>>& in_shapes, const std::vector<std::vector<int64_t>>& out_shapes,
        const std::vector<MoveSpec>& moves)
       : fn_(MSV0_DISPATCH(copy_f32)) {
-    std::vector<Operand> ins;
+    std::vector<Operand> ins, outs;
     for (const auto& s : in_shapes) ins.push_back({checked_shape(s, s.size(), "in_shapes")});
-    const int64_t y_size = elements(checked_shape(y_shape, y_shape.size(), "y_shape"));
-    for (const MoveSpec& spec : moves) add(spec, in_shapes, y_size);
-    set_operands(ins, {{y_shape}});
+    for (const auto& s : out_shapes) outs.push_back({checked_shape(s, s.size(), "out_shapes")});
+    if (outs.empty()) throw ArgError("out_shapes: no output");
+    for (const MoveSpec& spec : moves) add(spec, in_shapes, out_shapes);
+    set_operands(ins, outs);
   }
 
   void run(const void* const* in, void* const* out) const override {
-    const CopyArgs a{reinterpret_cast<const float* const*>(in), static_cast<float*>(out[0]), moves_.data(),
+    const CopyArgs a{reinterpret_cast<const float* const*>(in), reinterpret_cast<float* const*>(out), moves_.data(),
                      static_cast<int64_t>(moves_.size())};
     // Parts of at least ~4K floats, so that a part outweighs a thread hand-off.
     const int64_t parts = 1 + floats_ / 4096;
@@ -165,11 +169,14 @@ class Copy : public NativeOp {
   const char* name() const override { return "copy"; }
 
  private:
-  void add(const MoveSpec& spec, const std::vector<std::vector<int64_t>>& in_shapes, int64_t y_size) {
-    const auto& [input, value, src, dst, shape, src_stride, dst_stride] = spec;
+  void add(const MoveSpec& spec, const std::vector<std::vector<int64_t>>& in_shapes,
+           const std::vector<std::vector<int64_t>>& out_shapes) {
+    const auto& [input, output, value, src, dst, shape, src_stride, dst_stride] = spec;
     if (shape.size() != src_stride.size() || shape.size() != dst_stride.size())
       throw ArgError("move: shape and strides differ in length");
     if (input < -1 || input >= static_cast<int32_t>(in_shapes.size())) throw ArgError("move: bad input index");
+    if (output < 0 || output >= static_cast<int32_t>(out_shapes.size())) throw ArgError("move: bad output index");
+    const int64_t y_size = elements(out_shapes[output]);
     for (int64_t d : shape)
       if (d < 0) throw ArgError("move: negative dim");
     if (elements(shape) == 0) return;
@@ -181,7 +188,7 @@ class Copy : public NativeOp {
       if (lo < 0 || hi >= elements(in_shapes[input])) throw ArgError("move: reads outside its input");
     }
     // Drop unit dims, then merge a dim into the next where both strides make them one run.
-    CopyMove m{input, value, 0, src, dst, {}, {}, {}, 0};
+    CopyMove m{input, output, value, 0, src, dst, {}, {}, {}, 0};
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 1) continue;
       const int32_t k = m.rank;
@@ -215,12 +222,12 @@ class Copy : public NativeOp {
 
 MSV0_BIND(m) {
   py::class_<Copy, NativeOp, std::shared_ptr<Copy>>(m, "Copy",
-      "float32 data movement: y of y_shape from inputs of in_shapes by `moves`, each (input or -1 to fill, "
-      "fill value, src offset, dst offset, shape, src strides, dst strides) in elements; every move "
-      "is bounds-checked here.")
-      .def(py::init<const std::vector<std::vector<int64_t>>&, const std::vector<int64_t>&,
+      "float32 data movement: outputs of out_shapes from inputs of in_shapes by `moves`, each (input or -1 to "
+      "fill, output, fill value, src offset, dst offset, shape, src strides, dst strides) in elements; every "
+      "move is bounds-checked here.")
+      .def(py::init<const std::vector<std::vector<int64_t>>&, const std::vector<std::vector<int64_t>>&,
                     const std::vector<MoveSpec>&>(),
-           py::arg("in_shapes"), py::arg("y_shape"), py::arg("moves"));
+           py::arg("in_shapes"), py::arg("out_shapes"), py::arg("moves"));
 }
 
 }  // namespace msv0

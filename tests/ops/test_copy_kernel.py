@@ -89,6 +89,28 @@ def test_copy_kernel_in_parts(isa, rng, case, threads):
         msv0._core.ThreadPool.unbind()
 
 
+# Split: one move per output, each into its own array (over 4096 floats in parts), nothing
+# written outside any of them.
+@pytest.mark.parametrize("shape,axis,sizes", [((2, 37, 29, 13), 3, (5, 8)), ((3, 40, 50), 1, (7, 33)),
+                                              ((1, 7, 5), 2, (1, 1, 3))], ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_split_kernel(isa, rng, shape, axis, sizes, threads):
+    x = rng.standard_normal(shape).astype(F)
+    out_shapes = [shape[:axis] + (n,) + shape[axis + 1:] for n in sizes]
+    bufs = [np.full(int(np.prod(s)) + 2 * GUARD, np.nan, F) for s in out_shapes]
+    ys = [b[GUARD:-GUARD].reshape(s) for b, s in zip(bufs, out_shapes)]
+    kernel = copy_moves.split(shape, axis, out_shapes)
+    pool = msv0._core.ThreadPool(threads)
+    pool.bind()
+    try:
+        kernel([x], ys)
+    finally:
+        msv0._core.ThreadPool.unbind()
+    for b, y, want in zip(bufs, ys, np.split(x, np.cumsum(sizes)[:-1], axis=axis)):
+        assert np.isnan(b[:GUARD]).all() and np.isnan(b[-GUARD:]).all(), "wrote outside an output"
+        np.testing.assert_array_equal(y, want)
+
+
 def test_strided_gather_and_concat_kernels(isa, rng):
     x = rng.standard_normal((4, 9, 19)).astype(F)
     kernel = copy_moves.gather(x.shape, (2, 3, 6), (2, 3, 6), range(3), [3, 1, 18], [-2, 3, -3])
@@ -100,13 +122,17 @@ def test_strided_gather_and_concat_kernels(isa, rng):
 
 def test_copy_kernel_checks_its_moves():
     with pytest.raises(ValueError, match="reads outside"):
-        msv0._core.Copy([[2, 3]], [2, 3], [(0, 0.0, 1, 0, [2, 3], [3, 1], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 0, 0.0, 1, 0, [2, 3], [3, 1], [3, 1])])
     with pytest.raises(ValueError, match="writes outside"):
-        msv0._core.Copy([[2, 3]], [2, 3], [(-1, 0.0, 0, 0, [3, 3], [0, 0], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(-1, 0, 0.0, 0, 0, [3, 3], [0, 0], [3, 1])])
     with pytest.raises(ValueError, match="input index"):
-        msv0._core.Copy([[2, 3]], [2, 3], [(1, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(1, 0, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])])
+    with pytest.raises(ValueError, match="output index"):
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 1, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])])
+    with pytest.raises(ValueError, match="writes outside"):  # inside the first output, not the second
+        msv0._core.Copy([[2, 3]], [[2, 3], [2, 1]], [(0, 1, 0.0, 0, 0, [2, 2], [3, 1], [1, 1])])
     with pytest.raises(ValueError, match="reads outside"):  # a negative stride below the start
-        msv0._core.Copy([[6]], [3], [(0, 0.0, 1, 0, [3], [-1], [1])])
+        msv0._core.Copy([[6]], [[3]], [(0, 0, 0.0, 1, 0, [3], [-1], [1])])
 
 
 def test_copies_run_inside_one_program(rng):

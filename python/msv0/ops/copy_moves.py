@@ -1,6 +1,6 @@
-"""Pad, Concat, Slice, StridedSlice and Transpose on float32 as one native Copy kernel object
+"""Pad, Concat, Split, Slice, StridedSlice and Transpose on float32 as one native Copy kernel object
 (csrc/kernels/copy_f32.cc): a list of moves, each a box of an input read at any strides (negative
-for the mirrored borders of Pad) written to a box of the output, or an output box filled with a value."""
+for the mirrored borders of Pad) written to a box of an output, or an output box filled with a value."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -28,8 +28,8 @@ def strides(shape: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
-def copy_kernel(in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int], moves: list[tuple]):
-    return _core.Copy([list(s) for s in in_shapes], list(out_shape), moves)
+def copy_kernel(in_shapes: Sequence[Sequence[int]], out_shapes: Sequence[Sequence[int]], moves: list[tuple]):
+    return _core.Copy([list(s) for s in in_shapes], [list(s) for s in out_shapes], moves)
 
 
 def gather(x_shape: Sequence[int], out_shape: Sequence[int], box: Sequence[int], axes: Sequence[int],
@@ -38,17 +38,27 @@ def gather(x_shape: Sequence[int], out_shape: Sequence[int], box: Sequence[int],
     on axis axes[j] of the input, or of `view`, a reshape of it: a Slice, StridedSlice or Transpose."""
     ins = strides(x_shape if view is None else view)
     src = sum(b * ins[a] for a, b in zip(axes, starts))
-    move = (0, 0.0, src, 0, list(box), [s * ins[a] for a, s in zip(axes, steps)], strides(box))
-    return copy_kernel([x_shape], out_shape, [move])
+    move = (0, 0, 0.0, src, 0, list(box), [s * ins[a] for a, s in zip(axes, steps)], strides(box))
+    return copy_kernel([x_shape], [out_shape], [move])
 
 
 def concat(in_shapes: Sequence[Sequence[int]], axis: int, out_shape: Sequence[int]):
     outs = strides(out_shape)
     moves, offset = [], 0
     for k, shape in enumerate(in_shapes):
-        moves.append((k, 0.0, 0, offset * outs[axis], list(shape), strides(shape), outs))
+        moves.append((k, 0, 0.0, 0, offset * outs[axis], list(shape), strides(shape), outs))
         offset += shape[axis]
-    return copy_kernel(in_shapes, out_shape, moves)
+    return copy_kernel(in_shapes, [out_shape], moves)
+
+
+def split(x_shape: Sequence[int], axis: int, out_shapes: Sequence[Sequence[int]]):
+    """Output k: the next out_shapes[k][axis] positions of x along axis."""
+    ins = strides(x_shape)
+    moves, offset = [], 0
+    for k, shape in enumerate(out_shapes):
+        moves.append((0, k, 0.0, offset * ins[axis], 0, list(shape), ins, strides(shape)))
+        offset += shape[axis]
+    return copy_kernel([x_shape], out_shapes, moves)
 
 
 def _pad_segments(d: int, before: int, after: int, mode: int) -> list[tuple[int, int, int | None, int]]:
@@ -78,6 +88,6 @@ def pad(in_shape: Sequence[int], before: Sequence[int], after: Sequence[int], mo
                 grown.append((s_off + src_here, d_off + start * outs[axis], shape + [length],
                               s_str + [step * ins[axis]], fill or src is None))
         boxes = grown
-    moves = [(-1 if fill else 0, float(value), s_off if not fill else 0, d_off, shape,
+    moves = [(-1 if fill else 0, 0, float(value), s_off if not fill else 0, d_off, shape,
               [0] * len(shape) if fill else s_str, outs) for s_off, d_off, shape, s_str, fill in boxes]
-    return copy_kernel([in_shape], out_shape, moves)
+    return copy_kernel([in_shape], [out_shape], moves)

@@ -214,6 +214,8 @@ def split(node, ins):
         sizes = [dim // n] * n
     starts = np.cumsum([0] + sizes[:-1]).tolist()
     shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
+    if copy_moves.native(x.dtype, len(x.shape)):
+        return Plan([(s, x.dtype) for s in shapes], kernel=copy_moves.split(x.shape, axis, shapes))
 
     def run(inputs, outputs):
         src = inputs[0]
