@@ -46,6 +46,24 @@ def test_native_cast_to_float32(isa, rng, src, size):
     np.testing.assert_array_equal(s.run([v])[s.outputs[0].name], v.astype(np.float32))
 
 
+@pytest.mark.parametrize("size", [1, 15, 16, 67])
+def test_native_cast_float32_to_int32(isa, rng, size):
+    """Truncation toward zero; outside int32 (C leaves it undefined) saturating, NaN 0, on every
+    tier and in a Session (a native step)."""
+    special = np.array([np.nan, np.inf, -np.inf, 2.0**31, -(2.0**31), 3e9, -3e9, 2147483520.0, -2.5, 2.5, -0.7],
+                       np.float32)
+    v = np.concatenate([special, (rng.standard_normal(size) * 1e4).astype(np.float32)])[:size]
+    want = np.where(np.isnan(v), 0, np.clip(np.trunc(v.astype(np.float64)), -(2**31), 2**31 - 1)).astype(np.int32)
+    y = np.full(size, -7, np.int32)
+    _core.CastF32("f", (size,))([v], [y])
+    np.testing.assert_array_equal(y, want)
+    b = Builder("cast")
+    b.output(b.node("Cast", [b.input("x", (size,), np.float32)], out_dtype=np.int32, dstT=TypeId.kNumberTypeInt32))
+    s = msv0.Session(b.finish())
+    assert s.plan_info.steps[0][1] is not None  # a native Program step
+    np.testing.assert_array_equal(s.run([v])[s.outputs[0].name], want)
+
+
 @pytest.mark.parametrize("src,dst,srcT", [(np.float32, TypeId.kNumberTypeUInt8, 0), (np.int64, TypeId.kNumberTypeFloat32, 0),
                                           (np.float32, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt32), (np.int8, TypeId.kNumberTypeFloat32, 0),
                                           (np.float32, TypeId.kObjectTypeString, 0), (np.float32, 99, 0)])

@@ -33,11 +33,13 @@ def cast(node, ins):
     if dst != x.dtype and (x.dtype, dst) not in _CAST_PAIRS:
         raise fail(node, f"Cast from {x.dtype} to {dst} is not supported in r1.1")
 
-    if dst == F32 and x.dtype in (BOOL, U8, I32):  # exact, or C's round-to-nearest for int32
+    # To float32: exact, or C's round-to-nearest for int32. float32 to int32: C's truncation,
+    # saturating where C is undefined (the kernel's comment).
+    if (dst == F32 and x.dtype in (BOOL, U8, I32)) or (x.dtype, dst) == (F32, I32):
         return Plan([(x.shape, dst)], kernel=_core.CastF32(x.dtype.char, x.shape))
 
     def run(inputs, outputs):
-        # float -> int is a C cast: truncation toward zero; out-of-range values are undefined in C
+        # float -> int64 is a C cast: truncation toward zero; out-of-range values are undefined in C
         with np.errstate(invalid="ignore", over="ignore"):
             outputs[0][...] = inputs[0].astype(dst)
 
