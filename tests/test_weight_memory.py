@@ -17,7 +17,8 @@ RNG = np.random.default_rng(7)
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 needs_advised_maps = pytest.mark.skipif(
     not Path("/proc/self/smaps").exists() or not THP.exists() or "[never]" in THP.read_text()
-    or bool(os.environ.get("MSV0_SANITIZED")),  # under ASan every buffer comes from the heap
+    or bool(os.environ.get("MSV0_SANITIZED"))  # under ASan every buffer comes from the heap
+    or bool(os.environ.get("MSV0_TEST_PYTHON")),  # under qemu-user smaps describes the emulator
     reason="needs /proc/self/smaps and transparent huge pages")
 
 
