@@ -116,6 +116,7 @@ thread_local Slabs* open_pool = nullptr;
 }  // namespace
 
 void* weight_alloc(size_t bytes) {
+  if (bytes > SIZE_MAX / 4) throw std::bad_alloc();  // the roundings below cannot wrap
   if (open_pool && !kHeapOnly) return open_pool->alloc(bytes);
   void* base = std::aligned_alloc(alignof(Header), sizeof(Header) + round_up(bytes, alignof(Header)));
   if (base == nullptr) throw std::bad_alloc();
