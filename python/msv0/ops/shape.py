@@ -212,10 +212,10 @@ def split(node, ins):
         if dim % n:
             raise fail(node, f"dim {axis} of size {dim} does not split into {n} equal parts")
         sizes = [dim // n] * n
-    starts = np.cumsum([0] + sizes[:-1]).tolist()
     shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
     if copy_moves.native(x.dtype, len(x.shape)):
         return Plan([(s, x.dtype) for s in shapes], kernel=copy_moves.split(x.shape, axis, shapes))
+    starts = np.cumsum([0] + sizes[:-1]).tolist()
 
     def run(inputs, outputs):
         src = inputs[0]
