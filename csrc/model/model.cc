@@ -17,6 +17,7 @@
 #include "model_v0_generated.h"
 #include "type_id_generated.h"
 #include "runtime/bind.h"
+#include "runtime/weight_memory.h"
 
 namespace msv0 {
 namespace fb = mindspore::schema::v0;
@@ -346,10 +347,7 @@ class Model {
     const auto n = static_cast<size_t>(bytes.nbytes());
     if (p < s_->data || n > s_->size || p - s_->data > static_cast<ptrdiff_t>(s_->size - n))
       throw ArgError("release: the array is not a view of this model's bytes");
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
-    if (lo < hi) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    release_pages(p, n);
   }
 
   // (name, version, inputIndex, outputIndex, tensors, nodes, subGraphs) of the MetaGraph:

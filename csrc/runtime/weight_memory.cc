@@ -45,13 +45,6 @@ uintptr_t page_size() {
   return page;
 }
 
-// Whole pages of [lo, hi) back to the system (they read as zeros after).
-void release(uintptr_t lo, uintptr_t hi) {
-  lo = round_up(lo, page_size());
-  hi = hi / page_size() * page_size();
-  if (lo < hi) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-
 // bytes (whole pages) of zeroed memory starting on a kHuge boundary, its first `huge` bytes
 // (whole kHuge ranges) advised to take huge pages.
 char* map_aligned(size_t bytes, size_t huge) {
@@ -67,6 +60,12 @@ char* map_aligned(size_t bytes, size_t huge) {
 }
 
 }  // namespace
+
+void release_pages(const void* p, size_t bytes) noexcept {
+  const uintptr_t lo = round_up(reinterpret_cast<uintptr_t>(p), page_size());
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) / page_size() * page_size();
+  if (lo < hi) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
 
 // A pool: mappings handed out front to back, and freed together when the last allocation is.
 struct Slabs {
@@ -96,7 +95,7 @@ struct Slabs {
     if (next == nullptr) return;
     const uintptr_t used = reinterpret_cast<uintptr_t>(next), stop = reinterpret_cast<uintptr_t>(end);
     const uintptr_t cut = std::min(round_up(used, kHuge), stop);
-    release(used, cut);
+    release_pages(next, cut - used);
     if (cut < stop) {
       munmap(reinterpret_cast<void*>(cut), stop - cut);
       maps.back().second = cut - reinterpret_cast<uintptr_t>(maps.back().first);
@@ -127,8 +126,7 @@ void weight_free(void* p) noexcept {
   if (p == nullptr) return;
   Header* h = static_cast<Header*>(p) - 1;
   if (h->pool == nullptr) return std::free(h);
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
-  release(lo, lo + h->bytes);
+  release_pages(p, h->bytes);
   h->pool->unref();
 }
 

@@ -16,6 +16,10 @@ namespace msv0 {
 void* weight_alloc(size_t bytes);
 void weight_free(void* p) noexcept;
 
+// The whole pages inside [p, p + bytes) back to the system (MADV_DONTNEED): anonymous memory
+// reads as zeros after, a private file mapping refills from the file.
+void release_pages(const void* p, size_t bytes) noexcept;
+
 template <class T>
 struct WeightAllocator {
   using value_type = T;
