@@ -12,6 +12,7 @@ import pytest
 
 import msv0
 import raw_writer as rw
+import smaps
 from child_python import PYTHON
 from msv0 import cli
 from msv0.builder import Builder
@@ -139,17 +140,11 @@ def test_const_data_aliases_the_bytes():
 
 
 def _mapped_kib(path: Path) -> int:
-    """Resident KiB of this process's mappings of path (/proc/self/smaps)."""
-    total, ours = 0, False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
-            ours = line.rstrip().endswith(str(path))
-        elif ours and line.startswith("Rss:"):
-            total += int(line.split()[1])
-    return total
+    """Resident KiB of this process's mappings of path."""
+    return sum(m.rss_kib for m in smaps.mappings() if m.path == str(path))
 
 
-@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
+@pytest.mark.skipif(not smaps.SMAPS.exists(), reason="needs /proc/self/smaps")
 def test_session_lets_packed_weights_file_pages_go(tmp_path):
     """A weight packed into a kernel leaves memory (the file stays mapped, its pages refill on a
     read): a 4 MiB FullConnection model is not resident twice; its data and runs are unchanged."""

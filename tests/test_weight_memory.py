@@ -3,37 +3,28 @@ aligned, huge-page-advised where the kernel offers transparent huge pages, each 
 pages returned when it is freed, the mappings gone with the last of them."""
 import gc
 import os
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import msv0
+import smaps
 from msv0 import _core
 from msv0.builder import Builder
 
 RNG = np.random.default_rng(7)
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 needs_advised_maps = pytest.mark.skipif(
-    not Path("/proc/self/smaps").exists() or not THP.exists() or "[never]" in THP.read_text()
+    not smaps.SMAPS.exists() or not THP.exists() or "[never]" in THP.read_text()
     or bool(os.environ.get("MSV0_SANITIZED"))  # under ASan every buffer comes from the heap
     or bool(os.environ.get("MSV0_TEST_PYTHON")),  # under qemu-user smaps describes the emulator
     reason="needs /proc/self/smaps and transparent huge pages")
 
 
 def _advised_maps() -> dict[int, tuple[int, int]]:
-    """start -> (size KiB, Rss KiB) of this process's mappings advised MADV_HUGEPAGE ('hg')."""
-    maps, start, size, rss = {}, None, 0, 0
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) ", line)
-        if m:
-            start, size = int(m[1], 16), (int(m[2], 16) - int(m[1], 16)) // 1024
-        elif line.startswith("Rss:"):
-            rss = int(line.split()[1])
-        elif line.startswith("VmFlags:") and " hg" in line:
-            maps[start] = (size, rss)
-    return maps
+    """start -> (size KiB, Rss KiB) of this process's mappings advised MADV_HUGEPAGE."""
+    return {m.start: (m.size_kib, m.rss_kib) for m in smaps.mappings() if "hg" in m.flags}
 
 
 @pytest.mark.parametrize("nbytes", [0, 1, 4097, (5 << 20) + 3])
