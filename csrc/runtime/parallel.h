@@ -2,6 +2,7 @@
 // which splits [0, n) over the pool that the calling thread has bound (Session.run binds its
 // own), or runs inline when none is bound.
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -21,12 +22,19 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Runs fn(task) for task in [0, tasks) on the workers and the caller; returns when all ran.
-  // Thread i first runs tasks [i * tasks / size(), (i + 1) * tasks / size()).
+  // Thread i first runs tasks [i * tasks / size(), (i + 1) * tasks / size()). Under contention
+  // the caller runs them all (see solo_until_).
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   void worker_loop(int self);
   void drain(int self);
+  // After a threaded job that started at `start`, whose caller had run its last task by
+  // `drained` and saw the workers back at `end`, `excused` if some worker never joined it:
+  // whether the next jobs run on the caller alone (see solo_until_).
+  void note_job(Clock::time_point start, Clock::time_point drained, Clock::time_point end, bool excused);
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
@@ -52,6 +60,17 @@ class ThreadPool {
   };
   std::vector<Block> blocks_;
   std::atomic<int> pending_{0};  // workers that have not finished the current generation
+  // Contention. A worker that the scheduler deschedules while it holds a task (another process
+  // busy on its core) holds the caller until it runs again, a 4 ms tick here: several times a
+  // small model's whole run, which made 2 threads slower than 1. A worker absent from many jobs
+  // leaves the caller running work split for more threads than run it. When such events recur
+  // (note_job), the caller runs jobs' tasks alone until solo_until_ (a steady_clock count): the
+  // same tasks, so that results do not depend on contention. Written under run_mu_, read
+  // before it is taken.
+  std::atomic<Clock::rep> solo_until_{0};
+  Clock::duration solo_for_{};  // the last solo period; zero after an isolated event
+  Clock::duration threaded_{};  // threaded jobs' time since the last event
+  int jobs_ = 0, excused_jobs_ = 0;  // the current window's jobs and those a worker missed
 };
 
 ThreadPool* bound_pool();
