@@ -40,22 +40,24 @@ bool spin_until(Done done, int pauses, int yields) {
 // 200 000 yields (which would cut its 1.55 ms latency to 1.0).
 constexpr int kPauses = 4000, kYields = 20000;
 
-// A wait longer than both the caller's own share of a job and kMinStall is a stall: a
-// descheduled worker, not an uneven split (with a few chunks per thread and stealing, a worker
-// finishes at most about one chunk after the caller). A job is "excused" when a worker had not
-// joined it by the time the caller had run every task; more than a quarter of kWindow jobs so is
-// an absent worker (a worker woken from sleep misses a run's first few jobs, not a quarter).
-// Events that recur within kRecur of threaded job time start a solo period of kMinSolo, which
-// doubles up to kMaxSolo while they keep recurring: with a busy process on the worker's core
-// here, stalls of one 4 ms tick came every 5-8 ms of threaded jobs for 1 ms models (iris_landmark)
-// and every 10-500 ms for MobileNetV2, whose 2 threads still beat 1 there.
+// A worker finishing later than kMinStall and than the caller's own running time after the
+// caller has stalled: descheduled, not slowed by an uneven split (with a few chunks per thread
+// and stealing, a worker finishes at most about one chunk after the caller). A worker that had
+// not joined a job by the time every task was taken missed it; missing more than a quarter of
+// a window of kWindow jobs is an event too (a worker woken from sleep misses a run's first few
+// jobs, not a quarter). A worker's events that recur within kRecur of threaded work bench it
+// for kMinBench, doubling up to kMaxBench while they keep recurring: threads pay (a 2-thread
+// job takes ~0.6 of a 1-thread one) only if 4 ms stalls are rarer than one per ~10 ms. With a
+// busy process on the worker's core here, they came every 5-8 ms of threaded jobs for 1 ms
+// models (iris_landmark) and every 10-500 ms for MobileNetV2, whose 2 threads still beat 1.
 constexpr std::chrono::microseconds kMinStall{250};
 constexpr int kWindow = 32;
-constexpr std::chrono::milliseconds kRecur{25}, kMinSolo{5}, kMaxSolo{1000};
+constexpr std::chrono::milliseconds kRecur{25}, kMinBench{5}, kMaxBench{1000};
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) : blocks_(num_threads < 1 ? 1 : num_threads) {
+ThreadPool::ThreadPool(int num_threads)
+    : blocks_(num_threads < 1 ? 1 : num_threads), standing_(num_threads < 1 ? 1 : num_threads) {
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -65,6 +67,7 @@ ThreadPool::~ThreadPool() {
     stop_.store(true, std::memory_order_relaxed);
   }
   wake_.notify_all();
+  bench_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
@@ -90,30 +93,56 @@ void ThreadPool::worker_loop(int self) {
     seen = generation_.load(std::memory_order_acquire);
     // Join generation `seen`, unless the caller has already excused this worker from it.
     uint64_t previous = seen - 1;
-    if (blocks_[self].taken.compare_exchange_strong(previous, seen, std::memory_order_acq_rel)) {
+    Block& b = blocks_[self];
+    if (b.taken.compare_exchange_strong(previous, seen, std::memory_order_acq_rel)) {
       drain(self);
+      b.finished.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
+    } else if (const Clock::rep until = b.benched_until.load(std::memory_order_relaxed);
+               until > Clock::now().time_since_epoch().count()) {
+      // Benched: sleep it out rather than poll every job posted meanwhile on a contended core.
+      std::unique_lock<std::mutex> lock(mu_);
+      bench_.wait_until(lock, Clock::time_point(Clock::duration(until)),
+                        [&] { return stop_.load(std::memory_order_relaxed); });
     }
   }
 }
 
 void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   if (tasks <= 0) return;
-  const bool solo = Clock::now().time_since_epoch().count() < solo_until_.load(std::memory_order_relaxed);
-  if (workers_.empty() || tasks == 1 || solo) {
+  if (workers_.empty() || tasks == 1) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }
   std::lock_guard<std::mutex> serial(run_mu_);
   const Clock::time_point start = Clock::now();
+  const int n = static_cast<int>(blocks_.size());
+  int threads = 1;
+  for (int i = 1; i < n; ++i) {
+    const bool benched = blocks_[i].benched_until.load(std::memory_order_relaxed) > start.time_since_epoch().count();
+    standing_[i].part = benched ? Part::benched : Part::joined;
+    threads += !benched;
+  }
+  if (threads == 1) {
+    for (int64_t t = 0; t < tasks; ++t) fn(t);
+    return;
+  }
   // Every worker gave the previous job back before the previous run returned.
   job_ = &fn;
-  const int64_t n = static_cast<int64_t>(blocks_.size());
-  for (int64_t i = 0; i < n; ++i) {
-    blocks_[i].next.store(i * tasks / n, std::memory_order_relaxed);
-    blocks_[i].end = (i + 1) * tasks / n;
+  const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  for (int i = 0, k = 0; i < n; ++i) {
+    Block& b = blocks_[i];
+    if (standing_[i].part == Part::benched) {
+      b.taken.store(generation, std::memory_order_relaxed);  // excused from it up front
+      b.next.store(0, std::memory_order_relaxed);
+      b.end = 0;
+      continue;
+    }
+    b.next.store(k * tasks / threads, std::memory_order_relaxed);
+    b.end = (k + 1) * tasks / threads;
+    ++k;
   }
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  pending_.store(threads - 1, std::memory_order_relaxed);
   {
     // Under mu_ so that a worker about to sleep sees either the new generation or the notify.
     std::lock_guard<std::mutex> lock(mu_);
@@ -126,44 +155,45 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   // while another process holds its core) is excused from it, so the caller does not wait a
   // scheduler slice for it; it will never read this job_. The workers that joined are waited
   // for, so job_ can be rewritten safely once they all have checked in.
-  const uint64_t generation = generation_.load(std::memory_order_relaxed);
-  bool excused = false;
-  for (int64_t i = 1; i < n; ++i) {
+  for (int i = 1; i < n; ++i) {
     uint64_t previous = generation - 1;
-    if (blocks_[i].taken.compare_exchange_strong(previous, generation, std::memory_order_acq_rel)) {
+    if (standing_[i].part == Part::joined &&
+        blocks_[i].taken.compare_exchange_strong(previous, generation, std::memory_order_acq_rel)) {
       pending_.fetch_sub(1, std::memory_order_acq_rel);
-      excused = true;
+      standing_[i].part = Part::excused;
     }
   }
   auto all_back = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   while (!spin_until(all_back, kPauses, 1 << 30)) {
   }
-  note_job(start, drained, Clock::now(), excused);
+  note_job(start, drained, Clock::now());
 }
 
-void ThreadPool::note_job(Clock::time_point start, Clock::time_point drained, Clock::time_point end, bool excused) {
-  const bool stalled = end - drained > kMinStall && end - drained > drained - start;
-  if (!stalled) {
-    threaded_ += end - start;
-    ++jobs_;
-    excused_jobs_ += excused;
-    if (jobs_ < kWindow) return;
-    const bool absent = excused_jobs_ * 4 > jobs_;
-    jobs_ = excused_jobs_ = 0;
-    if (!absent) return;
+void ThreadPool::note_job(Clock::time_point start, Clock::time_point drained, Clock::time_point end) {
+  threaded_ += drained - start;
+  const bool window_done = ++window_jobs_ == kWindow;
+  if (window_done) window_jobs_ = 0;
+  const Clock::rep stall = (drained + std::max<Clock::duration>(drained - start, kMinStall)).time_since_epoch().count();
+  for (size_t i = 1; i < blocks_.size(); ++i) {
+    Standing& s = standing_[i];
+    if (s.part == Part::benched) continue;
+    bool event = s.part == Part::joined && blocks_[i].finished.load(std::memory_order_relaxed) > stall;
+    s.excused += s.part == Part::excused;
+    if (window_done) {
+      event |= s.excused * 4 > kWindow;
+      s.excused = 0;
+    }
+    if (!event) continue;
+    const bool recurred = threaded_ - s.last_event < kRecur;
+    s.last_event = threaded_;
+    if (!recurred) {
+      s.bench_for = Clock::duration::zero();
+      continue;
+    }
+    s.bench_for = std::clamp<Clock::duration>(2 * s.bench_for, kMinBench, kMaxBench);
+    blocks_[i].benched_until.store((end + s.bench_for).time_since_epoch().count(), std::memory_order_relaxed);
   }
-  // A stall, or a window of jobs a worker missed too often: threads pay (a 2-thread job takes
-  // ~0.6 of a 1-thread one) only if such events are rarer than one per ~10 ms of threaded jobs.
-  const bool recurred = threaded_ < kRecur;
-  threaded_ = Clock::duration::zero();
-  if (!recurred) {
-    solo_for_ = Clock::duration::zero();
-    return;
-  }
-  solo_for_ = std::clamp<Clock::duration>(2 * solo_for_, kMinSolo, kMaxSolo);
-  solo_until_.store((end + solo_for_).time_since_epoch().count(), std::memory_order_relaxed);
 }
-
 
 namespace {
 thread_local ThreadPool* t_pool = nullptr;

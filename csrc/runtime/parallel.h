@@ -22,8 +22,8 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Runs fn(task) for task in [0, tasks) on the workers and the caller; returns when all ran.
-  // Thread i first runs tasks [i * tasks / size(), (i + 1) * tasks / size()). Under contention
-  // the caller runs them all (see solo_until_).
+  // The caller and each worker not benched (see note_job) first run a contiguous block of
+  // them, in thread order.
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
 
  private:
@@ -31,15 +31,20 @@ class ThreadPool {
 
   void worker_loop(int self);
   void drain(int self);
-  // After a threaded job that started at `start`, whose caller had run its last task by
-  // `drained` and saw the workers back at `end`, `excused` if some worker never joined it:
-  // whether the next jobs run on the caller alone (see solo_until_).
-  void note_job(Clock::time_point start, Clock::time_point drained, Clock::time_point end, bool excused);
+  // Contention. A worker that the scheduler deschedules while it holds a task (another process
+  // busy on its core) holds the caller until it runs again, a 4 ms tick here: several times a
+  // small model's whole run, which made 2 threads slower than 1. A worker absent from many jobs
+  // leaves the others running work split for more threads than run it. After a job that
+  // started at `start`, whose caller had run its last task by `drained` and saw the workers
+  // back at `end`: when such events recur for a worker, it is benched, taking no tasks (the
+  // same tasks, dealt to the others, so results do not change) until its benched_until.
+  void note_job(Clock::time_point start, Clock::time_point drained, Clock::time_point end);
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
   std::mutex mu_;      // pairs with wake_ for workers that stopped spinning
   std::condition_variable wake_;
+  std::condition_variable bench_;  // benched workers sleep on it; notified only on stop
   // Set under mu_; also read by spinning workers, so that a pool is destroyed without waiting
   // out a worker's spin.
   std::atomic<bool> stop_{false};
@@ -57,20 +62,24 @@ class ThreadPool {
     // The last generation worker i joined or was excused from (set by whichever of the two
     // moves it from the generation before; unused for the caller's block 0).
     std::atomic<uint64_t> taken{0};
+    // When worker i finished its share of the last generation it joined, and until when it is
+    // benched (steady_clock counts): written by the worker and by the caller respectively.
+    std::atomic<Clock::rep> finished{0};
+    std::atomic<Clock::rep> benched_until{0};
   };
   std::vector<Block> blocks_;
   std::atomic<int> pending_{0};  // workers that have not finished the current generation
-  // Contention. A worker that the scheduler deschedules while it holds a task (another process
-  // busy on its core) holds the caller until it runs again, a 4 ms tick here: several times a
-  // small model's whole run, which made 2 threads slower than 1. A worker absent from many jobs
-  // leaves the caller running work split for more threads than run it. When such events recur
-  // (note_job), the caller runs jobs' tasks alone until solo_until_ (a steady_clock count): the
-  // same tasks, so that results do not depend on contention. Written under run_mu_, read
-  // before it is taken.
-  std::atomic<Clock::rep> solo_until_{0};
-  Clock::duration solo_for_{};  // the last solo period; zero after an isolated event
-  Clock::duration threaded_{};  // threaded jobs' time since the last event
-  int jobs_ = 0, excused_jobs_ = 0;  // the current window's jobs and those a worker missed
+  // The caller's record of each worker (under run_mu_; [0], the caller's, unused).
+  enum class Part { joined, excused, benched };
+  struct Standing {
+    Part part = Part::joined;      // in the current job
+    int excused = 0;               // jobs of the current window it missed
+    Clock::duration last_event{};  // threaded_ at its last event
+    Clock::duration bench_for{};   // its last bench period; zero after an isolated event
+  };
+  std::vector<Standing> standing_;
+  Clock::duration threaded_{};  // the caller's time running tasks of threaded jobs
+  int window_jobs_ = 0;
 };
 
 ThreadPool* bound_pool();
