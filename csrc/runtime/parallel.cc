@@ -40,16 +40,17 @@ bool spin_until(Done done, int pauses, int yields) {
 // 200 000 yields (which would cut its 1.55 ms latency to 1.0).
 constexpr int kPauses = 4000, kYields = 20000;
 
-// A worker finishing later than kMinStall and than the caller's own running time after the
-// caller has stalled: descheduled, not slowed by an uneven split (with a few chunks per thread
-// and stealing, a worker finishes at most about one chunk after the caller). A worker that had
-// not joined a job by the time every task was taken missed it; missing more than a quarter of
-// a window of kWindow jobs is an event too (a worker woken from sleep misses a run's first few
-// jobs, not a quarter). A worker's events that recur within kRecur of threaded work bench it
-// for kMinBench, doubling up to kMaxBench while they keep recurring: threads pay (a 2-thread
-// job takes ~0.6 of a 1-thread one) only if 4 ms stalls are rarer than one per ~10 ms. With a
-// busy process on the worker's core here, they came every 5-8 ms of threaded jobs for 1 ms
-// models (iris_landmark) and every 10-500 ms for MobileNetV2, whose 2 threads still beat 1.
+// A worker that finishes a job more than kMinStall, and more than the caller's own running time,
+// after the caller ran out of tasks has stalled: descheduled, not slowed by an uneven split (with
+// a few chunks per thread and stealing, a worker finishes at most about one chunk after the
+// caller). A worker that had not joined a job by the time every task was taken missed it;
+// missing more than a quarter of a window of kWindow jobs is an event too (a worker woken from
+// sleep misses a run's first few jobs, not a quarter). A worker's events that recur within
+// kRecur of threaded work bench it for kMinBench, doubling up to kMaxBench while they keep
+// recurring: threads pay (a 2-thread job takes ~0.6 of a 1-thread one) only if 4 ms stalls are
+// rarer than one per ~10 ms. With a busy process on the worker's core here, they came every
+// 5-8 ms of threaded jobs for 1 ms models (iris_landmark) and every 10-500 ms for MobileNetV2,
+// whose 2 threads still beat 1.
 constexpr std::chrono::microseconds kMinStall{250};
 constexpr int kWindow = 32;
 constexpr std::chrono::milliseconds kRecur{25}, kMinBench{5}, kMaxBench{1000};
@@ -176,7 +177,6 @@ void ThreadPool::note_job(Clock::time_point start, Clock::time_point drained, Cl
   const Clock::rep stall = (drained + std::max<Clock::duration>(drained - start, kMinStall)).time_since_epoch().count();
   for (size_t i = 1; i < blocks_.size(); ++i) {
     Standing& s = standing_[i];
-    if (s.part == Part::benched) continue;
     bool event = s.part == Part::joined && blocks_[i].finished.load(std::memory_order_relaxed) > stall;
     s.excused += s.part == Part::excused;
     if (window_done) {
