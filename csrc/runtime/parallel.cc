@@ -33,8 +33,7 @@ bool spin_until(Done done, int pauses, int yields) {
 // A worker polls ~0.1 ms with pauses, then ~1.5 ms with yields (~70 ns each when its core is
 // otherwise idle), then sleeps. Measured on a 2-vCPU Zen 4, 2 threads: with no polling the
 // worker missed every job of iris_landmark (1.22 ms a run, as at 1 thread; 0.72 with 500 pauses
-// or more); without the yields, iris_landmark beside a busy process took 1.27-1.31 ms against
-// 1.21, and ocr_rec (NumPy steps between native ones) run 30 times a second took 15.6 ms with
+// or more); ocr_rec (NumPy steps between native ones) run 30 times a second took 15.6 ms with
 // 2000 yields against 8.6 with 20000. Polling longer costs CPU between runs: at 30 runs a
 // second, 3.1 ms of CPU a run for iris_landmark with these (1.8 without yields), 35 ms with
 // 200 000 yields (which would cut its 1.55 ms latency to 1.0).
