@@ -42,7 +42,7 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
-  std::mutex mu_;      // pairs with wake_ for workers that stopped spinning
+  std::mutex mu_;      // pairs with wake_ for workers that stopped spinning, and with bench_
   std::condition_variable wake_;
   std::condition_variable bench_;  // benched workers sleep on it; notified only on stop
   // Set under mu_; also read by spinning workers, so that a pool is destroyed without waiting
