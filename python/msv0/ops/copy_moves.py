@@ -42,22 +42,24 @@ def gather(x_shape: Sequence[int], out_shape: Sequence[int], box: Sequence[int],
     return copy_kernel([x_shape], [out_shape], [move])
 
 
+def _pieces(shapes: Sequence[Sequence[int]], axis: int, whole: Sequence[int]):
+    """(k, offset in `whole`, shape) of pieces of `shapes` laid one after another along axis."""
+    step, offset = strides(whole)[axis], 0
+    for k, shape in enumerate(shapes):
+        yield k, offset * step, list(shape)
+        offset += shape[axis]
+
+
 def concat(in_shapes: Sequence[Sequence[int]], axis: int, out_shape: Sequence[int]):
     outs = strides(out_shape)
-    moves, offset = [], 0
-    for k, shape in enumerate(in_shapes):
-        moves.append((k, 0, 0.0, 0, offset * outs[axis], list(shape), strides(shape), outs))
-        offset += shape[axis]
+    moves = [(k, 0, 0.0, 0, off, shape, strides(shape), outs) for k, off, shape in _pieces(in_shapes, axis, out_shape)]
     return copy_kernel(in_shapes, [out_shape], moves)
 
 
 def split(x_shape: Sequence[int], axis: int, out_shapes: Sequence[Sequence[int]]):
     """Output k: the next out_shapes[k][axis] positions of x along axis."""
     ins = strides(x_shape)
-    moves, offset = [], 0
-    for k, shape in enumerate(out_shapes):
-        moves.append((0, k, 0.0, offset * ins[axis], 0, list(shape), ins, strides(shape)))
-        offset += shape[axis]
+    moves = [(0, k, 0.0, off, 0, shape, ins, strides(shape)) for k, off, shape in _pieces(out_shapes, axis, x_shape)]
     return copy_kernel([x_shape], out_shapes, moves)
 
 
