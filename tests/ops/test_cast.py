@@ -64,6 +64,14 @@ def test_native_cast_float32_to_int32(isa, rng, size):
     np.testing.assert_array_equal(s.run([v])[s.outputs[0].name], want)
 
 
+def test_cast_float32_to_int64_saturates():
+    """float32 -> int64 follows the int32 kernel's rule: truncation, saturation, NaN 0."""
+    v = np.array([np.nan, np.inf, -np.inf, 2.0**63, -(2.0**63), 1e19, -1e19, 2.0**62, -2.5, 2.5], np.float32)
+    (y,) = run_op("Cast", [v], out_dtypes=[np.int64], dstT=TypeId.kNumberTypeInt64)
+    i64 = np.iinfo(np.int64)
+    assert y.tolist() == [0, i64.max, i64.min, i64.max, i64.min, i64.max, i64.min, 2**62, -2, 2]
+
+
 @pytest.mark.parametrize("src,dst,srcT", [(np.float32, TypeId.kNumberTypeUInt8, 0), (np.int64, TypeId.kNumberTypeFloat32, 0),
                                           (np.float32, TypeId.kNumberTypeInt32, TypeId.kNumberTypeInt32), (np.int8, TypeId.kNumberTypeFloat32, 0),
                                           (np.float32, TypeId.kObjectTypeString, 0), (np.float32, 99, 0)])

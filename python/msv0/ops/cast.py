@@ -37,13 +37,25 @@ def cast(node, ins):
     # saturating where C is undefined (the kernel's comment).
     if (dst == F32 and x.dtype in (BOOL, U8, I32)) or (x.dtype, dst) == (F32, I32):
         return Plan([(x.shape, dst)], kernel=_core.CastF32(x.dtype.char, x.shape))
+    if (x.dtype, dst) == (F32, I64):
+        return Plan([(x.shape, dst)], _f32_to_i64)
 
-    def run(inputs, outputs):
-        # float -> int64 is a C cast: truncation toward zero; out-of-range values are undefined in C
-        with np.errstate(invalid="ignore", over="ignore"):
+    def run(inputs, outputs):  # exact, or float16's rounding (inf beyond its range)
+        with np.errstate(over="ignore"):
             outputs[0][...] = inputs[0].astype(dst)
 
     return Plan([(x.shape, dst)], run)
+
+
+def _f32_to_i64(inputs, outputs):
+    """As CastF32 casts to int32: truncation toward zero, saturating outside int64, NaN 0 (NumPy's
+    own result there depends on the CPU: INT64_MIN for all of them on x86)."""
+    x, y = inputs[0], outputs[0]
+    with np.errstate(invalid="ignore"):
+        y[...] = x.astype(I64)
+    y[x >= 2.0**63] = np.iinfo(I64).max  # -2**63 itself is exact
+    y[x < -(2.0**63)] = np.iinfo(I64).min
+    y[np.isnan(x)] = 0
 
 
 def quantize_i8(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
