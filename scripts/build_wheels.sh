@@ -23,8 +23,8 @@
 # extension needs only libc, libm, libpthread).
 #
 # Smoke test: `import msv0` and `msv0 demo` in a fresh venv of that Python, x86_64 natively and
-# aarch64 under qemu-aarch64-static with Debian's arm64 CPython (bookworm: 3.11, trixie: 3.13;
-# Debian ships no arm64 3.10 or 3.12, so those two wheels are built and checked by auditwheel only).
+# aarch64 under qemu-aarch64-static with an arm64 CPython of that version (Debian's 3.11 and 3.13,
+# 3.10 and 3.12 cross-built from source: step 2).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,19 +87,22 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$SRC CCACHE_NOHASHDIR=1
 fi
 
-# 2. The arm64 CPythons for the smoke test under qemu: Debian packages unpacked into a sysroot per
-#    suite (lib.sh). Only the runtime closure of python3.X (venv and ensurepip included).
-arm_sysroot() {  # $1 = python version -> prints the sysroot, or nothing if Debian has no arm64 build
-  local suite debs
-  case $1 in
-    3.11) suite=bookworm ;;
-    3.13) suite=trixie ;;
-    *) return 0 ;;
+# 2. The arm64 CPythons for the smoke test under qemu: Debian bookworm's 3.11 and trixie's 3.13,
+#    packages unpacked into a sysroot per suite (lib.sh), only the runtime closure of python3.X
+#    (venv and ensurepip included). Debian ships no arm64 3.10 or 3.12: those two are cross-built
+#    with gcc from the upstream source that Ubuntu's archive keeps as the orig tarball of its
+#    python3.10 (jammy) and python3.12 (noble) packages, against bookworm's arm64 zlib and libffi
+#    (run in its sysroot), with the host's CPython of that version as the build Python that cross
+#    builds need.
+arm_sysroot() {  # $1 = Debian suite -> prints its arm64 sysroot
+  local suite=$1 debs
+  case $suite in
+    bookworm) debs="python3.11 python3.11-venv" ;;
+    trixie) debs="python3.13 python3.13-venv" ;;
   esac
   local sysroot=$ROOT/arm64-$suite
-  debs="python$1 python$1-venv"
   if ! stamp_ok "$sysroot/.stamp" "$debs"; then
-    log "arm64 Debian $suite python$1 -> $sysroot" >&2
+    log "arm64 Debian $suite $debs -> $sysroot" >&2
     rm -rf "$sysroot"
     local apt=$ROOT/apt-$suite
     arm64_apt "$apt" "$suite"
@@ -116,6 +119,70 @@ arm_sysroot() {  # $1 = python version -> prints the sysroot, or nothing if Debi
     printf '%s' "$debs" >"$sysroot/.stamp"
   fi
   echo "$sysroot"
+}
+
+# Ubuntu orig tarballs (upstream CPython) by version: path under the archive and SHA-256.
+declare -A CPYTHON_SRC=(
+  [3.10]="python3.10/python3.10_3.10.12.orig.tar.xz afb74bf19130e7a47d10312c8f5e784f24e0527981eab68e20546cfb865830b8"
+  [3.12]="python3.12/python3.12_3.12.3.orig.tar.xz 56bfef1fdfc1221ce6720e43a661e3eb41785dd914ce99698d8c7896af4bdaa1"
+)
+
+cross_cpython() {  # $1 = version -> prints the cross-built python3.X
+  local ver=$1 path sha
+  read -r path sha <<<"${CPYTHON_SRC[$ver]}"
+  local prefix=$ROOT/cpython-$ver-aarch64
+  if ! stamp_ok "$prefix/.stamp" "$sha"; then
+    log "cross-build arm64 CPython $ver -> $prefix" >&2
+    if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
+      apt-get update -q >/dev/null
+      apt-get install -y -q --no-install-recommends gcc-aarch64-linux-gnu >/dev/null
+    fi
+    # zlib and libffi headers for the modules pip and ctypes need, without the closure: its
+    # libc6-dev's linker scripts name absolute paths that would send ld to the host's libc.
+    local dev=$ROOT/cpython-dev-aarch64
+    if [ ! -f "$dev/usr/include/zlib.h" ]; then
+      arm64_apt "$ROOT/apt-dev" bookworm
+      arm64_unpack "$ROOT/apt-dev" "$dev" zlib1g zlib1g-dev libffi8 libffi-dev
+    fi
+    local src=$ROOT/cpython-src-$ver tarball
+    tarball=$ROOT/$(basename "$path")
+    [ -f "$tarball" ] || curl -fsSL -o "$tarball" "http://archive.ubuntu.com/ubuntu/pool/main/p/$path"
+    echo "$sha  $tarball" | sha256sum -c --quiet
+    rm -rf "$src" "$prefix"
+    mkdir -p "$src"
+    tar -xf "$tarball" -C "$src" --strip-components=1
+    # Answers configure cannot find out without running target code; pkg-config would report the
+    # host's libraries, so the flags point into the arm64 tree instead.
+    printf '%s\n' ac_cv_file__dev_ptmx=yes ac_cv_file__dev_ptc=no ac_cv_buggy_getaddrinfo=no >"$src/config.site"
+    local build_python
+    build_python=$(host_python "$ver")
+    # 3.10 finds its build Python on PATH, 3.11+ takes --with-build-python (3.10 ignores it).
+    (cd "$src" && PATH=$(dirname "$build_python"):$PATH CONFIG_SITE=$src/config.site PKG_CONFIG=false \
+      CPPFLAGS="-I$dev/usr/include -I$dev/usr/include/aarch64-linux-gnu" \
+      LDFLAGS="-L$dev/usr/lib/aarch64-linux-gnu -L$dev/lib/aarch64-linux-gnu" \
+      ./configure -q --host=aarch64-linux-gnu --build="$(uname -m)-pc-linux-gnu" --prefix="$prefix" \
+        --with-build-python="$build_python" --without-ensurepip >"$src/configure.log" 2>&1 &&
+      PATH=$(dirname "$build_python"):$PATH make -j"$(nproc)" >"$src/make.log" 2>&1 &&
+      PATH=$(dirname "$build_python"):$PATH make install >>"$src/make.log" 2>&1) ||
+      { echo "error: cross build of CPython $ver failed, see $src/*.log" >&2; exit 1; }
+    rm -rf "$src"
+    printf '%s' "$sha" >"$prefix/.stamp"
+  fi
+  echo "$prefix/bin/python$ver"
+}
+
+arm_python() {  # $1 = version -> prints "SYSROOT PYTHON" for qemu-aarch64-static -L SYSROOT PYTHON
+  local sysroot
+  case $1 in
+    3.11) sysroot=$(arm_sysroot bookworm); echo "$sysroot $sysroot/usr/bin/python3.11" ;;
+    3.13) sysroot=$(arm_sysroot trixie); echo "$sysroot $sysroot/usr/bin/python3.13" ;;
+    3.10 | 3.12)
+      local py
+      sysroot=$(arm_sysroot bookworm)
+      py=$(cross_cpython "$1")
+      echo "$sysroot $py" ;;
+    *) echo "error: no arm64 CPython $1 for the smoke test" >&2; exit 1 ;;
+  esac
 }
 
 # 3. Build, repair and smoke-test one wheel per (version, arch).
@@ -173,16 +240,13 @@ for ver in "${VERSIONS[@]}"; do
       fi
       built+=("$(basename "$whl") (smoke-tested${MSV0_WHEEL_TESTS:+, suite passed})")
     else
-      sysroot=$(arm_sysroot "$ver")
-      if [ -z "$sysroot" ]; then
-        built+=("$(basename "$whl") (auditwheel only: no arm64 CPython $ver in Debian)")
-        continue
-      fi
+      arm=$(arm_python "$ver")
+      read -r sysroot arm_py <<<"$arm"
       qemu=(qemu-aarch64-static -L "$sysroot")
       # A venv of the arm64 Python (--copies: qemu would follow a link to the host's /usr/bin),
       # filled by the host's pip for that platform: without binfmt_misc the venv's own pip could
       # not start the child Pythons it runs.
-      "${qemu[@]}" "$sysroot/usr/bin/python$ver" -m venv --copies --without-pip "$smoke"
+      "${qemu[@]}" "$arm_py" -m venv --copies --without-pip "$smoke"
       "$TOOLS/bin/pip" install -q --disable-pip-version-check --target "$smoke/lib/python$ver/site-packages" \
         --platform "${PLAT}_$arch" --python-version "$ver" --implementation cp --only-binary=:all: "$whl"
       (cd "$ROOT" && "${qemu[@]}" "$smoke/bin/python" -c 'import msv0; print("msv0", msv0.__version__, msv0.isa())' &&

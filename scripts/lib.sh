@@ -55,5 +55,10 @@ arm64_unpack() {
   (cd "$apt/debs" && APT_CONFIG=$apt/apt.conf apt-get download -q "$@" >/dev/null)
   mkdir -p "$sysroot"
   for deb in "$apt"/debs/*.deb; do dpkg -x "$deb" "$sysroot"; done
+  # Absolute links (libz.so -> /lib/...) would resolve to the host's files: point them inside.
+  local link
+  find "$sysroot" -type l -lname '/*' | while read -r link; do
+    ln -sfn "$sysroot$(readlink "$link")" "$link"
+  done
   rm -rf "$apt"
 }
