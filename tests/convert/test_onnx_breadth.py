@@ -96,10 +96,10 @@ def test_if_with_runtime_condition(scale):
 
 
 def test_if_branch_problems_are_reported_with_node_names():
-    m = _runtime_if([N("Hardmax", ["t1"], ["unused"], name="branch_hardmax")])
+    m = _runtime_if([N("Bernoulli", ["t1"], ["unused"], name="branch_bernoulli")])
     with pytest.raises(UnsupportedOpError) as err:
         convert(m.SerializeToString())
-    assert [n[:2] for n in err.value.nodes] == [("branch_hardmax", "Hardmax"), ("If_3", "If")]
+    assert [n[:2] for n in err.value.nodes] == [("branch_bernoulli", "Bernoulli"), ("If_3", "If")]
 
 
 @pytest.mark.parametrize("sr", [16000, 2 ** 40])
@@ -195,9 +195,9 @@ def test_external_data(tmp_path):
 
 
 def _chain(n, bad=()):
-    """x -> n Relu/Neg nodes -> y, with the nodes numbered in `bad` made Hardmax (no v0 equivalent)."""
+    """x -> n Relu/Neg nodes -> y, with the nodes numbered in `bad` made Bernoulli (no v0 equivalent)."""
     names = [f"t{k}" for k in range(n)] + ["y"]
-    nodes = [N("Hardmax" if k in bad else "Relu", ["x" if k == 0 else names[k - 1]], [names[k]], name=f"n{k}")
+    nodes = [N("Bernoulli" if k in bad else "Relu", ["x" if k == 0 else names[k - 1]], [names[k]], name=f"n{k}")
              for k in range(n)] + [N("Neg", [names[n - 1]], ["y"])]
     return model(nodes, [("x", [2, 3])])
 

@@ -26,7 +26,7 @@ def f32(*shape, scale=0.3):
 def rnn_model(op, seq, batch, inp, hid, direction="forward", layout=0, bias=True, states=False, const_states=True,
               outputs=("y", "yh", "yc"), **attrs):
     dirs = 2 if direction == "bidirectional" else 1
-    gates = 4 if op == "LSTM" else 3
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
     x_shape = [batch, seq, inp] if layout else [seq, batch, inp]
     s_shape = [batch, dirs, hid] if layout else [dirs, batch, hid]
     inits = [nh.from_array(f32(dirs, gates * hid, inp), "W"), nh.from_array(f32(dirs, gates * hid, hid), "R")]
@@ -127,6 +127,47 @@ def test_gru_refusals_named():
     with pytest.raises(msv0.UnsupportedOpError) as err:
         convert(model.SerializeToString())
     assert "dec_gru" in str(err.value) and "129 time steps" in str(err.value) and "Relu" in str(err.value)
+
+
+RNN_CASES = {
+    "forward": dict(seq=5, batch=3, inp=7, hid=4),
+    "reverse_const_h0": dict(seq=4, batch=2, inp=3, hid=9, direction="reverse", states=True),
+    "bidi_relu_sigmoid": dict(seq=6, batch=2, inp=5, hid=3, direction="bidirectional", states=True,
+                              const_states=False, activations=["Relu", "Sigmoid"]),
+    "bidi_one_step_no_bias": dict(seq=1, batch=1, inp=1, hid=1, direction="bidirectional", bias=False),
+    "layout1_bidi": dict(seq=3, batch=4, inp=6, hid=5, direction="bidirectional", layout=1, states=True,
+                         const_states=False),
+    "layout1_only_h": dict(seq=7, batch=1, inp=2, hid=8, direction="reverse", layout=1, outputs=("", "yh"),
+                           activations=["Relu"]),
+}
+
+
+@pytest.mark.parametrize("case", RNN_CASES)
+def test_rnn_unrolled(case, isa):
+    check_close(*rnn_model("RNN", **RNN_CASES[case]))
+
+
+def test_rnn_full_sequence_lens_is_ignored():
+    model, feeds = rnn_model("RNN", 4, 3, 2, 3, activations=["Sigmoid"])
+    model.graph.initializer.append(nh.from_array(np.full(3, 4, np.int32), "lens"))
+    model.graph.node[0].input.extend(["lens"])
+    check_close(model, feeds)
+
+
+def test_rnn_refusals_named():
+    model, _ = rnn_model("RNN", 4, 2, 2, 3, clip=1.0, activations=["LeakyRelu"])
+    model.graph.node[0].name = "enc_rnn"
+    model.graph.initializer.append(nh.from_array(np.array([4, 2], np.int32), "lens"))
+    model.graph.node[0].input.extend(["lens"])
+    with pytest.raises(msv0.UnsupportedOpError) as err:
+        convert(model.SerializeToString())
+    assert all(w in str(err.value) for w in ("enc_rnn", "LeakyRelu", "clip", "sequence_lens"))
+    model, _ = rnn_model("RNN", 4, 2, 2, 3)
+    w = model.graph.initializer[0]
+    model.graph.input.append(h.make_tensor_value_info("W", T.FLOAT, list(w.dims)))
+    model.graph.initializer.remove(w)
+    with pytest.raises(msv0.UnsupportedOpError, match="W .* must be a constant"):
+        convert(model.SerializeToString())
 
 
 def test_lstm_full_sequence_lens_is_ignored():

@@ -1,6 +1,6 @@
 """What every ONNX handler shares: the handler table, the context a handler sees (Ctx), and
-the helpers that more than one handler module uses. onnx_ops, onnx_nn and onnx_shape import
-from here and never from each other."""
+the helpers that more than one handler module uses. The handler modules import from here and
+never from each other."""
 from __future__ import annotations
 
 import numpy as np

@@ -8,7 +8,8 @@ chains become constants; an If whose condition folds becomes its taken branch, a
 that does not fold becomes v0 control flow over its branches, onnx_control). Then unrolled LayerNorms,
 GELUs and hard-swishes (onnx_patterns), Conv/ConvTranspose+Add/Mul of constants and
 +BatchNormalization, and Conv/Gemm/Add+Relu/Clip(0,6) are fused, and the
-handlers (onnx_ops, onnx_nn, onnx_shape, onnx_lowered) emit each remaining node.
+handlers (onnx_ops, onnx_nn, onnx_shape, onnx_rnn, onnx_lowered, onnx_unary, onnx_index, onnx_norm)
+emit each remaining node.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from functools import partial
 import numpy as np
 
 from msv0 import dtypes
-from msv0.convert import onnx_control, onnx_dynq, onnx_lowered, onnx_nn, onnx_ops, onnx_rnn, onnx_shape  # noqa: F401 (importing them registers their handlers)
+# importing the handler modules registers their handlers
+from msv0.convert import (onnx_control, onnx_dynq, onnx_index, onnx_lowered, onnx_nn, onnx_norm,  # noqa: F401
+                          onnx_ops, onnx_rnn, onnx_shape, onnx_unary)
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.convert.onnx_fold import inline_branch, taken_branch, zero_product
@@ -295,9 +298,16 @@ def _lstm_shapes(n: ONode, shapes: dict) -> list | None:
     return [((seq, dirs, batch, hid), dtype), ((dirs, batch, hid), dtype), ((dirs, batch, hid), dtype)]
 
 
-# Output shapes of operators of other domains, which onnx's inference leaves unknown, and with
-# them everything downstream.
-CUSTOM_SHAPES = {"com.microsoft.DynamicQuantizeLSTM": _lstm_shapes}
+def _input_shape(n: ONode, shapes: dict) -> list | None:
+    x = shapes.get(n.inputs[0])
+    return None if x is None else [x]
+
+
+# Output shapes that onnx's inference leaves unknown, and with them everything downstream: operators
+# of other domains, and GroupNormalization and MeanVarianceNormalization (with default axes), whose
+# function bodies it fails on.
+CUSTOM_SHAPES = {"com.microsoft.DynamicQuantizeLSTM": _lstm_shapes,
+                 "GroupNormalization": _input_shape, "MeanVarianceNormalization": _input_shape}
 
 
 def _declare_custom_shapes(graph: OGraph, g) -> bool:

@@ -12,6 +12,7 @@ from msv0.convert.resize_lowering import (gather_nearest, nearest_index, r11_nea
                                           source_coords)
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
+from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.PadMode import PadMode
 from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
@@ -160,6 +161,59 @@ def global_pool(c: Ctx):
     mode = PoolMode.MEAN_POOLING if c.node.op == "GlobalAveragePool" else PoolMode.MAX_POOLING
     c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=mode, global_=True, windowH=x.shape[2],
                   windowW=x.shape[3], strideH=1, strideW=1))
+
+
+def _lp(c: Ctx) -> tuple[Val, int]:
+    x, p = c.inp(0), int(c.attr("p", 2))
+    if x.dtype != np.float32:
+        raise Unsupported(f"{c.node.op} on {x.dtype} (float32 only)")
+    if p < 1:
+        raise Unsupported(f"p={p} (only p >= 1)")
+    return x, p
+
+
+def _abs_pow(c: Ctx, x: Val, p: int) -> Val:
+    """|x|^p; an even power needs no Abs."""
+    v = x if p % 2 == 0 else c.op("Abs", [x], x.shape, x.dtype, x.nhwc)
+    return v if p == 1 else c.op("Power", [v], v.shape, v.dtype, v.nhwc, power=float(p), scale=1.0, shift=0.0)
+
+
+@handles("LpPool")
+@one_d
+def lp_pool(c: Ctx):
+    """(window size · average of |x|^p)^(1/p), the average over input zero-padded by a Pad: r1.1
+    averages over the valid cells only, so Pooling's own padding would not give the window sum."""
+    x, p = _lp(c)
+    kernel = list(c.attr("kernel_shape"))
+    strides, dil, attrs = _window_attrs(c, x, kernel)
+    if dil != [1, 1]:
+        raise Unsupported("dilated pooling (v0 Pooling has no dilation)")
+    shape, dtype = c.out()
+    x = c.e.to_nhwc(x, c.name)
+    pads = [attrs["padUp"], attrs["padDown"], attrs["padLeft"], attrs["padRight"]]
+    for i, (n, k, s) in enumerate(zip(x.shape[2:], kernel, strides)):
+        # zeros up to the end of ONNX's last window (ceil_mode's may pass the pads)
+        pads[2 * i + 1] = max(pads[2 * i + 1], (shape[2 + i] - 1) * s + k - n - pads[2 * i])
+    v = _abs_pow(c, x, p)
+    if any(pads):
+        padded = tuple(x.shape[:2]) + (x.shape[2] + pads[0] + pads[1], x.shape[3] + pads[2] + pads[3])
+        v = c.op("Pad", [v], padded, dtype, True, paddings=[0, 0, *pads, 0, 0], paddingMode=PaddingMode.CONSTANT,
+                 constantValue=0.0)
+    mean = c.op("Pooling", [v], shape, dtype, True, poolingMode=PoolMode.MEAN_POOLING, windowH=kernel[0],
+                windowW=kernel[1], strideH=strides[0], strideW=strides[1], padMode=PadMode.NOTSET,
+                roundMode=RoundMode.FLOOR)
+    c.set(0, c.op("Power", [mean], shape, dtype, True, power=1.0 / p, scale=float(kernel[0] * kernel[1]), shift=0.0))
+
+
+@handles("GlobalLpPool")
+def global_lp_pool(c: Ctx):
+    x, p = _lp(c)
+    if len(x.shape) < 3:
+        raise Unsupported(f"input of rank {len(x.shape)} (no spatial axes)")
+    shape, dtype = c.out()
+    axes = [x.axis(a) for a in range(2, len(x.shape))]
+    y = c.op("Reduce", [_abs_pow(c, x, p)], shape, dtype, x.nhwc, axes=axes, keepDims=1, mode=ReduceMode.ReduceSum)
+    c.set(0, y if p == 1 else c.op("Power", [y], shape, dtype, x.nhwc, power=1.0 / p, scale=1.0, shift=0.0))
 
 
 def _dense(c: Ctx, a: Val, w_nk: np.ndarray, bias, shape, dtype, act=ActivationType.NO_ACTIVATION) -> Val:

@@ -4,8 +4,9 @@ ONNX LSTM and r1.1's Lstm share the gate order (i, o, f, c), the weight layout (
 R [dirs, 4H, H], B [dirs, 8H] = input then recurrent bias) and the output layout (Y [seq, dirs,
 batch, H]), so weights pass through unchanged. What r1.1's kernel has no field for (peepholes,
 clip, input_forget, other activations, per-batch sequence lengths) is refused. GRU has no v0
-primitive: it is unrolled step by step (FullConnection, Sigmoid, Tanh, Mul, Add), so its
-sequence length must be static and at most MAX_GRU_STEPS.
+primitive: it is unrolled step by step (FullConnection, Sigmoid, Tanh, Mul, Add), and so is the
+simple RNN (FullConnection, Add, Activation); their weights must be constant and their sequence
+length static and at most MAX_UNROLLED_STEPS.
 """
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
 from msv0.fb.ActivationType import ActivationType
 
-MAX_GRU_STEPS = 128  # an unrolled GRU emits 11 nodes per step and direction
+MAX_UNROLLED_STEPS = 128  # an unrolled GRU emits 11 nodes per step and direction
 F32 = np.dtype(np.float32)
 
 
-def _refusals(c: Ctx, default_acts: list[str], dirs: int, seq: int, batch: int) -> list[str]:
-    """What this recurrent node asks for that the v0 form cannot do."""
+def _refusals(c: Ctx, default_acts: list[str] | None, dirs: int, seq: int, batch: int) -> list[str]:
+    """What this recurrent node asks for that the v0 form cannot do (activations other than
+    default_acts unless that is None)."""
     why = []
     acts = c.attr("activations")
-    if acts is not None and [a.decode() if isinstance(a, bytes) else a for a in acts] != default_acts * dirs:
+    if default_acts is not None and acts is not None and [a.decode() if isinstance(a, bytes) else a for a in acts] != default_acts * dirs:
         why.append(f"activations {list(acts)} (only {default_acts})")
     if c.attr("clip") is not None:
         why.append("clip")
@@ -166,16 +168,24 @@ def _gru_step(c: Ctx, gx: Val, h: Val, r_w: np.ndarray, rb_h: np.ndarray, before
     return emit_binary(c, "Add", cand, keep, h.shape, F32)
 
 
-@handles("GRU")
-def gru(c: Ctx):
+def _unrolled(c: Ctx, default_acts: list[str] | None) -> tuple[int, str, Val, list[str]]:
+    """An unrolled recurrent node's direction count and name, its time-major X, and what it asks
+    for that the unrolled form cannot do."""
     dirs, direction = _dirs(c)
     x = _time_major(c, 0, [1, 0, 2])
     if x.dtype != F32:
-        raise Unsupported("GRU is float32 only")
+        raise Unsupported(f"{c.node.op} is float32 only")
     seq, batch, _ = x.shape
-    why = _refusals(c, ["Sigmoid", "Tanh"], dirs, seq, batch)
-    if seq > MAX_GRU_STEPS:
-        why.append(f"{seq} time steps (it is unrolled up to {MAX_GRU_STEPS})")
+    why = _refusals(c, default_acts, dirs, seq, batch)
+    if seq > MAX_UNROLLED_STEPS:
+        why.append(f"{seq} time steps (it is unrolled up to {MAX_UNROLLED_STEPS})")
+    return dirs, direction, x, why
+
+
+@handles("GRU")
+def gru(c: Ctx):
+    dirs, direction, x, why = _unrolled(c, ["Sigmoid", "Tanh"])
+    seq, batch, _ = x.shape
     w, r = c.const(1, "W (v0 has no GRU op; the unrolled form needs constant weights)"), c.const(2, "R")
     if why:
         raise Unsupported("the unrolled v0 GRU cannot take " + ", ".join(why))
@@ -195,6 +205,39 @@ def gru(c: Ctx):
         out = [None] * seq
         for t in steps:
             h = out[t] = _gru_step(c, gx[t], h, r[d], b[d, 5 * hid:], before_reset)
+        ys.append(c.op("Reshape", [_concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
+        hs.append(h)
+    _set_output(c, 0, _concat(c, ys, 1), [2, 0, 1, 3])
+    _set_output(c, 1, _concat(c, hs, 0), [1, 0, 2])
+
+
+RNN_ACTIVATIONS = {"Tanh": ActivationType.TANH, "Relu": ActivationType.RELU, "Sigmoid": ActivationType.SIGMOID}
+
+
+@handles("RNN")
+def rnn(c: Ctx):
+    dirs, direction, x, why = _unrolled(c, None)
+    seq, batch, _ = x.shape
+    acts = [a.decode() if isinstance(a, bytes) else a for a in c.attr("activations", ["Tanh"] * dirs)]
+    if len(acts) != dirs or not set(acts) <= set(RNN_ACTIVATIONS):
+        why.append(f"activations {acts} (one of {list(RNN_ACTIVATIONS)} per direction)")
+    w, r = c.const(1, "W (v0 has no RNN op; the unrolled form needs constant weights)"), c.const(2, "R")
+    if why:
+        raise Unsupported("the unrolled v0 RNN cannot take " + ", ".join(why))
+    hid = w.shape[1]
+    b = c.const(3, "B")
+    b = np.zeros((dirs, 2 * hid), F32) if b is None else b.astype(F32)
+    h0 = _time_major(c, 5, [1, 0, 2])
+    h0 = [None] * dirs if h0 is None else _split(c, h0, 0, [1] * dirs)
+    ys, hs = [], []
+    for d in range(dirs):
+        gx = _split(c, _dense(c, x, w[d], b[d, :hid] + b[d, hid:]), 0, [1] * seq)
+        h = h0[d]
+        steps = range(seq - 1, -1, -1) if direction == "reverse" or d == 1 else range(seq)
+        out = [None] * seq
+        for t in steps:  # without initial_h the first step has no recurrent term
+            pre = gx[t] if h is None else emit_binary(c, "Add", gx[t], _dense(c, h, r[d], None), gx[t].shape, F32)
+            h = out[t] = _act(c, pre, RNN_ACTIVATIONS[acts[d]])
         ys.append(c.op("Reshape", [_concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
         hs.append(h)
     _set_output(c, 0, _concat(c, ys, 1), [2, 0, 1, 3])
