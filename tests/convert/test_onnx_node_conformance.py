@@ -25,7 +25,6 @@ from msv0.convert.onnx_frontend import HANDLERS  # noqa: E402
 
 # r1.1 semantics that differ from ONNX on purpose (format-v0.md §5, §7)
 XFAIL = {
-    "test_round": "r1.1 Round is C round(): half away from zero, ONNX rounds half to even",
     "test_tanh": "r1.1 TANH is a Padé approximation, not libm tanh (|err| up to ~1e-4 near |x| = 5)",
     "test_tanh_example": "r1.1 TANH is a Padé approximation, not libm tanh",
     "test_top_k_smallest": "r1.1 sorted=false breaks ties towards higher indices",

@@ -66,7 +66,7 @@ def power(c: Ctx):
 
 
 UNARY = {"Sqrt": "Sqrt", "Exp": "Exp", "Log": "Log", "Abs": "Abs", "Neg": "Neg", "Floor": "Floor", "Ceil": "Ceil",
-         "Round": "Round", "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Atan": "Atan", "Asin": "Asin",
+         "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Atan": "Atan", "Asin": "Asin",
          "Reciprocal": "Reciprocal", "Not": "LogicalNot"}
 
 

@@ -1,5 +1,6 @@
-"""ONNX element-wise activations, hyperbolic and inverse trigonometric functions, Sign, IsInf,
-CastLike and Hardmax, which v0 has no op for, written as v0 ops (format-v0.md §5).
+"""ONNX element-wise activations, hyperbolic and inverse trigonometric functions, Round, Sign,
+IsInf, CastLike and Hardmax, which v0 has no op for (or, for Round, one that rounds ties the other
+way), written as v0 ops (format-v0.md §5).
 
 Each keeps its input's layout. The forms avoid cancellation and intermediate overflow, so results
 stay near float32 rounding: Cosh and Sinh within 2e-6 relative at large |x| (the rounding of
@@ -111,6 +112,16 @@ def sign(c: Ctx):
     # x itself where it is neither > 0 nor < 0: ±0 and NaN give themselves, as in ONNX
     y = x if x.dtype.kind == "u" else _where(c, _b(c, "Less", x, 0), -1, x)
     c.set(0, _where(c, _b(c, "Greater", x, 0), 1, y))
+
+
+@handles("Round")
+def round_half_even(c: Ctx):
+    """ONNX rounds half to even, r1.1's Round half away from zero. At a tie x/2 lies a quarter past
+    an integer, so 2·round(x/2) is the even neighbour; x − round(x) is exact."""
+    x = _float32(c)
+    r = _u(c, "Round", x)
+    tie = _b(c, "Equal", _u(c, "Abs", _b(c, "Sub", x, r)), 0.5)
+    c.set(0, _where(c, tie, _b(c, "Mul", _u(c, "Round", _b(c, "Mul", x, 0.5)), 2.0), r))
 
 
 @handles("IsInf")
