@@ -9,7 +9,8 @@
 Options are given by their schema field names (snake_case); list values become int vectors,
 str values strings. `subgraph()` starts another subgraph (CALL_ONCE, WHILE, IF bodies); `use(k)`
 goes back to subgraph k. Quantized tensors take `quant=(scales, zero_points, quantized_dimension)`
-(per tensor: one scale).
+(per tensor: one scale). `variable()` makes a tensor with is_variable set, as the recurrent ops'
+state inputs must be (LiteRT zero-initialises one without data).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class TFLiteWriter:
         self.buffers = [b""]  # buffer 0: the empty sentinel
         self.codes: list[tuple[int, str | None]] = []  # (builtin code, custom code)
         self.graphs = []
+        self.variables: set[tuple[int, int]] = set()  # (subgraph, tensor) with is_variable set
         self.subgraph()
 
     def subgraph(self) -> int:
@@ -48,6 +50,7 @@ class TFLiteWriter:
 
     def use(self, k: int) -> int:
         self.tensors, self.ops, self.inputs, self.outputs = self.graphs[k]
+        self.current = k
         return k
 
     def _tensor(self, name, shape, dtype, data=b"", sparsity=None, quant=None) -> int:
@@ -62,6 +65,12 @@ class TFLiteWriter:
     def input(self, name, shape, dtype=np.float32, quant=None) -> int:
         i = self._tensor(name, shape, dtype, quant=quant)
         self.inputs.append(i)
+        return i
+
+    def variable(self, name, shape, dtype=np.float32, value=None) -> int:
+        data = b"" if value is None else np.ascontiguousarray(value, dtype).tobytes()
+        i = self._tensor(name, shape, dtype, data)
+        self.variables.add((self.current, i))
         return i
 
     def const(self, value, name=None, quant=None) -> int:
@@ -171,11 +180,11 @@ class TFLiteWriter:
             getattr(m, f"{name}Add{_camel(k)}")(b, vecs.get(k, v))
         return getattr(m, f"{name}End")(b)
 
-    def _graph(self, b, tensors, ops, inputs, outputs):
+    def _graph(self, b, k, tensors, ops, inputs, outputs):
         from tflite.BuiltinOptions import BuiltinOptions
         T, O, SG = _mod("Tensor"), _mod("Operator"), _mod("SubGraph")
         tens = []
-        for name, shape, typ, buf, sparsity, quant in tensors:
+        for i, (name, shape, typ, buf, sparsity, quant) in enumerate(tensors):
             nm = b.CreateString(name)
             sh = self._ivec(b, T.TensorStartShapeVector, shape)
             sp = self._sparsity(b, *sparsity) if sparsity else None
@@ -189,6 +198,8 @@ class TFLiteWriter:
             T.TensorAddType(b, typ)
             T.TensorAddBuffer(b, buf)
             T.TensorAddName(b, nm)
+            if (k, i) in self.variables:
+                T.TensorAddIsVariable(b, True)
             tens.append(T.TensorEnd(b))
         written = []
         for idx, ins, outs, oname, opts in ops:
@@ -234,7 +245,7 @@ class TFLiteWriter:
             if vec is not None:
                 BF.BufferAddData(b, vec)
             bufs.append(BF.BufferEnd(b))
-        graphs = [self._graph(b, *g) for g in self.graphs]
+        graphs = [self._graph(b, k, *g) for k, g in enumerate(self.graphs)]
         codes = []
         for c, name in self.codes:
             cname = b.CreateString(name) if name else None

@@ -22,13 +22,13 @@ PLAIN = {"MAXIMUM": "Maximum", "MINIMUM": "Minimum", "SQUARED_DIFFERENCE": "Squa
 CLAMP = {"RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 
 
-def _axis(a: int, rank: int) -> int:
+def axis_of(a: int, rank: int) -> int:
     if not -rank <= a < rank:
         raise Unsupported(f"axis {a} outside rank {rank}")
     return a + rank if a < 0 else a
 
 
-def _ints(o, k: int, what: str) -> list[int]:
+def const_ints(o, k: int, what: str) -> list[int]:
     return [int(v) for v in o.const(k, what).reshape(-1)]
 
 
@@ -49,7 +49,7 @@ def clamp(o):
 def arg_extreme(o):
     """v0's ArgMax/ArgMin write the first extreme's index as float32; a Cast gives TFLite's int type."""
     x, shape, dtype = o.inp(0), *o.out()
-    axis = _axis(_ints(o, 1, "axis")[0], len(x.shape))
+    axis = axis_of(const_ints(o, 1, "axis")[0], len(x.shape))
     op = "ArgMax" if o.code == "ARG_MAX" else "ArgMin"
     idx = o.op(op, [x], shape, np.float32, axis=axis, topK=1, keepDims=False, outMaxValue=False)
     o.set(o.op("Cast", [idx], shape, dtype, srcT=dtypes.type_id(np.float32), dstT=dtypes.type_id(dtype)))
@@ -67,27 +67,27 @@ def depth_space(o):
 @handles("PACK")
 def pack(o):
     shape, dtype = o.out()
-    axis = _axis(o.options("PackOptions").Axis(), len(shape))
+    axis = axis_of(o.options("PackOptions").Axis(), len(shape))
     o.set(o.op("Stack", [o.inp(k) for k in range(len(o.inputs))], shape, dtype, axis=axis))
 
 
 @handles("UNPACK")
 def unpack(o):
     x = o.inp(0)
-    o.emit_all("Unstack", [x], axis=_axis(o.options("UnpackOptions").Axis(), len(x.shape)))
+    o.emit_all("Unstack", [x], axis=axis_of(o.options("UnpackOptions").Axis(), len(x.shape)))
 
 
 @handles("TRANSPOSE")
 def transpose(o):
     shape, dtype = o.out()
-    perm = [_axis(p, len(shape)) for p in _ints(o, 1, "perm")]
+    perm = [axis_of(p, len(shape)) for p in const_ints(o, 1, "perm")]
     o.set(o.op("Transpose", [o.inp(0)], shape, dtype, perm=perm))
 
 
 @handles("SLICE")
 def slice_(o):
     shape, dtype = o.out()
-    begin = _ints(o, 1, "begin")
+    begin = const_ints(o, 1, "begin")
     o.set(o.op("Slice", [o.inp(0)], shape, dtype, axes=list(range(len(shape))), begin=begin, size=list(shape)))
 
 
@@ -97,17 +97,17 @@ def gather(o):
     opt = o.options("GatherOptions")
     if opt.BatchDims():
         raise Unsupported(f"batch_dims {opt.BatchDims()}")
-    o.set(o.op("Gather", [x, o.inp(1)], shape, dtype, axis=_axis(opt.Axis(), len(x.shape)), batchDims=0))
+    o.set(o.op("Gather", [x, o.inp(1)], shape, dtype, axis=axis_of(opt.Axis(), len(x.shape)), batchDims=0))
 
 
 @handles("SPLIT", "SPLIT_V")
 def split(o):
     """SPLIT: (axis, x), equal parts; SPLIT_V: (x, size_splits, axis)."""
     if o.code == "SPLIT":
-        x, axis = o.inp(1), _ints(o, 0, "axis")[0]
+        x, axis = o.inp(1), const_ints(o, 0, "axis")[0]
     else:
-        x, axis = o.inp(0), _ints(o, 2, "axis")[0]
-    axis = _axis(axis, len(x.shape))
+        x, axis = o.inp(0), const_ints(o, 2, "axis")[0]
+    axis = axis_of(axis, len(x.shape))
     sizes = [o.out(k)[0][axis] for k in range(len(o.outputs))]
     o.emit_all("Split", [x], numberSplit=len(sizes), sizeSplits=sizes, splitDim=axis)
 
@@ -115,7 +115,7 @@ def split(o):
 @handles("TILE")
 def tile(o):
     shape, dtype = o.out()
-    multiples = _ints(o, 1, "multiples")
+    multiples = const_ints(o, 1, "multiples")
     o.set(o.op("Tile", [o.inp(0)], shape, dtype, multiples=multiples, dims=list(range(len(multiples)))))
 
 

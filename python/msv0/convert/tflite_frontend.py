@@ -6,7 +6,8 @@ most one permutation: CONV_2D [Cout,kH,kW,Cin] is KHWC as stored, DEPTHWISE_CONV
 TRANSPOSE_CONV [Cout,kH,kW,Cin] becomes DeConv2D's [Cin,kH,kW,Cout]. SAME padding is written
 as explicit pads (TF splits floor/ceil like r1.1). fp16 weights behind DEQUANTIZE are folded,
 sparse constants made dense (tflite_sparse.py). Array and elementwise builtins are in
-tflite_array.py, well-known custom ops in tflite_custom.py, resource variables in
+tflite_array.py, those written as several v0 ops in tflite_math.py and tflite_index.py, recurrent
+layers in tflite_rnn.py, well-known custom ops in tflite_custom.py, resource variables in
 tflite_state.py, WHILE/IF over subgraphs in tflite_control.py.
 Reading needs the optional `tflite` package (generated FlatBuffers accessors).
 """
@@ -22,6 +23,9 @@ from msv0.convert.resize_lowering import gather_nearest, r11_nearest_index, resi
 from msv0.convert.tflite_array import ARRAY_HANDLERS
 from msv0.convert.tflite_control import CONTROL_HANDLERS
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, missing_reason, transpose_conv_bias_options
+from msv0.convert.tflite_index import INDEX_HANDLERS
+from msv0.convert.tflite_math import MATH_HANDLERS
+from msv0.convert.tflite_rnn import RNN_HANDLERS
 from msv0.convert.tflite_sparse import densify
 from msv0.convert.tflite_state import STATE_HANDLERS, Variables
 from msv0.errors import Error, ModelError, UnsupportedOpError
@@ -48,6 +52,9 @@ HANDLERS.update(ARRAY_HANDLERS)
 HANDLERS.update(CUSTOM_HANDLERS)
 HANDLERS.update(STATE_HANDLERS)
 HANDLERS.update(CONTROL_HANDLERS)
+HANDLERS.update(INDEX_HANDLERS)
+HANDLERS.update(MATH_HANDLERS)
+HANDLERS.update(RNN_HANDLERS)
 TFL_CUSTOM = 32  # BuiltinOperator.CUSTOM: the operator is named by its custom_code
 
 
