@@ -8,7 +8,8 @@ as explicit pads (TF splits floor/ceil like r1.1). fp16 weights behind DEQUANTIZ
 sparse constants made dense (tflite_sparse.py). Array and elementwise builtins are in
 tflite_array.py, those written as several v0 ops in tflite_math.py and tflite_index.py, recurrent
 layers in tflite_rnn.py, well-known custom ops in tflite_custom.py, resource variables in
-tflite_state.py, WHILE/IF over subgraphs in tflite_control.py.
+tflite_state.py, WHILE/IF over subgraphs in tflite_control.py. Integer operators of constants
+become constants (tflite_fold.py) rather than nodes.
 Reading needs the optional `tflite` package (generated FlatBuffers accessors).
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from msv0.convert.resize_lowering import gather_nearest, r11_nearest_index, resi
 from msv0.convert.tflite_array import ARRAY_HANDLERS
 from msv0.convert.tflite_control import CONTROL_HANDLERS
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, missing_reason, transpose_conv_bias_options
+from msv0.convert.tflite_fold import fold
 from msv0.convert.tflite_index import INDEX_HANDLERS
 from msv0.convert.tflite_math import MATH_HANDLERS
 from msv0.convert.tflite_rnn import RNN_HANDLERS
@@ -545,7 +547,8 @@ class _Converter:
                 odd = [self.bad_dtypes[t] for t in o.inputs + o.outputs if t in self.bad_dtypes]
                 if odd:
                     raise Unsupported(f"{odd[0]} tensors")
-                handler(o)
+                if not fold(o):  # all-constant integer ops become constants, for the handlers that need one
+                    handler(o)
             except Unsupported as err:
                 self.bad.append((o.name, code, str(err)))
                 for t in o.outputs:
