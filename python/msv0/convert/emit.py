@@ -41,6 +41,14 @@ class Val:
         """The stored position of logical axis a (a already non-negative)."""
         return NHWC_AXIS[a] if self.nhwc else a
 
+    @classmethod
+    def of(cls, a) -> Val:
+        """A constant holding array a (copied to C order if it is a strided view)."""
+        a = np.asarray(a)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")
+        return cls(a.shape, a.dtype, const=a)
+
 
 def dense_order_matches(shape, perm) -> bool:
     """Whether permuting by perm keeps the order of the non-unit dims (a pure reshape)."""
@@ -83,6 +91,12 @@ class Emitter:
         for i in idx:
             self._writer[i] = self.b.graph.nodes[-1]
         return idx
+
+    def ops(self, op: str, ins: list[Val], outs: list[tuple[tuple[int, ...], np.dtype]], name: str, /,
+            **attrs) -> list[Val]:
+        """A node with several outputs (their stored shapes and dtypes), as values in that layout."""
+        idx = self.node(op, [self.index(v) for v in ins], outs, self._name(name), **attrs)
+        return [Val(tuple(shape), np.dtype(dtype), index=i) for (shape, dtype), i in zip(outs, idx)]
 
     def fuse_activation(self, v: Val, act: int) -> bool:
         """Make act (RELU or RELU6) the activationType of the node that wrote v, if its op applies

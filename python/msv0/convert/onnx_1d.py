@@ -41,7 +41,7 @@ def one_d(handler):
         w = c.inp(1)
         if w is not None and w.const is not None and w.const.ndim == 3:
             w4 = w.const[:, :, None, :]
-            c.vals[names[1]] = Val(w4.shape, w4.dtype, const=w4)
+            c.vals[names[1]] = Val.of(w4)
             inputs[1] = names[1]
         c.graph.shapes[names[2]] = ((shape[0], shape[1], 1, shape[2]), np.dtype(dtype))
         node = dataclasses.replace(c.node, inputs=inputs, outputs=[names[2], *c.node.outputs[1:]],

@@ -64,7 +64,15 @@ class Ctx:
 
     def scalar(self, value, dtype) -> Val:
         a = np.array([value], dtype)
-        return Val(a.shape, a.dtype, const=a)
+        return Val.of(a)
+
+
+def reshaped(c: Ctx, v: Val, shape) -> Val:
+    """v (constant or runtime) viewed as shape, in its logical order."""
+    shape = tuple(shape)
+    if v.const is not None:
+        return Val.of(v.const.reshape(shape))
+    return c.op("Reshape", [c.e.plain(v, c.name)], shape, v.dtype, shape=list(shape))
 
 
 def axis_index(a, rank):

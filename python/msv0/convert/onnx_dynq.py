@@ -152,4 +152,4 @@ def dequantize_constant(c: Ctx):
     if zp is not None:
         w = w - zp.astype(np.float32).reshape(shape)
     w = (w * scale.astype(np.float32).reshape(shape)).astype(c.out()[1])
-    c.set(0, Val(w.shape, w.dtype, const=w))
+    c.set(0, Val.of(w))

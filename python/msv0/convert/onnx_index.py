@@ -4,32 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0.convert.emit import TO_NHWC, Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, emit_binary, handles
+from msv0.convert.emit import Unsupported, Val
+from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, emit_binary, handles, reshaped
+from msv0.convert.scan_lowering import running_sum
 from msv0.fb.TypeId import TypeId
 
 _CAST_FROM_F32 = {np.dtype(np.int32): TypeId.kNumberTypeInt32, np.dtype(np.int64): TypeId.kNumberTypeInt64}
-
-
-def _const(a) -> Val:
-    a = np.ascontiguousarray(a)
-    return Val(a.shape, a.dtype, const=a)
-
-
-def _reshaped(c: Ctx, v: Val, shape) -> Val:
-    shape = tuple(shape)
-    if v.const is not None:
-        return _const(v.const.reshape(shape))
-    return c.op("Reshape", [c.e.plain(v, c.name)], shape, v.dtype, shape=list(shape))
-
-
-def _slice(c: Ctx, v: Val, axis: int, start: int, size: int) -> Val:
-    """v[start:start + size] along logical axis, in v's own layout."""
-    begin, sizes = [0] * len(v.shape), list(v.shape)
-    begin[axis], sizes[axis] = start, size
-    order = TO_NHWC if v.nhwc else range(len(v.shape))
-    return c.op("Slice", [v], sizes, v.dtype, v.nhwc, axes=list(range(len(v.shape))), begin=[begin[p] for p in order],
-                size=[sizes[p] for p in order])
 
 
 def _wrapped(c: Ctx, ind: Val, dims) -> Val:
@@ -37,10 +17,10 @@ def _wrapped(c: Ctx, ind: Val, dims) -> Val:
     still out of range stays so, and the v0 op reports it at run time."""
     dims = np.asarray(dims, ind.dtype).reshape(-1)
     if ind.const is not None:
-        return _const(np.where(ind.const < 0, ind.const + dims, ind.const))
+        return Val.of(np.where(ind.const < 0, ind.const + dims, ind.const))
     ind = c.e.plain(ind, c.name)
     neg = emit_binary(c, "Less", ind, c.scalar(0, ind.dtype), ind.shape, np.bool_)
-    up = emit_binary(c, "Add", ind, _const(dims), ind.shape, ind.dtype)
+    up = emit_binary(c, "Add", ind, Val.of(dims), ind.shape, ind.dtype)
     return c.op("Where", [neg, up, ind], ind.shape, ind.dtype)
 
 
@@ -51,9 +31,9 @@ def _coords(c: Ctx, ind: Val, axis: int, size: int) -> Val:
     grid = np.moveaxis(np.indices(ind.shape, ind.dtype), 0, -1)
     if ind.const is not None:
         grid[..., axis] = ind.const
-        return _const(grid)
-    col = _reshaped(c, ind, ind.shape + (1,))
-    parts = [p for p in (_const(grid[..., :axis]), col, _const(grid[..., axis + 1:])) if p.shape[-1]]
+        return Val.of(grid)
+    col = reshaped(c, ind, ind.shape + (1,))
+    parts = [p for p in (Val.of(grid[..., :axis]), col, Val.of(grid[..., axis + 1:])) if p.shape[-1]]
     if len(parts) == 1:
         return col
     return c.op("Concat", parts, grid.shape, ind.dtype, axis=len(ind.shape))
@@ -78,9 +58,9 @@ def _scatter(c: Ctx, x: Val, coords: Val, upd: Val):
     second scatter, of ones, marks what comes from upd; Where then picks (x·(1 − mask) would turn an
     inf or NaN of x into NaN). Duplicate coordinates, which ONNX leaves undefined, keep the last."""
     shape, dtype = c.out()
-    dims = _const(np.array(shape, np.int32))
+    dims = Val.of(np.array(shape, np.int32))
     new = c.op("ScatterND", [dims, coords, c.e.plain(upd, c.name)], shape, dtype)
-    hit = c.op("ScatterND", [dims, coords, _const(np.ones(upd.shape, np.float32))], shape, np.float32)
+    hit = c.op("ScatterND", [dims, coords, Val.of(np.ones(upd.shape, np.float32))], shape, np.float32)
     hit = emit_binary(c, "Greater", hit, c.scalar(0, np.float32), shape, np.bool_)
     c.set(0, c.op("Where", [hit, new, c.e.plain(x, c.name)], shape, dtype))
 
@@ -100,38 +80,20 @@ def scatter_nd(c: Ctx):
     q = ind.shape[-1]
     coords = _wrapped(c, ind, x.shape[:q])
     if len(ind.shape) == 1:  # v0 takes a list of coordinates
-        coords, upd = _reshaped(c, coords, (1, q)), _reshaped(c, upd, (1,) + upd.shape)
+        coords, upd = reshaped(c, coords, (1, q)), reshaped(c, upd, (1,) + upd.shape)
     _scatter(c, x, coords, upd)
-
-
-def _shifted(c: Ctx, v: Val, axis: int, d: int, reverse: bool) -> Val:
-    """v moved d places along axis (towards the end, or the start when reverse), zeros coming in."""
-    n = v.shape[axis]
-    zeros = list(v.shape)
-    zeros[axis] = min(d, n)
-    fill = Val(tuple(zeros), v.dtype, const=np.zeros(zeros, v.dtype), nhwc=v.nhwc)
-    if d >= n:
-        return fill
-    kept = _slice(c, v, axis, d if reverse else 0, n - d)
-    return c.op("Concat", [kept, fill] if reverse else [fill, kept], v.shape, v.dtype, v.nhwc, axis=v.axis(axis))
 
 
 @handles("CumSum")
 def cumsum(c: Ctx):
-    """Hillis-Steele: after adding the copies shifted by 1, 2, 4, ... each element holds the sum of
-    all before it. Exact for integers, no product (a triangular MatMul would spread an inf as
-    inf·0 = NaN), and log2(n) steps of O(n) where a MatMul costs O(n²) and an n×n constant."""
     x = c.inp(0)
     shape, dtype = c.out()
     if dtype not in (np.float32, np.int32, np.int64):
         raise Unsupported(f"CumSum on {dtype} (v0 Add takes float32, int32 and int64)")
     axis = axis_index(int(c.const(1, "axis").reshape(-1)[0]), len(shape))
-    reverse = bool(c.attr("reverse", 0))
-    y, step = x, 1
-    while step < shape[axis]:
-        y = c.op("Add", [y, _shifted(c, y, axis, step, reverse)], shape, dtype, y.nhwc)
-        step *= 2
-    c.set(0, _shifted(c, y, axis, 1, reverse) if c.attr("exclusive", 0) else y)
+    stored = Val(x.stored_shape, dtype, index=c.e.index(x))  # summed along the axis as stored
+    y = running_sum(c, stored, x.axis(axis), bool(c.attr("reverse", 0)), bool(c.attr("exclusive", 0)))
+    c.set(0, Val.of(np.zeros(shape, dtype)) if y.const is not None else Val(shape, dtype, index=y.index, nhwc=x.nhwc))
 
 
 @handles("Trilu")
@@ -142,7 +104,7 @@ def trilu(c: Ctx):
     rows, cols = np.indices(shape[-2:])
     keep = cols - rows >= k if c.attr("upper", 1) else cols - rows <= k
     # r1.1 Where takes full-size or one-element operands, and a mask multiply would make inf·0 NaN
-    ins, nhwc = align_layouts(c, [_const(np.broadcast_to(keep, shape)), c.inp(0), c.scalar(0, dtype)], len(shape))
+    ins, nhwc = align_layouts(c, [Val.of(np.broadcast_to(keep, shape)), c.inp(0), c.scalar(0, dtype)], len(shape))
     c.set(0, c.op("Where", ins, shape, dtype, nhwc))
 
 
@@ -156,12 +118,12 @@ def one_hot(c: Ctx):
         ind = c.op("Cast", [ind], ind.shape, np.int32, srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt32)
     elif ind.dtype not in (np.int32, np.int64):
         raise Unsupported(f"OneHot indices of {ind.dtype}")
-    depth = _const(np.array([int(c.const(1, "depth").reshape(-1)[0])], np.int32))
+    depth = Val.of(np.array([int(c.const(1, "depth").reshape(-1)[0])], np.int32))
     if dtype != np.float32:  # v0 OneHot writes float32: other values go through it and a Cast
         v = values.const
         if dtype not in _CAST_FROM_F32 or v is None or not np.array_equal(v.astype(np.float32).astype(dtype), v):
             raise Unsupported(f"{dtype} values that are not constants float32 holds exactly (v0 OneHot writes float32)")
-        values = _const(v.astype(np.float32))
+        values = Val.of(v.astype(np.float32))
     axis = axis_index(c.attr("axis", -1), len(shape))
     y = c.op("OneHot", [ind, depth, values], shape, np.float32, axis=axis)
     if dtype != np.float32:
@@ -177,19 +139,19 @@ def compress(c: Ctx):
     keep = np.flatnonzero(cond.const).astype(np.int32)
     axis = c.attr("axis")
     if axis is None:
-        v, axis = _reshaped(c, v, (int(np.prod(v.shape)),)), 0
+        v, axis = reshaped(c, v, (int(np.prod(v.shape)),)), 0
     axis = axis_index(axis, len(v.shape))
     if keep.size == 0 or keep[-1] >= v.shape[axis]:
         raise Unsupported("a condition that selects nothing or reaches past the end of the axis")
     # onnx infers no size for the selected axis: it is counted here
     shape = v.shape[:axis] + (keep.size,) + v.shape[axis + 1:]
-    c.set(0, c.op("Gather", [v, _const(keep)], shape, v.dtype, v.nhwc, axis=v.axis(axis)))
+    c.set(0, c.op("Gather", [v, Val.of(keep)], shape, v.dtype, v.nhwc, axis=v.axis(axis)))
 
 
 @handles("EyeLike")
 def eye_like(c: Ctx):
     shape, dtype = c.out()  # the input's shape decides everything: the result is a constant
-    c.set(0, _const(np.eye(*shape, k=int(c.attr("k", 0)), dtype=dtype)))
+    c.set(0, Val.of(np.eye(*shape, k=int(c.attr("k", 0)), dtype=dtype)))
 
 
 @handles("ReverseSequence")
@@ -231,12 +193,13 @@ def non_max_suppression(c: Ctx):
     else:
         parts = []
         for b in range(batch):
-            bx = boxes if batch == 1 else _slice(c, boxes, 0, b, 1)
+            bx = boxes if batch == 1 else c.op("Slice", [boxes], (1, n, 4), np.float32, axes=[0, 1, 2],
+                                                 begin=[b, 0, 0], size=[1, n, 4])
             for k in range(classes):
                 sc = c.op("Slice", [scores], (1, 1, n), np.float32, axes=[0, 1, 2], begin=[b, k, 0], size=[1, 1, n])
                 rows = c.op("NonMaxSuppression", [bx, sc, limit, *thresholds], (n, 3), np.int32, **attrs)
                 if b or k:
-                    rows = emit_binary(c, "Add", rows, _const(np.array([[b, k, 0]], np.int32)), (n, 3), np.int32)
+                    rows = emit_binary(c, "Add", rows, Val.of(np.array([[b, k, 0]], np.int32)), (n, 3), np.int32)
                 parts.append(rows)
         y = c.op("Concat", parts, shape, np.int32, axis=0)
     c.set(0, c.op("Cast", [y], shape, np.int64, srcT=TypeId.kNumberTypeInt32, dstT=TypeId.kNumberTypeInt64))

@@ -23,12 +23,12 @@ def gather_nd(c: Ctx):
     dims = np.array(x.shape[:ind.shape[-1]], np.int64)
     if ind.const is not None:  # ONNX wraps negative indices, v0 rejects them
         k = np.where(ind.const < 0, ind.const + dims, ind.const).astype(np.int32)
-        ind = Val(k.shape, k.dtype, const=k)
+        ind = Val.of(k)
     else:
         ind = c.e.plain(ind, c.name)
         d = dims.astype(ind.dtype)
         neg = emit_binary(c, "Less", ind, c.scalar(0, ind.dtype), ind.shape, np.bool_)
-        up = emit_binary(c, "Add", ind, Val(d.shape, d.dtype, const=d), ind.shape, ind.dtype)
+        up = emit_binary(c, "Add", ind, Val.of(d), ind.shape, ind.dtype)
         ind = c.op("Where", [neg, up, ind], ind.shape, ind.dtype)
     c.set(0, c.op("GatherNd", [x, ind], shape, dtype))
 
@@ -86,7 +86,7 @@ def _arranged(c: Ctx, v: Val, term: str, order: list[str], shape3) -> Val:
     perm = [term.index(i) for i in order]
     if v.const is not None:
         a = np.ascontiguousarray(v.const.transpose(perm).reshape(shape3))
-        return Val(a.shape, a.dtype, const=a)
+        return Val.of(a)
     v = c.e.plain(v, c.name)
     if perm != sorted(perm):
         v = c.op("Transpose", [v], [v.shape[p] for p in perm], v.dtype, perm=perm)

@@ -266,7 +266,7 @@ def _scaled(c: Ctx, v: Val, beta: float) -> Val:
         return v
     if v.const is not None:
         a = (v.const * beta).astype(v.dtype)
-        return Val(a.shape, a.dtype, const=a)
+        return Val.of(a)
     return emit_binary(c, "Mul", v, c.scalar(beta, v.dtype), v.shape, v.dtype)
 
 
@@ -290,7 +290,7 @@ def matmul(c: Ctx):
             if v.const is None:
                 raise Unsupported("MatMul batch broadcasting (r1.1 requires equal batch dims)")
             full = np.ascontiguousarray(np.broadcast_to(v.const, batch + v.const.shape[-2:]))
-            v = Val(full.shape, full.dtype, const=full)
+            v = Val.of(full)
         ins.append(v)
     c.set(0, c.op("MatMul", ins, shape, dtype))
 
@@ -306,7 +306,7 @@ def batch_norm(c: Ctx):
     elif len(shape) != 2:
         raise Unsupported(f"BatchNormalization on a rank-{len(shape)} tensor")
     params = [c.const(k, "BatchNormalization parameters").astype(np.float32) for k in range(1, 5)]
-    ins = [x] + [Val(p.shape, p.dtype, const=p) for p in params]
+    ins = [x] + [Val.of(p) for p in params]
     c.set(0, c.op("FusedBatchNorm", ins, shape, dtype, len(shape) == 4, epsilon=float(c.attr("epsilon", 1e-5))))
 
 
@@ -316,7 +316,7 @@ def instance_norm(c: Ctx):
     shape, dtype = c.out()
     x = c.e.to_nhwc(x, c.name)
     gamma, beta = (c.const(k, "scale and bias").astype(np.float32) for k in (1, 2))
-    c.set(0, c.op("InstanceNorm", [x, Val(gamma.shape, gamma.dtype, const=gamma), Val(beta.shape, beta.dtype, const=beta)],
+    c.set(0, c.op("InstanceNorm", [x, Val.of(gamma), Val.of(beta)],
                   shape, dtype, True, epsilon=float(c.attr("epsilon", 1e-5))))
 
 

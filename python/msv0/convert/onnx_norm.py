@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, axis_index, emit_binary, handles
+from msv0.convert.onnx_ctx import Ctx, axis_index, emit_binary, handles, reshaped
 from msv0.fb.ReduceMode import ReduceMode
 
 F32 = np.dtype(np.float32)
@@ -51,14 +51,6 @@ def _plus(c: Ctx, v: Val, eps: float) -> Val:
     return emit_binary(c, "Add", v, c.scalar(eps, F32), v.shape, F32)
 
 
-def _shaped(c: Ctx, v: Val, shape) -> Val:
-    """A scale or bias (constant or runtime) viewed as shape, to broadcast against a grouped view."""
-    if v.const is not None:
-        a = np.ascontiguousarray(v.const.reshape(shape), F32)
-        return Val(a.shape, a.dtype, const=a)
-    return c.op("Reshape", [c.e.plain(v, c.name)], shape, F32, shape=list(shape))
-
-
 @handles("GroupNormalization")
 def group_norm(c: Ctx):
     x = _input(c)
@@ -82,7 +74,7 @@ def group_norm(c: Ctx):
         if int(np.prod(v.shape)) != groups * per:
             raise Unsupported(f"{'scale' if k == 1 else 'bias'} of shape {list(v.shape)}: opset {c.graph.opset} "
                               f"takes {groups * per} values (one per {'group' if per == 1 else 'channel'})")
-        y = emit_binary(c, op, y, _shaped(c, v, affine), view, F32)
+        y = emit_binary(c, op, y, reshaped(c, v, affine), view, F32)
     out = Val(shape, F32, nhwc=x.nhwc)
     c.set(0, c.op("Reshape", [y], shape, F32, x.nhwc, shape=list(out.stored_shape)))
 
@@ -103,7 +95,7 @@ def rms_norm(c: Ctx):
     rms = _unary(c, "Sqrt", _plus(c, _reduce(c, _unary(c, "Square", x), axes), float(c.attr("epsilon", 1e-5))))
     y = emit_binary(c, "Div", x, rms, x.shape, F32)
     s = c.inp(1)  # at x's rank, so that a runtime scale can follow x's layout
-    c.set(0, emit_binary(c, "Mul", y, _shaped(c, s, (1,) * (len(x.shape) - len(s.shape)) + tuple(s.shape)), x.shape,
+    c.set(0, emit_binary(c, "Mul", y, reshaped(c, s, (1,) * (len(x.shape) - len(s.shape)) + tuple(s.shape)), x.shape,
                          F32))
 
 

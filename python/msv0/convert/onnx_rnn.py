@@ -14,10 +14,9 @@ import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
+from msv0.convert.rnn_lowering import F32, MAX_UNROLLED_STEPS, concat, dense, split, unrolled
 from msv0.fb.ActivationType import ActivationType
 
-MAX_UNROLLED_STEPS = 128  # an unrolled GRU emits 11 nodes per step and direction
-F32 = np.dtype(np.float32)
 
 
 def _refusals(c: Ctx, default_acts: list[str] | None, dirs: int, seq: int, batch: int) -> list[str]:
@@ -122,32 +121,6 @@ def _emit_lstm(c: Ctx, w: Val, r: Val) -> None:
     _set_output(c, 2, cn, [1, 0, 2])
 
 
-def _split(c: Ctx, v: Val, axis: int, sizes: list[int]) -> list[Val]:
-    if len(sizes) == 1:
-        return [v]
-    shapes = [tuple(s if k == axis else d for k, d in enumerate(v.shape)) for s in sizes]
-    idx = c.e.node("Split", [c.e.index(v)], [(s, v.dtype) for s in shapes], c.sub("Split_"),
-                   numberSplit=len(sizes), sizeSplits=sizes, splitDim=axis)
-    return [Val(s, v.dtype, index=i) for s, i in zip(shapes, idx)]
-
-
-def _concat(c: Ctx, parts: list[Val], axis: int) -> Val:
-    if len(parts) == 1:
-        return parts[0]
-    shape = list(parts[0].shape)
-    shape[axis] = sum(p.shape[axis] for p in parts)
-    return c.op("Concat", parts, shape, F32, axis=axis)
-
-
-def _dense(c: Ctx, x: Val, w: np.ndarray, bias: np.ndarray | None) -> Val:
-    """x [..., K] · wᵀ (+ bias) with w [N, K]."""
-    ins = [x, Val(w.shape, F32, const=np.ascontiguousarray(w, F32))]
-    if bias is not None:
-        ins.append(Val(bias.shape, F32, const=np.ascontiguousarray(bias, F32)))
-    return c.op("FullConnection", ins, (*x.shape[:-1], w.shape[0]), F32, hasBias=bias is not None, useAxis=True,
-                axis=len(x.shape) - 1, activationType=ActivationType.NO_ACTIVATION)
-
-
 def _act(c: Ctx, v: Val, kind: int) -> Val:
     return c.op("Activation", [v], v.shape, F32, type=kind)
 
@@ -155,20 +128,20 @@ def _act(c: Ctx, v: Val, kind: int) -> Val:
 def _gru_step(c: Ctx, gx: Val, h: Val, r_w: np.ndarray, rb_h: np.ndarray, before_reset: bool) -> Val:
     """One GRU step on [1, batch, ...] values; gx holds x·Wᵀ and every bias but the reset-gated Rbh."""
     hid = h.shape[-1]
-    gzr, gh = _split(c, gx, 2, [2 * hid, hid])
-    z, r = _split(c, _act(c, emit_binary(c, "Add", gzr, _dense(c, h, r_w[:2 * hid], None), gzr.shape, F32),
+    gzr, gh = split(c, gx, 2, [2 * hid, hid])
+    z, r = split(c, _act(c, emit_binary(c, "Add", gzr, dense(c, h, r_w[:2 * hid], None), gzr.shape, F32),
                          ActivationType.SIGMOID), 2, [hid, hid])
     if before_reset:  # linear_before_reset=1: r ⊙ (h·Rhᵀ + Rbh)
-        hh = emit_binary(c, "Mul", r, _dense(c, h, r_w[2 * hid:], rb_h), h.shape, F32)
+        hh = emit_binary(c, "Mul", r, dense(c, h, r_w[2 * hid:], rb_h), h.shape, F32)
     else:  # r ⊙ h, then ·Rhᵀ (Rbh is folded into gx)
-        hh = _dense(c, emit_binary(c, "Mul", r, h, h.shape, F32), r_w[2 * hid:], None)
+        hh = dense(c, emit_binary(c, "Mul", r, h, h.shape, F32), r_w[2 * hid:], None)
     cand = _act(c, emit_binary(c, "Add", gh, hh, h.shape, F32), ActivationType.TANH)
     # (1 - z) ⊙ cand + z ⊙ h
     keep = emit_binary(c, "Mul", z, emit_binary(c, "Sub", h, cand, h.shape, F32), h.shape, F32)
     return emit_binary(c, "Add", cand, keep, h.shape, F32)
 
 
-def _unrolled(c: Ctx, default_acts: list[str] | None) -> tuple[int, str, Val, list[str]]:
+def _recurrence(c: Ctx, default_acts: list[str] | None) -> tuple[int, str, Val, list[str]]:
     """An unrolled recurrent node's direction count and name, its time-major X, and what it asks
     for that the unrolled form cannot do."""
     dirs, direction = _dirs(c)
@@ -184,7 +157,7 @@ def _unrolled(c: Ctx, default_acts: list[str] | None) -> tuple[int, str, Val, li
 
 @handles("GRU")
 def gru(c: Ctx):
-    dirs, direction, x, why = _unrolled(c, ["Sigmoid", "Tanh"])
+    dirs, direction, x, why = _recurrence(c, ["Sigmoid", "Tanh"])
     seq, batch, _ = x.shape
     w, r = c.const(1, "W (v0 has no GRU op; the unrolled form needs constant weights)"), c.const(2, "R")
     if why:
@@ -194,21 +167,21 @@ def gru(c: Ctx):
     b = np.zeros((dirs, 6 * hid), F32) if b is None else b.astype(F32)
     before_reset = bool(c.attr("linear_before_reset", 0))
     h0 = _time_major(c, 5, [1, 0, 2])
-    h0 = [None] * dirs if h0 is None else _split(c, h0, 0, [1] * dirs)
+    h0 = [None] * dirs if h0 is None else split(c, h0, 0, [1] * dirs)
     ys, hs = [], []
     for d in range(dirs):
         bias = b[d, :3 * hid] + np.concatenate([b[d, 3 * hid:5 * hid], np.zeros(hid, F32) if before_reset
                                                 else b[d, 5 * hid:]])
-        gx = _split(c, _dense(c, x, w[d], bias), 0, [1] * seq)
+        gx = split(c, dense(c, x, w[d], bias), 0, [1] * seq)
         h = h0[d] or Val((1, batch, hid), F32, const=np.zeros((1, batch, hid), F32))
         steps = range(seq - 1, -1, -1) if direction == "reverse" or d == 1 else range(seq)
         out = [None] * seq
         for t in steps:
             h = out[t] = _gru_step(c, gx[t], h, r[d], b[d, 5 * hid:], before_reset)
-        ys.append(c.op("Reshape", [_concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
+        ys.append(c.op("Reshape", [concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
         hs.append(h)
-    _set_output(c, 0, _concat(c, ys, 1), [2, 0, 1, 3])
-    _set_output(c, 1, _concat(c, hs, 0), [1, 0, 2])
+    _set_output(c, 0, concat(c, ys, 1), [2, 0, 1, 3])
+    _set_output(c, 1, concat(c, hs, 0), [1, 0, 2])
 
 
 RNN_ACTIVATIONS = {"Tanh": ActivationType.TANH, "Relu": ActivationType.RELU, "Sigmoid": ActivationType.SIGMOID}
@@ -216,7 +189,7 @@ RNN_ACTIVATIONS = {"Tanh": ActivationType.TANH, "Relu": ActivationType.RELU, "Si
 
 @handles("RNN")
 def rnn(c: Ctx):
-    dirs, direction, x, why = _unrolled(c, None)
+    dirs, direction, x, why = _recurrence(c, None)
     seq, batch, _ = x.shape
     acts = [a.decode() if isinstance(a, bytes) else a for a in c.attr("activations", ["Tanh"] * dirs)]
     if len(acts) != dirs or not set(acts) <= set(RNN_ACTIVATIONS):
@@ -228,17 +201,14 @@ def rnn(c: Ctx):
     b = c.const(3, "B")
     b = np.zeros((dirs, 2 * hid), F32) if b is None else b.astype(F32)
     h0 = _time_major(c, 5, [1, 0, 2])
-    h0 = [None] * dirs if h0 is None else _split(c, h0, 0, [1] * dirs)
+    h0 = [None] * dirs if h0 is None else split(c, h0, 0, [1] * dirs)
     ys, hs = [], []
     for d in range(dirs):
-        gx = _split(c, _dense(c, x, w[d], b[d, :hid] + b[d, hid:]), 0, [1] * seq)
-        h = h0[d]
-        steps = range(seq - 1, -1, -1) if direction == "reverse" or d == 1 else range(seq)
-        out = [None] * seq
-        for t in steps:  # without initial_h the first step has no recurrent term
-            pre = gx[t] if h is None else emit_binary(c, "Add", gx[t], _dense(c, h, r[d], None), gx[t].shape, F32)
-            h = out[t] = _act(c, pre, RNN_ACTIVATIONS[acts[d]])
-        ys.append(c.op("Reshape", [_concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
-        hs.append(h)
-    _set_output(c, 0, _concat(c, ys, 1), [2, 0, 1, 3])
-    _set_output(c, 1, _concat(c, hs, 0), [1, 0, 2])
+        backward = direction == "reverse" or d == 1
+        act = RNN_ACTIVATIONS[acts[d]]
+        out = unrolled(c, x, w[d], r[d], b[d, :hid] + b[d, hid:], lambda c, g, h, act=act: (_act(c, g, act),),
+                       backward, None if h0[d] is None else (h0[d],))
+        ys.append(c.op("Reshape", [concat(c, out, 0)], (seq, 1, batch, hid), F32, shape=[seq, 1, batch, hid]))
+        hs.append(out[0] if backward else out[-1])
+    _set_output(c, 0, concat(c, ys, 1), [2, 0, 1, 3])
+    _set_output(c, 1, concat(c, hs, 0), [1, 0, 2])

@@ -141,7 +141,7 @@ def gather(c: Ctx):
     if ind.const is not None:
         k = ind.const.astype(np.int64)
         k = np.where(k < 0, k + v.shape[axis], k).astype(np.int32)
-        ind = Val(k.shape, k.dtype, const=k)
+        ind = Val.of(k)
     else:
         ind = c.e.plain(ind, c.name)
         if ind.dtype.kind == "i":  # ONNX wraps negative indices, r1.1 rejects them: wrap first
@@ -229,7 +229,7 @@ def _full(c: Ctx, v: Val, shape) -> Val:
         return v
     if v.const is not None:
         a = np.ascontiguousarray(np.broadcast_to(v.const, shape))
-        return Val(a.shape, a.dtype, const=a)
+        return Val.of(a)
     v = c.e.plain(v, c.name)
     return c.op("BroadcastTo", [v], shape, v.dtype, dstShape=list(shape))
 

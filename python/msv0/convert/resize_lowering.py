@@ -93,7 +93,7 @@ def gather_nearest(o, x: Val, ys: np.ndarray, xs: np.ndarray) -> Val:
         k = idx.astype(np.int32)
         shape = list(x.shape)
         shape[axis] = len(k)
-        x = o.op("Gather", [x, Val(k.shape, k.dtype, const=k)], shape, x.dtype, axis=axis)
+        x = o.op("Gather", [x, Val.of(k)], shape, x.dtype, axis=axis)
     return x
 
 
@@ -104,7 +104,7 @@ def interpolate(o, x: Val, my: np.ndarray, mx: np.ndarray) -> Val:
             continue
         perm = [p for p in range(4) if p != axis] + [axis]  # the axis last, contracted by FullConnection
         t = o.op("Transpose", [x], [x.shape[p] for p in perm], x.dtype, perm=perm)
-        y = o.op("FullConnection", [t, Val(m.shape, m.dtype, const=m)], t.shape[:3] + (m.shape[0],), x.dtype,
+        y = o.op("FullConnection", [t, Val.of(m)], t.shape[:3] + (m.shape[0],), x.dtype,
                  hasBias=False, useAxis=True, axis=3, activationType=ActivationType.NO_ACTIVATION)
         back = [perm.index(p) for p in range(4)]
         x = o.op("Transpose", [y], [y.shape[p] for p in back], x.dtype, perm=back)

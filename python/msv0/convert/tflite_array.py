@@ -138,6 +138,6 @@ def batch_matmul(o):
             if v.const is None:
                 raise Unsupported(f"batch dims {list(v.shape[:-2])} broadcast to {list(batch)}")
             c = np.ascontiguousarray(np.broadcast_to(v.const, batch + tuple(v.shape[-2:])))
-            v = Val(c.shape, c.dtype, const=c)
+            v = Val.of(c)
         operands.append(v)
     o.set(o.op("MatMul", operands, shape, dtype, transposeA=bool(opt.AdjX()), transposeB=bool(opt.AdjY())))

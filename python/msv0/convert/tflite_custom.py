@@ -115,9 +115,9 @@ def max_unpooling(o):
     values = o.op("Concat", [x] * (k * k), wide, dtype, axis=3)
     offsets = o.op("Concat", [whole] * (k * k), wide, dtype, axis=3)
     slot = np.repeat(np.arange(k * k, dtype=np.float32), c)
-    hit = o.op("Equal", [offsets, Val(slot.shape, slot.dtype, const=slot)], wide, np.bool_)
+    hit = o.op("Equal", [offsets, Val.of(slot)], wide, np.bool_)
     zero = np.zeros(1, np.float32)
-    picked = o.op("Select", [hit, values, Val(zero.shape, zero.dtype, const=zero)], wide, dtype)
+    picked = o.op("Select", [hit, values, Val.of(zero)], wide, dtype)
     o.set(o.op("DepthToSpace", [picked], shape, dtype, blockSize=k))
 
 

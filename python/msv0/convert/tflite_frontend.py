@@ -126,7 +126,7 @@ class Op:
 
     def scalar(self, value, dtype=np.float32) -> Val:
         a = np.array([value], dtype)
-        return Val(a.shape, a.dtype, const=a)
+        return Val.of(a)
 
 
 def _fused(o: Op, y: Val, act: int) -> Val:
@@ -319,7 +319,7 @@ def prelu(o: Op):
     vec = np.ascontiguousarray(full.reshape(-1, shape[-1])[0], np.float32)
     shared = bool(np.all(vec == vec[0]))
     slope = vec[:1] if shared else vec
-    o.set(o.op("PReLU", [x, Val(slope.shape, slope.dtype, const=slope)], shape, dtype, channelShared=shared))
+    o.set(o.op("PReLU", [x, Val.of(slope)], shape, dtype, channelShared=shared))
 
 
 @handles("RESHAPE", "SQUEEZE")
@@ -452,7 +452,7 @@ def dequantize(o: Op):
     if w.dtype != np.float16:
         raise Unsupported(f"DEQUANTIZE of {w.dtype} (quantized graphs are not converted)")
     a = w.astype(np.float32)
-    o.set(Val(a.shape, a.dtype, const=a))
+    o.set(Val.of(a))
 
 
 class _Converter:
@@ -528,7 +528,7 @@ class _Converter:
             return self.vals[i]
         if i in self.consts:
             a = self.consts[i]
-            return Val(a.shape, a.dtype, const=a)
+            return Val.of(a)
         raise Unsupported(f"tensor {i} has no producer")
 
     def tensor_name(self, i) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.convert.scan_lowering import running_sum
 from msv0.convert.tflite_array import axis_of, const_ints
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.ReduceMode import ReduceMode
@@ -24,17 +25,12 @@ SEGMENT_REDUCE = {"UNSORTED_SEGMENT_MAX": ReduceMode.ReduceMax, "UNSORTED_SEGMEN
                   "UNSORTED_SEGMENT_PROD": ReduceMode.ReduceProd}
 
 
-def _const(a) -> Val:
-    a = np.ascontiguousarray(a)
-    return Val(a.shape, a.dtype, const=a)
-
-
 def _reshaped(o, v: Val, shape) -> Val:
     shape = tuple(int(d) for d in shape)
     if tuple(v.shape) == shape:
         return v
     if v.const is not None:
-        return _const(v.const.reshape(shape))
+        return Val.of(v.const.reshape(shape))
     return o.op("Reshape", [v], shape, v.dtype, shape=list(shape))
 
 
@@ -58,13 +54,13 @@ def _flat_ids(o, ind: Val, dims) -> Val:
     if ind.const is not None:
         rows = ind.const.reshape(n, q)
         inside = ((rows >= 0) & (rows < limits)).all(axis=1)
-        return _const(np.where(inside, rows @ strides, -1).astype(ind.dtype))
+        return Val.of(np.where(inside, rows @ strides, -1).astype(ind.dtype))
     rows = _reshaped(o, ind, (n, q))
     low = o.op("GreaterEqual", [rows, o.scalar(0, ind.dtype)], (n, q), np.bool_)
-    high = o.op("Less", [rows, _const(limits)], (n, q), np.bool_)
+    high = o.op("Less", [rows, Val.of(limits)], (n, q), np.bool_)
     inside = o.op("LogicalAnd", [low, high], (n, q), np.bool_)
     inside = o.op("Reduce", [inside], (n,), np.bool_, axes=[1], keepDims=0, mode=ReduceMode.ReduceAll)
-    flat = o.op("Mul", [rows, _const(strides)], (n, q), ind.dtype)
+    flat = o.op("Mul", [rows, Val.of(strides)], (n, q), ind.dtype)
     flat = o.op("Reduce", [flat], (n,), ind.dtype, axes=[1], keepDims=0, mode=ReduceMode.ReduceSum)
     return o.op("Where", [inside, flat, o.scalar(-1, ind.dtype)], (n,), ind.dtype)
 
@@ -97,11 +93,11 @@ def one_hot(o):
     opt = o.options("OneHotOptions")
     axis = axis_of(opt.Axis() if opt else -1, len(shape))
     if dtype == np.float32:
-        o.set(o.op("OneHot", [ind, _const(np.array([depth], np.int32)), on, off], shape, dtype, axis=axis))
+        o.set(o.op("OneHot", [ind, Val.of(np.array([depth], np.int32)), on, off], shape, dtype, axis=axis))
         return
     spread = shape[:axis] + (1,) + shape[axis + 1:]
     positions = np.arange(depth, dtype=ind.dtype).reshape((depth,) + (1,) * (len(shape) - axis - 1))
-    hot = o.op("Equal", [_reshaped(o, ind, spread), _const(positions)], shape, np.bool_)
+    hot = o.op("Equal", [_reshaped(o, ind, spread), Val.of(positions)], shape, np.bool_)
     o.set(o.op("Where", [hot, on, off], shape, dtype))
 
 
@@ -124,7 +120,7 @@ def reverse_sequence(o):
     x, lengths = o.inp(0), o.inp(1)
     opt = o.options("ReverseSequenceOptions")
     if lengths.const is not None:
-        lengths = _const(np.maximum(lengths.const, 0))
+        lengths = Val.of(np.maximum(lengths.const, 0))
     else:
         lengths = o.op("Maximum", [lengths, o.scalar(0, lengths.dtype)], lengths.shape, lengths.dtype)
     o.set(o.op("ReverseSequence", [x, lengths], x.shape, x.dtype, seqAxis=opt.SeqDim(), batchAxis=opt.BatchDim()))
@@ -172,32 +168,13 @@ def space_to_batch(o):
     _space_batch(o, "SpaceToBatchND", "paddings")
 
 
-def _shifted(o, v: Val, axis: int, d: int, reverse: bool) -> Val:
-    """v moved d places along axis towards its end (its start when reverse), zeros coming in."""
-    n = v.shape[axis]
-    zeros = _const(np.zeros(v.shape[:axis] + (min(d, n),) + v.shape[axis + 1:], v.dtype))
-    if d >= n:
-        return zeros
-    begin, size = [0] * len(v.shape), list(v.shape)
-    begin[axis], size[axis] = d if reverse else 0, n - d
-    kept = o.op("Slice", [v], size, v.dtype, axes=list(range(len(v.shape))), begin=begin, size=size)
-    return o.op("Concat", [kept, zeros] if reverse else [zeros, kept], v.shape, v.dtype, axis=axis)
-
-
 @handles("CUMSUM")
 def cumsum(o):
-    """Hillis-Steele: after adding the copies shifted by 1, 2, 4, ... each element holds the sum
-    of all before it, in log2(n) Adds; exact for integers, float sums round in another order
-    than TFLite's running sum. No triangular MatMul: it would turn an inf into inf·0 = NaN."""
     x = o.inp(0)
     axis = axis_of(const_ints(o, 1, "axis")[0], len(x.shape))
     opt = o.options("CumsumOptions")
     exclusive, reverse = (bool(opt.Exclusive()), bool(opt.Reverse())) if opt else (False, False)
-    y, step = x, 1
-    while step < x.shape[axis]:
-        y = o.op("Add", [y, _shifted(o, y, axis, step, reverse)], x.shape, x.dtype)
-        step *= 2
-    o.set(_shifted(o, y, axis, 1, reverse) if exclusive else y)
+    o.set(running_sum(o, x, axis, reverse, exclusive))
 
 
 def _diagonal(o, diag: Val, rows: int, cols: int) -> Val:
@@ -219,7 +196,7 @@ def matrix_set_diag(o):
     x, diag = o.inp(0), o.inp(1)
     rows, cols = x.shape[-2:]
     on = np.ascontiguousarray(np.broadcast_to(np.eye(rows, cols, dtype=np.bool_), x.shape))
-    o.set(o.op("Where", [_const(on), _diagonal(o, diag, rows, cols), x], x.shape, x.dtype))
+    o.set(o.op("Where", [Val.of(on), _diagonal(o, diag, rows, cols), x], x.shape, x.dtype))
 
 
 @handles("EMBEDDING_LOOKUP")
@@ -278,9 +255,9 @@ def unsorted_segment_reduce(o):
     segments = np.arange(num, dtype=ids.dtype).reshape(1, num, 1)
     ids = _reshaped(o, ids, (n, 1, 1))
     if ids.const is not None:
-        hit = _const(ids.const == segments)
+        hit = Val.of(ids.const == segments)
     else:
-        hit = o.op("Equal", [ids, _const(segments)], (n, num, 1), np.bool_)
+        hit = o.op("Equal", [ids, Val.of(segments)], (n, num, 1), np.bool_)
     spread = o.op("Select", [hit, _reshaped(o, data, (n, 1, m)), o.scalar(start, dtype)], (n, num, m), dtype)
     y = o.op("Reduce", [spread], (num, m), dtype, axes=[0], keepDims=0, mode=mode)
     o.set(_reshaped(o, y, shape))
@@ -295,21 +272,21 @@ def dynamic_update_slice(o):
     room = np.array(x.shape, np.int64) - np.array(upd.shape, np.int64)
     grid = np.moveaxis(np.indices(upd.shape, start.dtype), 0, -1)
     if start.const is not None:
-        coords = _const(grid + np.clip(start.const.reshape(-1), 0, room).astype(start.dtype))
+        coords = Val.of(grid + np.clip(start.const.reshape(-1), 0, room).astype(start.dtype))
     else:
         low = o.op("Maximum", [start, o.scalar(0, start.dtype)], start.shape, start.dtype)
-        start = o.op("Minimum", [low, _const(room.astype(start.dtype))], start.shape, start.dtype)
-        coords = o.op("Add", [_const(grid), start], grid.shape, start.dtype)
-    dims = _const(np.array(x.shape, np.int32))
+        start = o.op("Minimum", [low, Val.of(room.astype(start.dtype))], start.shape, start.dtype)
+        coords = o.op("Add", [Val.of(grid), start], grid.shape, start.dtype)
+    dims = Val.of(np.array(x.shape, np.int32))
     new = o.op("ScatterND", [dims, coords, upd], x.shape, x.dtype)
-    hit = o.op("ScatterND", [dims, coords, _const(np.ones(upd.shape, np.bool_))], x.shape, np.bool_)
+    hit = o.op("ScatterND", [dims, coords, Val.of(np.ones(upd.shape, np.bool_))], x.shape, np.bool_)
     o.set(o.op("Where", [hit, new, x], x.shape, x.dtype))
 
 
 @handles("WHERE")
 def where(o):
     cond = o.const(0, "the condition (the output has a row per true element)")
-    o.set(_const(np.argwhere(cond).astype(o.out()[1])))
+    o.set(Val.of(np.argwhere(cond).astype(o.out()[1])))
 
 
 @handles("UNIQUE")
@@ -320,5 +297,5 @@ def unique(o):
     order = np.argsort(first)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    o.set(_const(values[order]), 0)
-    o.set(_const(rank[inverse.reshape(-1)].astype(o.out(1)[1])), 1)
+    o.set(Val.of(values[order]), 0)
+    o.set(Val.of(rank[inverse.reshape(-1)].astype(o.out(1)[1])), 1)

@@ -63,10 +63,6 @@ def _cast(o, x: Val, dtype) -> Val:
     return o.op("Cast", [x], x.shape, dtype, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype))
 
 
-def _const(a: np.ndarray) -> Val:
-    return Val(a.shape, a.dtype, const=a)
-
-
 @handles("CAST")
 def cast(o):
     x, dtype = o.inp(0), o.out()[1]
@@ -130,7 +126,7 @@ def pow_(o):
         if integral.reshape(-1)[0] and not integral.all():
             raise Unsupported("POW whose first exponent is integral but others are not (r1.1's Power would "
                               "truncate them all)")
-        p = _const(e)
+        p = Val.of(e)
     o.set(o.op("Power", [x, p], shape, F32, scale=1.0, shift=0.0))
 
 
@@ -222,13 +218,13 @@ def fill(o):
 
 @handles("SHAPE")
 def shape_(o):
-    o.set(_const(np.array(o.inp(0).shape, o.out()[1])))
+    o.set(Val.of(np.array(o.inp(0).shape, o.out()[1])))
 
 
 @handles("RANK")
 def rank(o):
     shape, dtype = o.out()
-    o.set(_const(np.full(shape, len(o.inp(0).shape), dtype)))
+    o.set(Val.of(np.full(shape, len(o.inp(0).shape), dtype)))
 
 
 @handles("RANGE")
@@ -245,7 +241,7 @@ def range_(o):
         n = (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
     steps = np.full(n, delta, dtype)
     steps[:1] = start
-    o.set(_const(np.add.accumulate(steps, dtype=dtype)))
+    o.set(Val.of(np.add.accumulate(steps, dtype=dtype)))
 
 
 @handles("BROADCAST_TO")
@@ -258,7 +254,7 @@ def broadcast_to(o):
 @handles("BROADCAST_ARGS")
 def broadcast_args(o):
     a, b = (tuple(int(d) for d in o.const(k, "BROADCAST_ARGS's shapes").reshape(-1)) for k in (0, 1))
-    o.set(_const(np.array(np.broadcast_shapes(a, b), o.out()[1])))
+    o.set(Val.of(np.array(np.broadcast_shapes(a, b), o.out()[1])))
 
 
 @handles("LOG_SOFTMAX")

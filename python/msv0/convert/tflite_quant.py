@@ -274,7 +274,7 @@ def dequantize(o: Op):
         if len(q) != 1:
             raise Unsupported("per-channel DEQUANTIZE of a constant")
         a = ((x.const.astype(np.float32) - q[0]["zeroPoint"]) * np.float32(q[0]["scale"])).astype(np.float32)
-        o.set(Val(a.shape, a.dtype, const=a))
+        o.set(Val.of(a))
         return
     o.set(o.op("QuantDTypeCast", [x], shape, dtype, srcT=TypeId.kNumberTypeInt8, dstT=TypeId.kNumberTypeFloat32))
 

@@ -7,7 +7,7 @@ gate (i = 1 − f, which is sigmoid(−z_f)): its forget weights, negated, serve
 Lstm squashes the cell candidate and the cell with tanh where TFLite takes the fused activation,
 so an LSTM with another one is unrolled over time instead (FullConnection, Split, Activation,
 Mul, Add per step), as the RNNs always are (v0 has no RNN op); unrolling needs constant weights
-and at most MAX_UNROLLED_STEPS steps.
+and at most rnn_lowering.MAX_UNROLLED_STEPS steps.
 
 TFLite keeps the state in variable tensors (an LSTM's inputs 18 and 19) that LiteRT fills with
 zeros and the op overwrites with its final state, for the next invocation to start from. A v0
@@ -24,11 +24,10 @@ import functools
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val, dense_order_matches, handler_table
+from msv0.convert.rnn_lowering import F32, concat, split, unrolled
 from msv0.fb.ActivationType import ActivationType
 
 RNN_HANDLERS, handles = handler_table()
-F32 = np.dtype(np.float32)
-MAX_UNROLLED_STEPS = 128  # an unrolled LSTM emits about a dozen nodes per step and direction
 TFL_NONE, TFL_TANH, TFL_LSTM_FULL = 0, 4, 0
 # TFLite's fused activations (schema ActivationFunctionType) as v0 Activation attributes
 ACTS = {1: dict(type=ActivationType.RELU), 2: dict(type=ActivationType.HARD_TANH, minVal=-1.0, maxVal=1.0),
@@ -78,11 +77,6 @@ def _no_clip(opt) -> None:
 
 
 # ---- layout: every sequence is time-major [seq, batch, features] in between ----------------
-def _node(o, op: str, ins: list[Val], outs: list[tuple[tuple[int, ...], np.dtype]], **attrs) -> list[Val]:
-    idx = o.e.node(op, [o.e.index(v) for v in ins], outs, f"{o.name}/{op}_{len(o.e.b.graph.nodes)}", **attrs)
-    return [Val(shape, dtype, index=i) for (shape, dtype), i in zip(outs, idx)]
-
-
 def _reshape(o, v: Val, shape) -> Val:
     return o.op("Reshape", [v], tuple(shape), v.dtype, shape=list(shape))
 
@@ -112,7 +106,7 @@ def _sequence(o, layout: str) -> Val:
 
 def _set_outputs(o, ys: list[Val], layout: str, merge: bool = False) -> None:
     """ys: each direction's [seq, batch, H]; merged, they are one output concatenated on H."""
-    for k, y in enumerate([_concat(o, ys, 2)] if merge else ys):
+    for k, y in enumerate([concat(o, ys, 2)] if merge else ys):
         if layout == "step":
             y = _reshape(o, y, y.shape[1:])
         elif layout == "batch":
@@ -120,52 +114,13 @@ def _set_outputs(o, ys: list[Val], layout: str, merge: bool = False) -> None:
         o.set(y, k)
 
 
-def _split(o, v: Val, axis: int, sizes: list[int]) -> list[Val]:
-    if len(sizes) == 1:
-        return [v]
-    shapes = [tuple(s if k == axis else d for k, d in enumerate(v.shape)) for s in sizes]
-    return _node(o, "Split", [v], [(s, v.dtype) for s in shapes], numberSplit=len(sizes), sizeSplits=sizes,
-                 splitDim=axis)
-
-
-def _concat(o, parts: list[Val], axis: int) -> Val:
-    if len(parts) == 1:
-        return parts[0]
-    shape = list(parts[0].shape)
-    shape[axis] = sum(p.shape[axis] for p in parts)
-    return o.op("Concat", parts, tuple(shape), F32, axis=axis)
-
-
 # ---- unrolled steps -------------------------------------------------------------------------
-def _dense(o, x: Val, w: np.ndarray, b: np.ndarray | None = None) -> Val:
-    """x [..., K] · wᵀ (+ b) with w [N, K]."""
-    ins = [x] + [Val(a.shape, F32, const=np.ascontiguousarray(a, F32)) for a in (w, b) if a is not None]
-    return o.op("FullConnection", ins, (*x.shape[:-1], w.shape[0]), F32, hasBias=b is not None, useAxis=True,
-                axis=len(x.shape) - 1, activationType=ActivationType.NO_ACTIVATION)
-
-
 def _act(o, v: Val, act: int) -> Val:
     return v if act == TFL_NONE else o.op("Activation", [v], v.shape, F32, **ACTS[act])
 
 
 def _binary(o, op: str, a: Val, b: Val) -> Val:
     return o.op(op, [a, b], a.shape, F32)
-
-
-def _unrolled(o, x: Val, w: np.ndarray, r: np.ndarray, b: np.ndarray, step, backward: bool) -> Val:
-    """The outputs [seq, batch, H] of a recurrence over x [seq, batch, in] whose step(o, g, state)
-    maps the pre-activations g = x·Wᵀ + b + h·Rᵀ and the state (h, ...; None for zeros) to the
-    next state; the first step has no recurrent term."""
-    seq = x.shape[0]
-    if seq > MAX_UNROLLED_STEPS:
-        raise Unsupported(f"{seq} time steps (a recurrence is unrolled up to {MAX_UNROLLED_STEPS})")
-    gx = _split(o, _dense(o, x, w, b), 0, [1] * seq)
-    state, out = None, [None] * seq
-    for t in reversed(range(seq)) if backward else range(seq):
-        g = gx[t] if state is None else _binary(o, "Add", gx[t], _dense(o, state[0], r))
-        state = step(o, g, state)
-        out[t] = state[0]
-    return _concat(o, out, 0)
 
 
 def _rnn_step(o, g: Val, state, act: int):
@@ -175,8 +130,8 @@ def _rnn_step(o, g: Val, state, act: int):
 def _lstm_step(o, g: Val, state, act: int):
     """g [1, batch, 4H] in Lstm's gate order i, o, f, c; state (h, c)."""
     hid = g.shape[-1] // 4
-    gates, cand = _split(o, g, 2, [3 * hid, hid])
-    i, out, f = _split(o, o.op("Activation", [gates], gates.shape, F32, type=ActivationType.SIGMOID), 2, [hid] * 3)
+    gates, cand = split(o, g, 2, [3 * hid, hid])
+    i, out, f = split(o, o.op("Activation", [gates], gates.shape, F32, type=ActivationType.SIGMOID), 2, [hid] * 3)
     c = _binary(o, "Mul", i, _act(o, cand, act))
     if state is not None:
         c = _binary(o, "Add", _binary(o, "Mul", f, state[1]), c)
@@ -206,16 +161,16 @@ def _lstm(o, x: Val, cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]], act
         raise Unsupported("LSTM fused activation NONE (LiteRT's kernel multiplies by the cell gate's input then)")
     if act != TFL_TANH:
         step = functools.partial(_lstm_step, act=act)
-        return [_unrolled(o, x, *cell, step, backward=d == 1) for d, cell in enumerate(cells)]
+        return [concat(o, unrolled(o, x, *cell, step, backward=d == 1), 0) for d, cell in enumerate(cells)]
     seq, batch, _ = x.shape
     dirs, hid = len(cells), cells[0][1].shape[1]
     w, r = (np.stack([cell[k] for cell in cells]) for k in (0, 1))
     b = np.stack([np.concatenate([cell[2], np.zeros_like(cell[2])]) for cell in cells])  # recurrent half 0
     zeros = Val((dirs, batch, hid), F32, const=np.zeros((dirs, batch, hid), F32))
     state = ((dirs, batch, hid), F32)
-    y = _node(o, "Lstm", [x] + [Val(a.shape, F32, const=a) for a in (w, r, b)] + [zeros, zeros],
-              [((seq, dirs, batch, hid), F32), state, state], bidirection=dirs == 2)[0]
-    return [_reshape(o, part, (seq, batch, hid)) for part in _split(o, y, 1, [1] * dirs)]
+    y = o.e.ops("Lstm", [x] + [Val.of(a) for a in (w, r, b)] + [zeros, zeros],
+                [((seq, dirs, batch, hid), F32), state, state], f"{o.name}/Lstm", bidirection=dirs == 2)[0]
+    return [_reshape(o, part, (seq, batch, hid)) for part in split(o, y, 1, [1] * dirs)]
 
 
 @handles("UNIDIRECTIONAL_SEQUENCE_LSTM", "LSTM")
@@ -261,5 +216,5 @@ def rnn(o):
     for d, base in enumerate((1, 5) if bidirectional else (1,)):
         _zero_state(o, base + 3, "the hidden state")
         w, r, b = (_weight(o, base + k, what) for k, what in enumerate(("weights", "recurrent weights", "bias")))
-        ys.append(_unrolled(o, x, w, r, b, step, backward=d == 1))
+        ys.append(concat(o, unrolled(o, x, w, r, b, step, backward=d == 1), 0))
     _set_outputs(o, ys, layout, bidirectional and opt.MergeOutputs())

@@ -76,7 +76,7 @@ def read_variable(o):
             v.current[name] = v.inputs[name] = Val(shape, dtype, index=e.b.input(name, shape, dtype))
         elif name in v.initial:
             a = np.asarray(v.initial[name], dtype).reshape(shape)
-            v.current[name] = Val(a.shape, a.dtype, const=a)
+            v.current[name] = Val.of(a)
         else:
             raise Unsupported(f"variable '{name}' is read but neither initialised nor assigned")
     o.set(v.current[name])
