@@ -27,14 +27,14 @@ struct ConvArgs {
 using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf);
 MSV0_DECLARE(conv2d_f32, Conv2dFn)
 
-// Winograd F(4x4, 3x3) for 3x3 stride-1 undilated group-1 convs: w_packed holds 36 packed B
-// blocks (c x oc each, w_group_stride apart), one per point of the 6x6 transformed tile.
-// Tiles [t0, t1) of the flattened (n, ceil(oh/4), ceil(ow/4)), output channels of B panels
-// [q0, q1); v holds 36*(t1-t0)*c floats and m 36*(t1-t0)*oc. Taps outside x read as zero;
-// outputs past oh/ow are not written.
-constexpr int64_t kWinoTile = 4;
+// Winograd F(T x T, 3x3) for 3x3 stride-1 undilated group-1 convs, T = 4 (fp32) or 2 (bf16):
+// w_packed holds (T+2)^2 packed B blocks (c x oc each, w_group_stride apart), one per point of
+// the transformed tile, packed for a.gemm. Tiles [t0, t1) of the flattened (n, ceil(oh/T),
+// ceil(ow/T)), output channels of B panels [q0, q1); v holds (T+2)^2*(t1-t0)*c floats and m
+// (T+2)^2*(t1-t0)*oc. Taps outside x read as zero; outputs past oh/ow are not written.
 using Conv2dWinoFn = void (*)(const ConvArgs&, int64_t t0, int64_t t1, int64_t q0, int64_t q1, float* v, float* m);
 MSV0_DECLARE(conv2d_f32_winograd, Conv2dWinoFn)
+MSV0_DECLARE(conv2d_f32_winograd_f2, Conv2dWinoFn)
 
 }  // namespace msv0
 
@@ -134,76 +134,105 @@ MSV0_EXPORT(conv2d_f32)
 
 namespace {
 
-// B^T d for one 6-point column: the F(4,3) input transform.
-void input_1d(const VecF* d, int64_t step, VecF* r, int64_t rstep) {
-  const VecF d0 = d[0], d1 = d[step], d2 = d[2 * step], d3 = d[3 * step], d4 = d[4 * step], d5 = d[5 * step];
-  const VecF four = VecF::splat(4.f), five = VecF::splat(5.f), two = VecF::splat(2.f);
-  r[0] = fmadd(four, d0, d4) - five * d2;
-  r[rstep] = (d3 + d4) - four * (d1 + d2);
-  r[2 * rstep] = fmadd(four, d1 - d2, d4 - d3);
-  r[3 * rstep] = fmadd(two, d3 - d1, d4 - d2);
-  r[4 * rstep] = fmadd(two, d1 - d3, d4 - d2);
-  r[5 * rstep] = fmadd(four, d1, d5) - five * d3;
-}
+// F(4,3): B^T d for one 6-point column, A^T m for one 6-point column.
+struct WinoF4 {
+  static constexpr int kT = 4, kA = 6;
+  static void input_1d(const VecF* d, int64_t step, VecF* r, int64_t rstep) {
+    const VecF d0 = d[0], d1 = d[step], d2 = d[2 * step], d3 = d[3 * step], d4 = d[4 * step], d5 = d[5 * step];
+    const VecF four = VecF::splat(4.f), five = VecF::splat(5.f), two = VecF::splat(2.f);
+    r[0] = fmadd(four, d0, d4) - five * d2;
+    r[rstep] = (d3 + d4) - four * (d1 + d2);
+    r[2 * rstep] = fmadd(four, d1 - d2, d4 - d3);
+    r[3 * rstep] = fmadd(two, d3 - d1, d4 - d2);
+    r[4 * rstep] = fmadd(two, d1 - d3, d4 - d2);
+    r[5 * rstep] = fmadd(four, d1, d5) - five * d3;
+  }
+  static void output_1d(const VecF* m, int64_t step, VecF* r, int64_t rstep) {
+    const VecF m0 = m[0], m1 = m[step], m2 = m[2 * step], m3 = m[3 * step], m4 = m[4 * step], m5 = m[5 * step];
+    const VecF sa = m1 + m2, sb = m3 + m4, da = m1 - m2, db = m3 - m4;
+    r[0] = m0 + sa + sb;
+    r[rstep] = fmadd(VecF::splat(2.f), db, da);
+    r[2 * rstep] = fmadd(VecF::splat(4.f), sb, sa);
+    r[3 * rstep] = fmadd(VecF::splat(8.f), db, da) + m5;
+  }
+};
 
-// A^T m for one 6-point column: the F(4,3) output transform.
-void output_1d(const VecF* m, int64_t step, VecF* r, int64_t rstep) {
-  const VecF m0 = m[0], m1 = m[step], m2 = m[2 * step], m3 = m[3 * step], m4 = m[4 * step], m5 = m[5 * step];
-  const VecF sa = m1 + m2, sb = m3 + m4, da = m1 - m2, db = m3 - m4;
-  r[0] = m0 + sa + sb;
-  r[rstep] = fmadd(VecF::splat(2.f), db, da);
-  r[2 * rstep] = fmadd(VecF::splat(4.f), sb, sa);
-  r[3 * rstep] = fmadd(VecF::splat(8.f), db, da) + m5;
+// F(2,3): its transforms only add and subtract, so they add no rounding of their own to the
+// bf16 GEMM's (F(4,3)'s factors of up to 8 amplify it; see conv2d_algorithm).
+struct WinoF2 {
+  static constexpr int kT = 2, kA = 4;
+  static void input_1d(const VecF* d, int64_t step, VecF* r, int64_t rstep) {
+    const VecF d0 = d[0], d1 = d[step], d2 = d[2 * step], d3 = d[3 * step];
+    r[0] = d0 - d2;
+    r[rstep] = d1 + d2;
+    r[2 * rstep] = d2 - d1;
+    r[3 * rstep] = d1 - d3;
+  }
+  static void output_1d(const VecF* m, int64_t step, VecF* r, int64_t rstep) {
+    const VecF m1 = m[step], m2 = m[2 * step];
+    r[0] = m[0] + m1 + m2;
+    r[rstep] = m1 - m2 - m[3 * step];
+  }
+};
+
+template <class W>
+void winograd(const ConvArgs& a, int64_t t0, int64_t t1, int64_t q0, int64_t q1, float* v, float* m) {
+  constexpr int T = W::kT, A = W::kA, P = A * A;
+  const int64_t rows = t1 - t0, th = (a.oh + T - 1) / T, tw = (a.ow + T - 1) / T;
+  VecF d[P], t[P];
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t tile = t0 + r, b = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
+    const int64_t iy0 = ty * T - a.pt, ix0 = tx * T - a.pl;
+    for (int64_t c = 0; c < a.c; c += VecF::kLanes) {
+      const int64_t lanes = min_i(VecF::kLanes, a.c - c);
+      for (int64_t i = 0; i < A; ++i) {
+        const int64_t iy = iy0 + i;
+        for (int64_t j = 0; j < A; ++j) {
+          const int64_t ix = ix0 + j;
+          d[i * A + j] = iy < 0 || iy >= a.h || ix < 0 || ix >= a.w
+                             ? VecF::zero()
+                             : VecF::load_tail(a.x + ((b * a.h + iy) * a.w + ix) * a.c + c, lanes);
+        }
+      }
+      for (int j = 0; j < A; ++j) W::input_1d(d + j, A, t + j, A);  // columns
+      for (int i = 0; i < A; ++i) W::input_1d(t + i * A, 1, d + i * A, 1);  // rows
+      for (int xi = 0; xi < P; ++xi) d[xi].store_tail(v + (xi * rows + r) * a.c + c, lanes);
+    }
+  }
+  for (int xi = 0; xi < P; ++xi) {
+    const GemmArgs ga{v + xi * rows * a.c, a.c, a.w_packed + xi * a.w_group_stride, nullptr, m + xi * rows * a.oc,
+                      a.oc, rows, a.oc, a.c, -INFINITY, INFINITY};
+    a.gemm(ga, 0, rows, q0, q1);
+  }
+  const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t tile = t0 + r, b = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
+    const int64_t oy0 = ty * T, ox0 = tx * T;
+    const int64_t ny = min_i(T, a.oh - oy0), nx = min_i(T, a.ow - ox0);
+    for (int64_t o = q0 * kGemmNr, oe = min_i(q1 * kGemmNr, a.oc); o < oe; o += VecF::kLanes) {
+      const int64_t lanes = min_i(VecF::kLanes, oe - o);
+      for (int xi = 0; xi < P; ++xi) d[xi] = VecF::load_tail(m + (xi * rows + r) * a.oc + o, lanes);
+      for (int j = 0; j < A; ++j) W::output_1d(d + j, A, t + j, A);  // columns: T x A
+      for (int i = 0; i < T; ++i) W::output_1d(t + i * A, 1, d + i * T, 1);  // rows: T x T
+      const VecF bias = a.bias ? VecF::load_tail(a.bias + o, lanes) : VecF::zero();
+      for (int64_t i = 0; i < ny; ++i)
+        for (int64_t j = 0; j < nx; ++j)
+          clamp(d[i * T + j] + bias, lo, hi).store_tail(a.y + ((b * a.oh + oy0 + i) * a.ow + ox0 + j) * a.oc + o, lanes);
+    }
+  }
 }
 
 }  // namespace
 
 void conv2d_f32_winograd(const ConvArgs& a, int64_t t0, int64_t t1, int64_t q0, int64_t q1, float* v, float* m) {
-  const int64_t rows = t1 - t0, th = (a.oh + kWinoTile - 1) / kWinoTile, tw = (a.ow + kWinoTile - 1) / kWinoTile;
-  VecF d[36], t[36];
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t tile = t0 + r, b = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
-    const int64_t iy0 = ty * kWinoTile - a.pt, ix0 = tx * kWinoTile - a.pl;
-    for (int64_t c = 0; c < a.c; c += VecF::kLanes) {
-      const int64_t lanes = min_i(VecF::kLanes, a.c - c);
-      for (int64_t i = 0; i < 6; ++i) {
-        const int64_t iy = iy0 + i;
-        for (int64_t j = 0; j < 6; ++j) {
-          const int64_t ix = ix0 + j;
-          d[i * 6 + j] = iy < 0 || iy >= a.h || ix < 0 || ix >= a.w
-                             ? VecF::zero()
-                             : VecF::load_tail(a.x + ((b * a.h + iy) * a.w + ix) * a.c + c, lanes);
-        }
-      }
-      for (int j = 0; j < 6; ++j) input_1d(d + j, 6, t + j, 6);  // columns
-      for (int i = 0; i < 6; ++i) input_1d(t + i * 6, 1, d + i * 6, 1);  // rows
-      for (int xi = 0; xi < 36; ++xi) d[xi].store_tail(v + (xi * rows + r) * a.c + c, lanes);
-    }
-  }
-  for (int xi = 0; xi < 36; ++xi) {
-    const GemmArgs ga{v + xi * rows * a.c, a.c, a.w_packed + xi * a.w_group_stride, nullptr, m + xi * rows * a.oc,
-                      a.oc, rows, a.oc, a.c, -INFINITY, INFINITY};
-    sgemm_f32(ga, 0, rows, q0, q1);
-  }
-  const VecF lo = VecF::splat(a.lo), hi = VecF::splat(a.hi);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t tile = t0 + r, b = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
-    const int64_t oy0 = ty * kWinoTile, ox0 = tx * kWinoTile;
-    const int64_t ny = min_i(kWinoTile, a.oh - oy0), nx = min_i(kWinoTile, a.ow - ox0);
-    for (int64_t o = q0 * kGemmNr, oe = min_i(q1 * kGemmNr, a.oc); o < oe; o += VecF::kLanes) {
-      const int64_t lanes = min_i(VecF::kLanes, oe - o);
-      for (int xi = 0; xi < 36; ++xi) d[xi] = VecF::load_tail(m + (xi * rows + r) * a.oc + o, lanes);
-      for (int j = 0; j < 6; ++j) output_1d(d + j, 6, t + j, 6);  // columns: 4 x 6
-      for (int i = 0; i < 4; ++i) output_1d(t + i * 6, 1, d + i * 4, 1);  // rows: 4 x 4
-      const VecF bias = a.bias ? VecF::load_tail(a.bias + o, lanes) : VecF::zero();
-      for (int64_t i = 0; i < ny; ++i)
-        for (int64_t j = 0; j < nx; ++j)
-          clamp(d[i * 4 + j] + bias, lo, hi).store_tail(a.y + ((b * a.oh + oy0 + i) * a.ow + ox0 + j) * a.oc + o, lanes);
-    }
-  }
+  winograd<WinoF4>(a, t0, t1, q0, q1, v, m);
+}
+void conv2d_f32_winograd_f2(const ConvArgs& a, int64_t t0, int64_t t1, int64_t q0, int64_t q1, float* v, float* m) {
+  winograd<WinoF2>(a, t0, t1, q0, q1, v, m);
 }
 
 MSV0_EXPORT(conv2d_f32_winograd)
+MSV0_EXPORT(conv2d_f32_winograd_f2)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
@@ -235,8 +264,11 @@ constexpr int64_t kDirectMaxChannels = 4, kDirectMaxK = 256, kBf16GemmMinK = 64;
 // (16 tiles) runs 1.5x faster on it; its 7x7 stage (4 tiles, 36 MiB of transformed weights) loses.
 constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 16;
 
-int64_t wino_tiles(const Conv2dShape& s) {
-  return s.n * ((s.oh + kWinoTile - 1) / kWinoTile) * ((s.ow + kWinoTile - 1) / kWinoTile);
+// The output tile of a Winograd algorithm: F(4x4, 3x3) or F(2x2, 3x3).
+int64_t wino_tile(Conv2dAlgorithm a) { return a == Conv2dAlgorithm::kWinograd ? 4 : 2; }
+
+int64_t wino_tiles(const Conv2dShape& s, int64_t tile) {
+  return s.n * ((s.oh + tile - 1) / tile) * ((s.ow + tile - 1) / tile);
 }
 
 }  // namespace
@@ -253,15 +285,20 @@ Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision) {
   if (s.group == 1 && s.c <= kDirectMaxChannels && k <= kDirectMaxK &&
       (precision != Precision::kBf16 || k < kBf16GemmMinK))
     return Conv2dAlgorithm::kDirect;
-  // Winograd runs fp32 under bf16 and fp16 too (its transforms would amplify their rounding).
-  // Where AMX runs the bf16 GEMM, im2col on it is the faster: bf16 ResNet-50 took 20.7 ms so,
-  // 25.6 with its 3x3 convs on Winograd. vdpbf16ps alone runs no faster than fp32, and fp16's
-  // GEMM no more than twice as fast, so Winograd (4x fewer products) stays for those.
-  if (s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 && s.group == 1 &&
-      s.c >= kWinoMinChannels && s.oc >= kWinoMinChannels && wino_tiles(s) >= kWinoMinTiles &&
-      !(precision == Precision::kBf16 && bf16_gemm_on_amx()))
-    return Conv2dAlgorithm::kWinograd;
-  return Conv2dAlgorithm::kIm2col;
+  if (!(s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 && s.group == 1 &&
+        s.c >= kWinoMinChannels && s.oc >= kWinoMinChannels))
+    return Conv2dAlgorithm::kIm2col;
+  // Under bf16, F(4,3) stays fp32: in bf16 its transforms' factors (up to 5 and 8) amplified the
+  // rounding until PP-OCRv4's detector drifted from fp32 by 0.23 rather than 0.07. F(2,3) only adds
+  // and subtracts, and on vdpbf16ps (2.25x fewer products at twice fp32's rate, half the weight
+  // bytes) it is the faster; where AMX runs the bf16 GEMM, im2col on it is (bf16 ResNet-50 20.7 ms
+  // so, 25.6 on fp32 Winograd). fp16's GEMM is no more than twice as fast as fp32: F(4,3) in fp32
+  // (4x fewer products) stays for it.
+  if (precision == Precision::kBf16) {
+    if (bf16_gemm_on_amx() || wino_tiles(s, 2) < kWinoMinTiles) return Conv2dAlgorithm::kIm2col;
+    return Conv2dAlgorithm::kWinogradF2;
+  }
+  return wino_tiles(s, 4) >= kWinoMinTiles ? Conv2dAlgorithm::kWinograd : Conv2dAlgorithm::kIm2col;
 }
 
 const char* conv2d_algorithm_name(Conv2dAlgorithm a) {
@@ -271,6 +308,7 @@ const char* conv2d_algorithm_name(Conv2dAlgorithm a) {
     case Conv2dAlgorithm::kGemm1x1: return "gemm1x1";
     case Conv2dAlgorithm::kIm2col: return "im2col";
     case Conv2dAlgorithm::kWinograd: return "winograd";
+    case Conv2dAlgorithm::kWinogradF2: return "winograd_f2";
   }
   return "?";
 }
@@ -287,18 +325,20 @@ int64_t panel_bound(int64_t panels, int64_t part, int64_t splits, int64_t tile) 
 }
 
 // A Conv2D through the packed SGEMM: im2col (the 1x1 stride-1 unpadded case reads x's rows
-// directly), or Winograd F(4x4, 3x3). The weight [oc, kh, kw, c/group] ("KHWC") is packed
-// once: group g's rows form B^T (og x kh*kw*cg) of its GEMM; Winograd packs the 36 transformed
-// c x oc blocks instead. With bf16 or fp16, im2col and 1x1 run on that GEMM; Winograd stays
-// fp32 (see conv2d_algorithm).
+// directly), or Winograd F(T x T, 3x3). The weight [oc, kh, kw, c/group] ("KHWC") is packed
+// once: group g's rows form B^T (og x kh*kw*cg) of its GEMM; Winograd packs the (T+2)^2
+// transformed c x oc blocks instead. With bf16 or fp16, im2col, 1x1 and F(2,3) run on that
+// GEMM; F(4,3) stays fp32 (see conv2d_algorithm).
 class Conv2dGemm : public NativeOp {
  public:
   Conv2dGemm(const Conv2dShape& s, Conv2dAlgorithm algo, const float* weight, const float* bias, Precision precision)
       : s_(s), algo_(algo),
         gemm_(&gemm_config(algo == Conv2dAlgorithm::kWinograd ? Precision::kFp32 : precision)),
-        fn_(MSV0_DISPATCH(conv2d_f32)), wino_fn_(MSV0_DISPATCH(conv2d_f32_winograd)) {
+        fn_(MSV0_DISPATCH(conv2d_f32)),
+        wino_fn_(algo == Conv2dAlgorithm::kWinogradF2 ? MSV0_DISPATCH(conv2d_f32_winograd_f2)
+                                                      : MSV0_DISPATCH(conv2d_f32_winograd)) {
     const int64_t og = s.oc / s.group, k = s.kh * s.kw * (s.c / s.group);
-    if (algo == Conv2dAlgorithm::kWinograd) {
+    if (winograd()) {
       pack_winograd(weight, bias);
     } else {
       auto b = std::make_shared<PackedB>();
@@ -320,7 +360,7 @@ class Conv2dGemm : public NativeOp {
                      gemm_->fn, b.bias_or_null(), s_.n, s_.h, s_.w, s_.c, s_.oh, s_.ow, s_.oc, s_.group,
                      s_.kh, s_.kw, s_.sh, s_.sw, s_.dh, s_.dw, s_.pt, s_.pl, s_.lo, s_.hi};
     const float* r = residual_fn_ ? static_cast<const float*>(in[1]) : nullptr;
-    if (algo_ == Conv2dAlgorithm::kWinograd) return run_winograd(a, r);
+    if (winograd()) return run_winograd(a, r);
     run_gemm(a, r);
   }
   const char* name() const override { return conv2d_algorithm_name(algo_); }
@@ -347,6 +387,8 @@ class Conv2dGemm : public NativeOp {
   }
 
  private:
+  bool winograd() const { return algo_ == Conv2dAlgorithm::kWinograd || algo_ == Conv2dAlgorithm::kWinogradF2; }
+
   // Transformed weight floats above which threads split output channels rather than tiles
   // (each then repeats the input transform, which small layers cannot afford).
   static constexpr int64_t kWinoBigWeights = 1 << 20;
@@ -400,12 +442,12 @@ class Conv2dGemm : public NativeOp {
     });
   }
 
-  // finish_pixels on output channels [c0, c1) of Winograd tiles [t0, t1) (4x4 pixels, clipped).
+  // finish_pixels on output channels [c0, c1) of Winograd tiles [t0, t1) (T x T pixels, clipped).
   void finish_tiles(const ConvArgs& a, const float* r, int64_t t0, int64_t t1, int64_t c0, int64_t c1) const {
-    const int64_t th = (a.oh + kWinoTile - 1) / kWinoTile, tw = (a.ow + kWinoTile - 1) / kWinoTile;
+    const int64_t T = wino_tile(algo_), th = (a.oh + T - 1) / T, tw = (a.ow + T - 1) / T;
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t / (th * tw), oy0 = t / tw % th * kWinoTile, ox0 = t % tw * kWinoTile;
-      const int64_t ny = std::min(kWinoTile, a.oh - oy0), nx = std::min(kWinoTile, a.ow - ox0);
+      const int64_t b = t / (th * tw), oy0 = t / tw % th * T, ox0 = t % tw * T;
+      const int64_t ny = std::min(T, a.oh - oy0), nx = std::min(T, a.ow - ox0);
       for (int64_t i = 0; i < ny; ++i) {
         const int64_t p = (b * a.oh + oy0 + i) * a.ow + ox0;
         finish_pixels(a.y, r, p, p + nx, c0, c1);
@@ -413,27 +455,29 @@ class Conv2dGemm : public NativeOp {
     }
   }
 
-  // U = G g G^T per (oc, c), in double, then each of the 36 points packed as a c x oc B. U is
-  // laid out as B^T (oc x c per point), so the writes run along c as the weight's reads do:
+  // U = G g G^T per (oc, c), in double, then each of the (T+2)^2 points packed as a c x oc B.
+  // U is laid out as B^T (oc x c per point), so the writes run along c as the weight's reads do:
   // along oc they would touch a new cache line per value (ResNet-50's Session: 0.9 s).
   void pack_winograd(const float* pw, const float* bias) {
-    static const double G[6][3] = {{1 / 4., 0, 0},          {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
-                                   {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
-    const int64_t c = s_.c, oc = s_.oc;
-    std::vector<float> u(static_cast<size_t>(36 * c * oc));
-    std::vector<double> gg(static_cast<size_t>(18 * c));  // G g of one output channel: [6][3][c]
+    static const double G4[6][3] = {{1 / 4., 0, 0},          {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
+                                    {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
+    static const double G2[4][3] = {{1, 0, 0}, {1 / 2., 1 / 2., 1 / 2.}, {1 / 2., -1 / 2., 1 / 2.}, {0, 0, 1}};
+    const int64_t A = wino_tile(algo_) + 2, P = A * A, c = s_.c, oc = s_.oc;
+    const double(*G)[3] = A == 6 ? G4 : G2;
+    std::vector<float> u(static_cast<size_t>(P * c * oc));
+    std::vector<double> gg(static_cast<size_t>(A * 3 * c));  // G g of one output channel: [A][3][c]
     for (int64_t o = 0; o < oc; ++o) {
       const float* g = pw + o * 9 * c;  // [ky][kx][c]
-      for (int i = 0; i < 6; ++i)
+      for (int64_t i = 0; i < A; ++i)
         for (int kx = 0; kx < 3; ++kx) {
           double* d = gg.data() + (i * 3 + kx) * c;
           for (int64_t ci = 0; ci < c; ++ci)
             d[ci] = G[i][0] * g[kx * c + ci] + G[i][1] * g[(3 + kx) * c + ci] + G[i][2] * g[(6 + kx) * c + ci];
         }
-      for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) {
+      for (int64_t i = 0; i < A; ++i)
+        for (int64_t j = 0; j < A; ++j) {
           const double* r = gg.data() + i * 3 * c;
-          float* d = u.data() + ((i * 6 + j) * oc + o) * c;
+          float* d = u.data() + ((i * A + j) * oc + o) * c;
           for (int64_t ci = 0; ci < c; ++ci)
             d[ci] = static_cast<float>(r[ci] * G[j][0] + r[c + ci] * G[j][1] + r[2 * c + ci] * G[j][2]);
         }
@@ -443,37 +487,37 @@ class Conv2dGemm : public NativeOp {
     b->n = oc;
     b->k = c;
     group_stride_ = gemm_->packed_size(oc, c);
-    b->w.resize(static_cast<size_t>(36 * group_stride_));
-    for (int64_t xi = 0; xi < 36; ++xi)
+    b->w.resize(static_cast<size_t>(P * group_stride_));
+    for (int64_t xi = 0; xi < P; ++xi)
       gemm_->pack(u.data() + xi * c * oc, c, true, oc, c, b->w.data() + xi * group_stride_);
     if (bias) b->bias.assign(bias, bias + oc);
     parts_ = PointwiseParts{std::move(b), s_.lo, s_.hi};
   }
 
   void run_winograd(const ConvArgs& a, const float* r) const {
-    const int64_t tiles = wino_tiles(s_);
+    const int64_t P = (wino_tile(algo_) + 2) * (wino_tile(algo_) + 2), tiles = wino_tiles(s_, wino_tile(algo_));
     const int64_t panels = (s_.oc + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1;
-    // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/36 of it),
+    // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/P of it),
     // at least 12 rows per GEMM. With many tiles, the block count is a multiple of the thread
     // count so equal blocks finish together. With few tiles and weights too large for L2 to
     // serve each thread a copy (ResNet-50's 14x14 stage: 16 tiles, 9 MiB), the threads split
     // the output channels instead, in whole micro-kernel tiles of panels, each transforming the
     // same input but streaming only its share of the weights, and blocks may be twice as
     // large, since re-streaming the weights costs more than L2 misses.
-    const int64_t fit = std::max<int64_t>(12, std::min<int64_t>(262144 / (36 * (a.c + a.oc)), 96));
-    const bool few = tiles < 2 * fit * threads && 36 * a.c * a.oc > kWinoBigWeights;
+    const int64_t fit = std::max<int64_t>(12, std::min<int64_t>(262144 / (P * (a.c + a.oc)), 96));
+    const bool few = tiles < 2 * fit * threads && P * a.c * a.oc > kWinoBigWeights;
     const int64_t splits = few ? std::min<int64_t>((panels + tile - 1) / tile, threads) : 1;
     const int64_t blocks = few ? (tiles + 2 * fit - 1) / (2 * fit) : ((tiles + fit - 1) / fit + threads - 1) / threads * threads;
     const int64_t rows = (tiles + blocks - 1) / blocks;
     parallel_for(blocks * splits, 1, [&](int64_t t0, int64_t t1) {
-      float* v = thread_scratch(static_cast<size_t>(36 * rows * (a.c + a.oc)));
+      float* v = thread_scratch(static_cast<size_t>(P * rows * (a.c + a.oc)));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / splits, part = t % splits;
         const int64_t q0 = panel_bound(panels, part, splits, tile), q1 = panel_bound(panels, part + 1, splits, tile);
         const int64_t t_lo = b * rows, t_hi = std::min(tiles, b * rows + rows);
-        wino_fn_(a, t_lo, t_hi, q0, q1, v, v + 36 * rows * a.c);
+        wino_fn_(a, t_lo, t_hi, q0, q1, v, v + P * rows * a.c);
         if (finishes()) finish_tiles(a, r, t_lo, t_hi, q0 * kGemmNr, std::min(q1 * kGemmNr, a.oc));
       }
     });

@@ -28,7 +28,7 @@ DEFAULT_MEMORY_LIMIT = 4 << 30
 # The planning Session's memory_limit (a context variable: Sessions may plan concurrently).
 MEMORY_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("msv0_memory_limit", default=DEFAULT_MEMORY_LIMIT)
 # The planning Session's precision ("fp32", or "bf16" / "fp16" once the Session has checked that
-# the CPU has it): the GEMM-based float kernels (Conv2D's im2col and 1x1, FullConnection, MatMul
+# the CPU has it): the GEMM-based float kernels (Conv2D's im2col, 1x1 and bf16 Winograd, FullConnection, MatMul
 # on a constant B) pass it to their kernel objects, which pack their weights for it.
 PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("msv0_precision", default="fp32")
 # The planning Session's dequantised weights by tensor index (msv0.weights): a re-plan for new

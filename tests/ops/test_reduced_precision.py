@@ -107,20 +107,20 @@ def im2col(x, kh, kw, stride, pads, oh, ow):
 
 # (x shape, oc, kernel, stride, pads, group, algorithm): a 1x1 over odd channels, im2col with
 # padding, stride 2 and groups, a 7x7 map (49 pixels: the threads split channels), a 3x3
-# that fp32 runs on Winograd: im2col on AMX, Winograd (in fp32, tested in test_conv) on vdpbf16ps.
+# that fp32 runs on Winograd: im2col on AMX, Winograd F(2,3) (test_conv2d_bf16_winograd_f2) on vdpbf16ps.
 CONVS = [((1, 9, 11, 37), 45, 1, 1, (0, 0), 1, "gemm1x1"),
          ((2, 10, 9, 24), 33, 3, 2, (1, 1), 1, "im2col"),
          ((1, 8, 7, 20), 34, 3, 1, (1, 0), 2, "im2col"),
-         ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, "im2col"),
-         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd", "avx512vnni": "im2col"})]
+         ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"}),
+         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"})]
 # RGB stems under bf16: K = 75 on the bf16 GEMM, K = 27 on the fp32 direct conv (test_conv).
 BF16_STEMS = [((1, 23, 21, 3), 40, 5, 2, (2, 2), 1, "im2col"), ((1, 23, 21, 3), 40, 3, 2, (1, 1), 1, "direct")]
 
 
 def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorithm, check_group):
     """A conv2d_f32 object of this geometry at `precision` picks `algorithm`; unless that is
-    Winograd or direct (fp32, tested in test_conv), check_group(y of group g as rows, its im2col
-    rows, its weight as B, its bias) holds for every group."""
+    Winograd or direct (tested in test_conv and below), check_group(y of group g as rows, its
+    im2col rows, its weight as B, its bias) holds for every group."""
     n, h, w, c = x_shape
     cg, og = c // group, oc // group
     oh, ow = (h + 2 * pads[0] - kernel) // stride + 1, (w + 2 * pads[1] - kernel) // stride + 1
@@ -131,7 +131,7 @@ def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorit
     conv = _core.conv2d_f32(wt, bias, *geometry, 0.0, 6.0, precision=precision)
     assert conv.name == algorithm
     assert _core.conv2d_algorithm(wt.shape, *geometry, precision=precision) == algorithm
-    if algorithm in ("winograd", "direct"):
+    if algorithm in ("winograd", "winograd_f2", "direct"):
         return
     y = np.full((n, oh, ow, oc), np.nan, np.float32)
     conv([x], [y])
@@ -147,6 +147,62 @@ def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads,
     want = algorithm if isinstance(algorithm, str) else algorithm[bf16_tier]
     check_conv(rng, "bf16", x_shape, oc, kernel, stride, pads, group, want,
                lambda got, a, b, bias: check_close(got, a, b, bias, 0.0, 6.0))
+
+
+# F(2x2, 3x3): d's 4x4 tiles to V = B^T d B, g to U = G g G^T, Y = A^T (U · V) A.
+WINO_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float32)
+WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])
+
+
+def winograd_f2_bf16(x, w, bias, pt, pl, oh, ow, lo, hi):
+    """The bf16 F(2,3) conv's result in float64 with its bound on the float32 sums' rounding:
+    V in float32 as the kernel forms it (columns, then rows; each entry one add of two values:
+    exact replication), U in float64 then float32, both rounded to bf16; the products and sums
+    exact. The kernel's sums of at most k products (float32, exact bf16 products) and its output
+    transform (9 terms) and bias add float32 roundings only: (k + 12) · 2^-24 · Σ|terms|."""
+    n, h, wd, c = x.shape
+    th, tw = -(-oh // 2), -(-ow // 2)
+    xp = np.zeros((n, 2 * th + 2 + pt + h, 2 * tw + 2 + pl + wd, c), np.float32)
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    d = np.stack([np.stack([xp[:, i:i + 2 * th:2, j:j + 2 * tw:2] for j in range(4)], 3) for i in range(4)], 3)
+    cols = np.einsum("ai,ntsijc->ntsajc", WINO_BT, d)  # one add per entry: float32 as the kernel's
+    v = bf16(np.einsum("bj,ntsajc->ntsabc", WINO_BT, cols).astype(np.float32)).astype(np.float64)
+    g = w.astype(np.float64).transpose(1, 2, 3, 0)  # [ky, kx, c, oc]
+    u = np.einsum("ay,yxco->axco", WINO_G, g)
+    u = bf16(np.einsum("bx,axco->abco", WINO_G, u).astype(np.float32)).astype(np.float64)
+    m = np.einsum("ntsabc,abco->ntsabo", v, u)
+    mabs = np.einsum("ntsabc,abco->ntsabo", np.abs(v), np.abs(u))
+    y = np.einsum("ia,jb,ntsabo->ntsijo", WINO_AT, WINO_AT, m) + bias
+    bound = np.einsum("ia,jb,ntsabo->ntsijo", np.abs(WINO_AT), np.abs(WINO_AT), mabs) + np.abs(bias)
+    tol = (c + 12) * 2.0 ** -24 * bound
+    untile = lambda t: t.transpose(0, 1, 3, 2, 4, 5).reshape(n, 2 * th, 2 * tw, -1)[:, :oh, :ow]
+    return np.clip(untile(y), lo, hi), untile(tol)
+
+
+# A map of odd size (clipped tiles) with channels off the 16-lane vectors, a batch of two 7x7
+# maps (16 tiles), and 14x14 with weights large enough for the threads to split channels.
+WINO_F2 = [((1, 17, 19, 40), 36, (1, 1)), ((2, 7, 7, 33), 17, (1, 1)), ((1, 14, 14, 176), 168, (1, 1)),
+           ((1, 9, 11, 16), 48, (0, 2))]
+
+
+@needs_bf16
+@pytest.mark.parametrize("x_shape,oc,pads", WINO_F2, ids=str)
+def test_conv2d_bf16_winograd_f2(bf16_tier, rng, threads, x_shape, oc, pads):
+    if bf16_tier != "avx512":
+        pytest.skip("with AMX, bf16 3x3 convs take im2col")
+    n, h, wd, c = x_shape
+    oh, ow = h + 2 * pads[0] - 2, wd + 2 * pads[1] - 2
+    x = rng.standard_normal(x_shape, dtype=np.float32)
+    w = rng.standard_normal((oc, 3, 3, c), dtype=np.float32)
+    bias = rng.standard_normal(oc, dtype=np.float32)
+    conv = _core.conv2d_f32(w, bias, 1, 1, 1, 1, 1, *pads, x_shape, (n, oh, ow, oc), -4.0, 6.0, precision="bf16")
+    assert conv.name == "winograd_f2"
+    y = np.full((n, oh, ow, oc), np.nan, np.float32)
+    conv([x], [y])
+    want, tol = winograd_f2_bf16(x, w, bias, *pads, oh, ow, -4.0, 6.0)
+    err = np.abs(y - want)
+    assert (err <= tol).all(), f"{(err > tol).sum()} of {err.size} outside tolerance; max err {err.max()}"
 
 
 def rel_err(got, want):
