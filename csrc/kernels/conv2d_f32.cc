@@ -27,7 +27,7 @@ struct ConvArgs {
 using Conv2dFn = void (*)(const ConvArgs&, int64_t p0, int64_t p1, int64_t q0, int64_t q1, float* buf);
 MSV0_DECLARE(conv2d_f32, Conv2dFn)
 
-// Winograd F(T x T, 3x3) for 3x3 stride-1 undilated group-1 convs, T = 4 (fp32) or 2 (bf16):
+// Winograd F(T x T, 3x3) for 3x3 stride-1 undilated group-1 convs, T = 4 (fp32) or 2 (fp32, bf16):
 // w_packed holds (T+2)^2 packed B blocks (c x oc each, w_group_stride apart), one per point of
 // the transformed tile, packed for a.gemm. Tiles [t0, t1) of the flattened (n, ceil(oh/T),
 // ceil(ow/T)), output channels of B panels [q0, q1); v holds (T+2)^2*(t1-t0)*c floats and m
@@ -157,8 +157,8 @@ struct WinoF4 {
   }
 };
 
-// F(2,3): its transforms only add and subtract, so they add no rounding of their own to the
-// bf16 GEMM's (F(4,3)'s factors of up to 8 amplify it; see conv2d_algorithm).
+// F(2,3): its transforms only add and subtract (F(4,3)'s scale by up to 8, amplifying a bf16
+// GEMM's rounding; see conv2d_algorithm).
 struct WinoF2 {
   static constexpr int kT = 2, kA = 4;
   static void input_1d(const VecF* d, int64_t step, VecF* r, int64_t rstep) {
@@ -258,10 +258,11 @@ namespace {
 // ResNet-50's 7x7 3->64 (K 147) 2.26 / 1.66 ms, a 5x5 3->64 (K 75) 1.14 / 0.89, MobileNetV2's
 // 3x3/2 3->32 (K 27) 0.24 / 0.33, a 7x7 1->32 (K 49) 0.42 / 0.59.
 constexpr int64_t kDirectMaxChannels = 4, kDirectMaxK = 256, kBf16GemmMinK = 64;
-// Winograd needs enough channels for its transforms to vectorise and enough 4x4 output tiles
-// for each transformed weight block (c x oc) to be reused across several GEMM rows: its
-// weights are 4x those of im2col, streamed from memory once per run. ResNet-50's 14x14 stage
-// (16 tiles) runs 1.5x faster on it; its 7x7 stage (4 tiles, 36 MiB of transformed weights) loses.
+// Winograd needs enough channels for its transforms to vectorise and enough output tiles for
+// each transformed weight block (c x oc) to be reused across several GEMM rows: F(4,3)'s weights
+// are 4x those of im2col and F(2,3)'s 1.8x, streamed from memory once per run. ResNet-50's 14x14
+// stage (16 4x4 tiles) runs 1.5x faster on F(4,3); its 7x7 stage (4 tiles, 36 MiB of
+// transformed weights) loses there, and takes F(2,3) (16 2x2 tiles).
 constexpr int64_t kWinoMinChannels = 16, kWinoMinTiles = 16;
 
 // The output tile of a Winograd algorithm: F(4x4, 3x3) or F(2x2, 3x3).
@@ -294,11 +295,17 @@ Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision) {
   // bytes) it is the faster; where AMX runs the bf16 GEMM, im2col on it is (bf16 ResNet-50 20.7 ms
   // so, 25.6 on fp32 Winograd). fp16's GEMM is no more than twice as fast as fp32: F(4,3) in fp32
   // (4x fewer products) stays for it.
+  const int64_t tiles2 = wino_tiles(s, 2);
   if (precision == Precision::kBf16) {
-    if (bf16_gemm_on_amx() || wino_tiles(s, 2) < kWinoMinTiles) return Conv2dAlgorithm::kIm2col;
+    if (bf16_gemm_on_amx() || tiles2 < kWinoMinTiles) return Conv2dAlgorithm::kIm2col;
     return Conv2dAlgorithm::kWinogradF2;
   }
-  return wino_tiles(s, 4) >= kWinoMinTiles ? Conv2dAlgorithm::kWinograd : Conv2dAlgorithm::kIm2col;
+  if (wino_tiles(s, 4) >= kWinoMinTiles) return Conv2dAlgorithm::kWinograd;
+  // Too few 4x4 tiles: in fp32, F(2,3) streams 1.8x im2col's weights for 1.7x fewer products on
+  // ResNet-50's 7x7 stage (16 tiles of 2x2), 1.75 ms a layer against 2.25 (Zen 4, 1 thread).
+  // fp16 keeps im2col there: nothing measured its F(2,3) on an ARM board's memory.
+  return precision == Precision::kFp32 && tiles2 >= kWinoMinTiles ? Conv2dAlgorithm::kWinogradF2
+                                                                   : Conv2dAlgorithm::kIm2col;
 }
 
 const char* conv2d_algorithm_name(Conv2dAlgorithm a) {

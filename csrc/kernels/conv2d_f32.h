@@ -22,7 +22,7 @@ struct Conv2dShape {
   float lo, hi;
 };
 
-// kWinograd: F(4x4, 3x3) in fp32; kWinogradF2: F(2x2, 3x3) on the bf16 GEMM.
+// kWinograd: F(4x4, 3x3) in fp32; kWinogradF2: F(2x2, 3x3) on the fp32 or bf16 GEMM.
 enum class Conv2dAlgorithm { kDepthwise, kDirect, kGemm1x1, kIm2col, kWinograd, kWinogradF2 };
 // precision: the kernel object's (a 3x3 conv may leave fp32 Winograd for the bf16 GEMM).
 Conv2dAlgorithm conv2d_algorithm(const Conv2dShape& s, Precision precision);

@@ -165,18 +165,26 @@ WINOGRAD = {
     "16_tiles_edges": ((1, 15, 13, 17), 33, PadMode.CAFFE, (1, 1, 1, 1), 0, True, 1),
     "20_tiles_threads2": ((1, 17, 14, 16), 16, PadMode.CAFFE, (1, 1, 1, 1), ActivationType.RELU6, False, 2),
 }
+# Fewer than 16 4x4 tiles but at least 16 2x2 ones take F(2x2, 3x3): odd channels, clipped edge
+# tiles in a batch, and weights large enough for two threads to split the output channels.
+WINOGRAD_F2 = {
+    "f2_7x7_odd_channels": ((1, 7, 7, 33), 17, PadMode.CAFFE, (1, 1, 1, 1), ActivationType.RELU, True, 1),
+    "f2_batch2_edges_threads2": ((2, 5, 9, 16), 24, PadMode.CAFFE, (1, 1, 1, 1), 0, False, 2),
+    "f2_big_weights_threads2": ((1, 7, 7, 512), 176, PadMode.CAFFE, (1, 1, 1, 1), 0, True, 2),
+}
 
 
-@pytest.mark.parametrize("case", WINOGRAD)
+@pytest.mark.parametrize("case", [*WINOGRAD, *WINOGRAD_F2])
 def test_conv2d_f32_winograd(isa, rng, case):
-    x_shape, oc, mode, pads, activation, bias, threads = WINOGRAD[case]
+    x_shape, oc, mode, pads, activation, bias, threads = {**WINOGRAD, **WINOGRAD_F2}[case]
     n, h, wd, c = x_shape
     x = rng.standard_normal(x_shape).astype(np.float32)
     w = rng.standard_normal((oc, 3, 3, c)).astype(np.float32)
     b = rng.standard_normal(oc).astype(np.float32) if bias else None
     oh, pt = conv_out(h, 3, 1, 1, mode, pads[0], pads[1])
     ow, pl = conv_out(wd, 3, 1, 1, mode, pads[2], pads[3])
-    assert _core.conv2d_algorithm(w.shape, 1, 1, 1, 1, 1, pt, pl, x_shape, (n, oh, ow, oc)) == "winograd"
+    algorithm = "winograd_f2" if case in WINOGRAD_F2 else "winograd"
+    assert _core.conv2d_algorithm(w.shape, 1, 1, 1, 1, 1, pt, pl, x_shape, (n, oh, ow, oc)) == algorithm
     want = conv_ref(x, w, b, 1, (1, 1), (1, 1), oh, ow, pt, pl)
     absref = conv_ref(np.abs(x), np.abs(w), None if b is None else np.abs(b), 1, (1, 1), (1, 1), oh, ow, pt, pl)
     ins = [x, Const(w, format=7)] + ([Const(b)] if bias else [])
@@ -187,6 +195,7 @@ def test_conv2d_f32_winograd(isa, rng, case):
     # float32 GEMM, so rounding errors grow by a constant factor over direct summation. Measured
     # on these shapes on every tier, the worst error is 1.7·sqrt(k)·eps·sum|x·w|, inside the
     # default 4x bound (2.4x margin), while a wrong tap still fails by orders of magnitude.
+    # F(2,3)'s transforms only add and subtract: less growth.
     close(got, act(want, activation), absref, 9 * c)
 
 
@@ -383,7 +392,8 @@ ALGORITHMS = [
     ((1, 9, 7, 5), (8, 1, 1, 5), 1, (1, 1), (1, 1), (1, 0), (1, 11, 7, 8), "im2col"),  # padded 1x1
     ((1, 9, 7, 10), (8, 1, 1, 5), 2, (1, 1), (1, 1), (0, 0), (1, 9, 7, 8), "im2col"),  # grouped 1x1
     ((1, 16, 16, 16), (16, 3, 3, 16), 1, (1, 1), (1, 1), (1, 1), (1, 16, 16, 16), "winograd"),  # 16 tiles
-    ((1, 15, 16, 16), (16, 3, 3, 16), 1, (1, 1), (1, 1), (1, 1), (1, 12, 16, 16), "im2col"),  # 12 tiles
+    ((1, 15, 16, 16), (16, 3, 3, 16), 1, (1, 1), (1, 1), (1, 1), (1, 12, 16, 16), "winograd_f2"),  # 12 tiles, 48 of 2x2
+    ((1, 7, 6, 16), (16, 3, 3, 16), 1, (1, 1), (1, 1), (1, 1), (1, 7, 6, 16), "im2col"),  # 12 tiles of 2x2
     ((1, 16, 16, 15), (16, 3, 3, 15), 1, (1, 1), (1, 1), (1, 1), (1, 16, 16, 16), "im2col"),  # 15 channels in
     ((1, 16, 16, 16), (15, 3, 3, 16), 1, (1, 1), (1, 1), (1, 1), (1, 16, 16, 15), "im2col"),  # 15 out
     ((1, 16, 16, 16), (16, 3, 3, 16), 1, (2, 2), (1, 1), (1, 1), (1, 8, 8, 16), "im2col"),  # stride 2
