@@ -146,6 +146,7 @@ POST_CASES = [
     ((2, 9, 7, 8), (19, 3, 3, 8), 1, 2, 1, "im2col"),
     ((1, 4, 5, 12), (99, 3, 3, 4), 3, 1, 1, "im2col"),  # grouped, channels split per group
     ((1, 18, 17, 16), (24, 3, 3, 16), 1, 1, 1, "winograd"),
+    ((1, 7, 9, 16), (40, 3, 3, 16), 1, 1, 1, "winograd_f2"),  # 6 4x4 tiles, 20 2x2
     ((1, 17, 15, 3), (21, 3, 3, 3), 1, 2, 1, "direct"),
     ((2, 11, 13, 24), (24, 3, 3, 1), 24, 1, 1, "depthwise"),
     ((1, 11, 40, 8), (8, 1, 1, 1), 8, 1, 0, "depthwise"),  # few channels: whole rows as one run
@@ -325,7 +326,7 @@ def test_binary_with_activation_equals_the_two_objects(isa, rng, kind, threads):
 
 
 # The GEMM-based Conv2D objects (the ones with_residual takes).
-RESIDUAL_CASES = [c for c in POST_CASES if c[-1] in ("gemm1x1", "im2col", "winograd")]
+RESIDUAL_CASES = [c for c in POST_CASES if c[-1] in ("gemm1x1", "im2col", "winograd", "winograd_f2")]
 
 
 @pytest.mark.parametrize("op,first", [(0, True), (0, False), (1, True), (2, False)],
