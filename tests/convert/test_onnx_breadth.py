@@ -314,3 +314,35 @@ def test_transformer_block_export():
     check(m, {"x": f32(2, 6, d)}, batch=2)
     ops = [n.op for n in msv0_nodes(m, batch=2)]
     assert "LayerNorm" in ops and "Shape" not in ops
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap"])
+def test_pad_edge_and_wrap(mode):
+    """torch's ReplicationPad / circular pad: a 4-D map behind a Conv (stored NHWC) padded on
+    every axis, wrap by more than the axis holds; and a 3-D tensor padded on one side only."""
+    nodes = [N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             const("p4", [0, 1, 2, 3, 1, 0, 5, 1]), N("Pad", ["c", "p4"], ["p"], mode=mode),
+             N("ReduceMean", ["p"], ["r"], axes=[1], keepdims=0),
+             const("p3", [0, 0, 2, 0, 0, 0]), N("Pad", ["r", "p3"], ["y"], mode=mode)]
+    check(model(nodes, [("x", [2, 3, 4, 5])], inits=[("w", f32(6, 3, 3, 3))]), {"x": f32(2, 3, 4, 5)})
+
+
+@pytest.mark.parametrize("a_shape,b_shape,const_b", [
+    ((5,), (2, 5, 3), False),        # a 1-D row against a batch of runtime matrices
+    ((2, 4, 5), (5,), False),        # a 1-D runtime column
+    ((7,), (7, 3), True),            # a 1-D row through a constant weight
+    ((3, 1, 4, 5), (2, 5, 6), False),  # batch dims broadcast both ways
+    ((2, 4, 5), (3, 1, 5, 6), True)])  # against a constant batch
+def test_matmul_numpy_semantics(a_shape, b_shape, const_b):
+    """ONNX MatMul is NumPy's: 1-D operands promoted and their dim dropped, batch dims broadcast."""
+    b = f32(*b_shape)
+    inputs = [("a", list(a_shape))] + ([] if const_b else [("b", list(b_shape))])
+    m = model([N("MatMul", ["a", "b"], ["y"])], inputs, inits=[("b", b)] if const_b else ())
+    check(m, {"a": f32(*a_shape)} | ({} if const_b else {"b": b}))
+
+
+@pytest.mark.parametrize("x_shape,p_shape", [((2, 3, 4), (4,)), ((1, 4), (3, 1)), ((2, 3, 4), (2, 1, 4))])
+def test_pow_broadcasts_its_exponent(x_shape, p_shape):
+    """Pow's x and exponent broadcast both ways (r1.1's Power takes an exponent of x's shape)."""
+    m = model([N("Pow", ["x", "p"], ["y"])], [("x", list(x_shape)), ("p", list(p_shape))])
+    check(m, {"x": np.abs(f32(*x_shape)) + 0.5, "p": f32(*p_shape)})

@@ -75,6 +75,17 @@ def reshaped(c: Ctx, v: Val, shape) -> Val:
     return c.op("Reshape", [c.e.plain(v, c.name)], shape, v.dtype, shape=list(shape))
 
 
+def broadcast(c: Ctx, v: Val, shape) -> Val:
+    """v (constant or runtime) broadcast to exactly `shape`, in its logical order: where an r1.1
+    op needs its operands' shapes equal."""
+    shape = tuple(shape)
+    if tuple(v.shape) == shape:
+        return v
+    if v.const is not None:
+        return Val.of(np.ascontiguousarray(np.broadcast_to(v.const, shape)))
+    return c.op("BroadcastTo", [c.e.plain(v, c.name)], shape, v.dtype, dstShape=list(shape))
+
+
 def axis_index(a, rank):
     """A non-negative axis from ONNX's possibly negative one."""
     a = int(a)

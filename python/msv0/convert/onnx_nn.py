@@ -7,7 +7,7 @@ import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_1d import one_d
-from msv0.convert.onnx_ctx import Ctx, emit_binary, handles
+from msv0.convert.onnx_ctx import Ctx, broadcast, emit_binary, handles, reshaped
 from msv0.convert.resize_lowering import (gather_nearest, nearest_index, r11_nearest_index, resize_bilinear,
                                           source_coords)
 from msv0.fb.ActivationType import ActivationType
@@ -276,23 +276,21 @@ def matmul(c: Ctx):
     shape, dtype = c.out()
     if dtype != np.float32:
         raise Unsupported(f"MatMul on {dtype}")
+    # NumPy's matmul: a 1-D a is a row [1, K], a 1-D b a column [K, 1], and that dim leaves the
+    # result; batch dims broadcast, which r1.1's MatMul does not (it needs them equal).
+    if len(a.shape) == 1:
+        a = reshaped(c, a, (1, *a.shape))
+    if len(b.shape) == 1:
+        b = reshaped(c, b, (*b.shape, 1))
+    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    full = (*batch, a.shape[-2], b.shape[-1])
     bias = c.inp(2)  # a bias Add folded in by onnx_frontend._fold_matmul_bias
-    if b.const is not None and b.const.ndim == 2 and len(a.shape) >= 2:
-        c.set(0, _dense(c, a, b.const.T, None if bias is None else bias.const, shape, dtype, c.node.fused_act))
-        return
-    b = c.e.plain(b, c.name)
-    if len(a.shape) < 2 or len(b.shape) < 2:
-        raise Unsupported("MatMul with a 1-D operand and a runtime weight")
-    batch = tuple(shape[:-2])
-    ins = []
-    for v in (a, b):
-        if tuple(v.shape[:-2]) != batch:
-            if v.const is None:
-                raise Unsupported("MatMul batch broadcasting (r1.1 requires equal batch dims)")
-            full = np.ascontiguousarray(np.broadcast_to(v.const, batch + v.const.shape[-2:]))
-            v = Val.of(full)
-        ins.append(v)
-    c.set(0, c.op("MatMul", ins, shape, dtype))
+    if b.const is not None and b.const.ndim == 2:
+        y = _dense(c, a, b.const.T, None if bias is None else bias.const, full, dtype, c.node.fused_act)
+    else:
+        ins = [broadcast(c, v, (*batch, *v.shape[-2:])) for v in (a, c.e.plain(b, c.name))]
+        y = c.op("MatMul", ins, full, dtype)
+    c.set(0, y if full == tuple(shape) else reshaped(c, y, shape))
 
 
 @handles("BatchNormalization")

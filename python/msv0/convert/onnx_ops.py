@@ -10,7 +10,7 @@ import numpy as np
 
 from msv0 import dtypes
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, align_layouts, emit_binary, handles
+from msv0.convert.onnx_ctx import Ctx, align_layouts, broadcast, emit_binary, handles
 from msv0.fb.ActivationType import ActivationType
 from msv0.gelu import ERFC_A, ERFC_P, INV_SQRT2, TANH_C1, TANH_C2
 
@@ -59,9 +59,8 @@ def power(c: Ctx):
     if p.const is not None and p.const.size == 1:
         c.set(0, c.op("Power", [x], shape, dtype, x.nhwc, power=float(p.const.reshape(-1)[0]), scale=1.0, shift=0.0))
         return
-    if tuple(p.shape) != tuple(shape) or tuple(x.shape) != tuple(shape):
-        raise Unsupported("Pow with a broadcast exponent tensor")
-    (x, p), nhwc = align_layouts(c, [x, p], len(shape))
+    # r1.1's Power takes an exponent tensor of x's shape only.
+    (x, p), nhwc = align_layouts(c, [broadcast(c, x, shape), broadcast(c, p, shape)], len(shape))
     c.set(0, c.op("Power", [x, p], shape, dtype, nhwc, scale=1.0, shift=0.0))
 
 

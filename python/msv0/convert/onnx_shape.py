@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import NHWC_AXIS, TO_NHWC, Unsupported, Val, dense_order_matches
-from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, emit_binary, handles
+from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, broadcast, emit_binary, handles
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.TypeId import TypeId
@@ -110,8 +110,8 @@ def pad(c: Ctx):
     shape, dtype = c.out()
     rank = len(v.shape)
     mode = c.attr("mode", "constant")
-    if mode not in ("constant", "reflect"):
-        raise Unsupported(f"Pad mode '{mode}' (r1.1 SYMMETRIC repeats the edge differently)")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise Unsupported(f"Pad mode '{mode}'")
     if c.graph.opset < 11:
         pads, value = list(c.attr("pads", c.attr("paddings"))), float(c.attr("value", 0.0))
     else:
@@ -127,6 +127,21 @@ def pad(c: Ctx):
             pads = full
     if any(p < 0 for p in pads):
         raise Unsupported("negative pads")
+    if mode in ("edge", "wrap"):
+        # r1.1's Pad has no such mode (its SYMMETRIC repeats the edge too): one Gather per padded
+        # axis, of the positions each output index copies (clamped, or modulo the axis).
+        for a in range(rank):
+            before, after, n = pads[a], pads[a + rank], v.shape[a]
+            if before == after == 0:
+                continue
+            if n == 0:
+                raise Unsupported(f"Pad mode '{mode}' of an empty axis")
+            at = np.arange(-before, n + after)
+            at = np.clip(at, 0, n - 1) if mode == "edge" else at % n
+            grown = tuple(len(at) if k == a else d for k, d in enumerate(v.shape))
+            v = c.op("Gather", [v, Val.of(at.astype(np.int32))], grown, dtype, v.nhwc, axis=v.axis(a))
+        c.set(0, v)
+        return
     order = TO_NHWC if v.nhwc else range(rank)
     paddings = [x for p in order for x in (pads[p], pads[p + rank])]
     c.set(0, c.op("Pad", [v], shape, dtype, v.nhwc, paddings=paddings,
@@ -225,13 +240,7 @@ def topk(c: Ctx):
 
 def _full(c: Ctx, v: Val, shape) -> Val:
     """v with exactly `shape` (or one element), as r1.1 Where requires (no general broadcasting)."""
-    if tuple(v.shape) == tuple(shape) or int(np.prod(v.shape)) == 1:
-        return v
-    if v.const is not None:
-        a = np.ascontiguousarray(np.broadcast_to(v.const, shape))
-        return Val.of(a)
-    v = c.e.plain(v, c.name)
-    return c.op("BroadcastTo", [v], shape, v.dtype, dstShape=list(shape))
+    return v if int(np.prod(v.shape)) == 1 else broadcast(c, v, shape)
 
 
 @handles("Where")

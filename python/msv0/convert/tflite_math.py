@@ -146,7 +146,7 @@ def floor_div_mod(o):
     """From v0's Mod, C's exact fmod / % with the sign of a: where that remainder r is nonzero
     and its sign is not b's, the floor remainder is r + b (no overflow: opposite signs) and the
     floor quotient one less than the truncated one."""
-    a, b, (shape, dtype) = o.inp(0), o.inp(1), o.out()
+    a, b, dtype = o.inp(0), o.inp(1), o.out()[1]
     _expect(o, a, *((F32, I32) if o.code == "FLOOR_DIV" else (F32, I32, I64)))  # LiteRT's kernels
     zero = o.scalar(0, dtype)
     r = _b(o, "Mod", a, b)
