@@ -160,14 +160,15 @@ def test_file_is_r11_style(tmp_path):
 
 def test_unsupported_ops_are_all_reported(tmp_path):
     m = model([N("Relu", ["x"], ["a"]), N("Einsum", ["a"], ["b"], equation="nchw->nchw"),
-               N("Resize", ["b", "", "sc"], ["c"], mode="cubic"), N("Bernoulli", ["c"], ["y"])],
+               N("Resize", ["b", "", "sc"], ["c"], mode="linear", coordinate_transformation_mode="tf_crop_and_resize"),
+               N("Bernoulli", ["c"], ["y"])],
               [("x", [1, 2, 3, 4])], ["y"], [("sc", np.array([1, 1, 2, 2], np.float32))])
     out = tmp_path / "never.ms"
     with pytest.raises(msv0.UnsupportedOpError) as err:
         convert(m.SerializeToString(), out)
     ops = {op for _, op, _ in err.value.nodes}
     assert {"Einsum", "Resize", "Bernoulli"} <= ops
-    assert "cubic" in str(err.value)
+    assert "tf_crop_and_resize" in str(err.value)
     assert not out.exists()
 
 

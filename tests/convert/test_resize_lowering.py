@@ -31,23 +31,52 @@ ONNX_CASES = [  # mode, coordinate_transformation_mode, nearest_mode, input [N, 
 ]
 
 
-def _onnx_resize(mode, coord, nearest, shape, target):
+def _onnx_resize(mode, coord, nearest, shape, target, **extra):
+    """A Resize of x [N, C, H, W] to target ("sizes" or "scales" of H and W; of those alone when
+    extra has axes)."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
     from onnxcheck import IR_VERSION
-    attrs = dict(mode=mode, coordinate_transformation_mode=coord)
+    attrs = dict(mode=mode, coordinate_transformation_mode=coord, **extra)
     if nearest:
         attrs["nearest_mode"] = nearest
     kind, vals = target
     if kind == "sizes":
-        inits = [nh.from_array(np.array(shape[:2] + vals, np.int64), "sz")]
+        inits = [nh.from_array(np.array(vals if "axes" in extra else shape[:2] + vals, np.int64), "sz")]
         node = h.make_node("Resize", ["x", "", "", "sz"], ["y"], **attrs)
     else:
-        inits = [nh.from_array(np.array((1, 1) + vals, np.float32), "sc")]
+        inits = [nh.from_array(np.array(vals if "axes" in extra else (1, 1) + vals, np.float32), "sc")]
         node = h.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)
     g = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, shape)],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
     return h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=IR_VERSION)
+
+
+# What r1.1's Resize has no form for, written as interpolation matrices: cubic (its coefficient,
+# exclude_outside), antialiased downscales, and the scale keep_aspect_ratio_policy picks.
+FILTER_CASES = [
+    ("cubic", "half_pixel", (1, 2, 5, 7), ("scales", (2.0, 1.5)), {}),
+    ("cubic", "asymmetric", (1, 3, 6, 5), ("sizes", (4, 9)), dict(cubic_coeff_a=-0.5, exclude_outside=1)),
+    ("cubic", "align_corners", (2, 2, 4, 6), ("sizes", (7, 3)), {}),
+    ("cubic", "half_pixel", (1, 2, 16, 12), ("sizes", (5, 7)), dict(antialias=1)),
+    ("linear", "half_pixel", (1, 2, 15, 11), ("scales", (0.3, 0.6)), dict(antialias=1)),
+    ("linear", "pytorch_half_pixel", (1, 3, 9, 8), ("sizes", (4, 16)), dict(antialias=1)),  # down and up
+    ("linear", "half_pixel", (1, 2, 9, 6), ("sizes", (4, 5)), dict(antialias=1, exclude_outside=1)),
+    ("linear", "half_pixel", (1, 2, 6, 8), ("sizes", (12, 10)), dict(axes=[2, 3], keep_aspect_ratio_policy="not_larger")),
+    ("nearest", "asymmetric", (1, 2, 6, 8), ("sizes", (12, 10)), dict(axes=[2, 3], keep_aspect_ratio_policy="not_smaller")),
+    ("cubic", "half_pixel", (1, 2, 6, 8), ("scales", (0.5, 1.25)), dict(axes=[-2, -1])),
+]
+
+
+@pytest.mark.parametrize("mode,coord,shape,target,extra", FILTER_CASES, ids=str)
+def test_onnx_resize_filters(mode, coord, shape, target, extra):
+    from onnxcheck import run_msv0, run_ort
+    m = _onnx_resize(mode, coord, "floor" if mode == "nearest" else None, shape, target, **extra)
+    x = R.standard_normal(shape).astype(np.float32)
+    want = run_ort(m.SerializeToString(), {"x": x})["y"]
+    got = run_msv0(m.SerializeToString(), {"x": x})["y"]
+    assert got.shape == want.shape
+    _close(got, want)
 
 
 @pytest.mark.parametrize("mode,coord,nearest,shape,target", ONNX_CASES)

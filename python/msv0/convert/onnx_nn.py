@@ -7,9 +7,9 @@ import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_1d import one_d
-from msv0.convert.onnx_ctx import Ctx, broadcast, emit_binary, handles, reshaped
-from msv0.convert.resize_lowering import (gather_nearest, nearest_index, r11_nearest_index, resize_bilinear,
-                                          source_coords)
+from msv0.convert.onnx_ctx import Ctx, axis_index, broadcast, emit_binary, handles, reshaped
+from msv0.convert.resize_lowering import (filter_matrix, gather_nearest, interpolate, nearest_index,
+                                          r11_nearest_index, resize_bilinear, source_coords)
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
 from msv0.fb.PaddingMode import PaddingMode
@@ -369,15 +369,15 @@ def log_softmax(c: Ctx):
     c.set(0, c.op("Log", [y], shape, dtype, y.nhwc))
 
 
-def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
+def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None, antialias=False):
     """Resize written as r1.1's Resize where its meaning (src = dst·in/out, or align corners) is ONNX's,
     else as the exact lowering (resize_lowering)."""
     x = c.inp(0)
     shape, dtype = c.out()
     if len(shape) != 4 or tuple(shape[:2]) != tuple(x.shape[:2]):
         raise Unsupported("only spatial (H, W) resizing of a 4-D tensor")
-    if mode not in ("nearest", "linear"):
-        raise Unsupported(f"mode={mode} (v0 resizes nearest and bilinear only)")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise Unsupported(f"mode={mode}")
     pairs = list(zip(x.shape[2:], shape[2:]))
     ratio = [np.float32(o) / np.float32(i) for i, o in pairs]
     # ONNX maps coordinates by the given scales; r1.1's Resize knows only the size ratio
@@ -392,6 +392,14 @@ def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
         return
     x = c.e.to_nhwc(x, c.name)
     stored = Val(x.stored_shape, dtype, index=c.e.index(x))  # what resize_lowering works on
+    excl = bool(c.attr("exclude_outside", 0))
+    if mode == "cubic" or mode == "linear" and (excl or antialias and min(sc) < 1):
+        # r1.1's Resize has no cubic, no antialiasing filter: interpolation matrices
+        a = float(c.attr("cubic_coeff_a", -0.75))
+        my, mx = (filter_matrix(source_coords(i, o, s, coord), i, mode, s, a, excl, antialias)
+                  for (i, o), s in zip(pairs, sc))
+        c.set(0, Val(shape, dtype, index=interpolate(c, stored, my, mx).index, nhwc=True))
+        return
     if mode == "nearest":
         idx = [nearest_index(source_coords(i, o, s, coord), i, nearest_mode) for (i, o), s in zip(pairs, sc)]
         if not by_ratio or not all(np.array_equal(t, r11_nearest_index(i, o)) for t, (i, o) in zip(idx, pairs)):
@@ -409,14 +417,24 @@ def _resize(c: Ctx, mode: str, coord: str, nearest_mode: str, scales=None):
 
 @handles("Resize")
 def resize(c: Ctx):
-    if c.attr("antialias", 0) or c.attr("axes") is not None or c.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise Unsupported("antialias / axes / keep_aspect_ratio_policy")
     coord = c.attr("coordinate_transformation_mode", "half_pixel") if c.graph.opset >= 11 else "asymmetric"
     scales = c.inp(2 if c.graph.opset >= 11 else 1)
     if scales is not None and scales.const is None and int(np.prod(scales.shape)) != 0:
         raise Unsupported("runtime scales (ONNX maps coordinates by the scale values, unknown when converting)")
     scales = None if scales is None or scales.const.size == 0 else scales.const
-    _resize(c, c.attr("mode", "nearest"), coord, c.attr("nearest_mode", "round_prefer_floor"), scales)
+    rank = len(c.inp(0).shape)
+    axes = [axis_index(a, rank) for a in c.attr("axes", range(rank))]
+    policy = c.attr("keep_aspect_ratio_policy", "stretch")
+    if policy != "stretch":  # one scale for every resized axis, from the sizes it must not exceed / undercut
+        sizes = c.const(3, "sizes")
+        ratios = [np.float32(n) / np.float32(c.inp(0).shape[a]) for n, a in zip(sizes, axes)]
+        scales = [min(ratios) if policy == "not_larger" else max(ratios)] * len(axes)
+    if scales is not None and len(axes) != rank:  # scales of the listed axes only
+        full = np.ones(rank, np.float32)
+        full[axes] = scales
+        scales = full
+    _resize(c, c.attr("mode", "nearest"), coord, c.attr("nearest_mode", "round_prefer_floor"), scales,
+            bool(c.attr("antialias", 0)))
 
 
 @handles("Upsample")

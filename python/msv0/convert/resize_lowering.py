@@ -5,7 +5,8 @@ Resize), so a half-pixel resize (ONNX's default, TFLite half_pixel_centers) is w
 - bilinear ×2: Pad SYMMETRIC by 1, then DeDepthwiseConv2D with the outer product of
   [¼, ¾, ¾, ¼], stride 2, crop 3 (out[2i] = ¼x[i−1] + ¾x[i], out[2i+1] = ¾x[i] + ¼x[i+1], the
   edge repeated is the coordinate clamp);
-- other bilinear sizes: a constant interpolation matrix per axis (FullConnection over that axis);
+- other bilinear sizes, cubic and antialiased downscales: a constant interpolation matrix per
+  axis (FullConnection over that axis);
 - nearest: a Gather per axis with the source indices, unless they are r1.1's own.
 Every function here works on NHWC-stored values; `o` is a frontend's handler context (it has
 .op(op, ins, shape, dtype, **attrs), .e and .name).
@@ -83,6 +84,39 @@ def linear_matrix(src: np.ndarray, n_in: int) -> np.ndarray:
     np.add.at(m, (rows, i0), np.float32(1) - w)
     np.add.at(m, (rows, i1), w)
     return m
+
+
+def filter_matrix(src: np.ndarray, n_in: int, mode: str, scale: float = 1.0, a: float = -0.75,
+                  exclude_outside: bool = False, antialias: bool = False) -> np.ndarray:
+    """[n_out, n_in]: row j is ONNX's linear or cubic (coefficient a) filter at src[j], over the
+    taps around it, clamped to the input's edge (or, with exclude_outside, dropped and the other
+    weights renormalised). With antialias a downscale (scale < 1) stretches the filter by 1/scale,
+    its weights normalised to sum 1 (onnx's reference: taps floor(s) + [start, 2 − start))."""
+    if len(src) * n_in > MAX_MATRIX:
+        raise Unsupported(f"a {len(src)}x{n_in} interpolation matrix (over {MAX_MATRIX} values)")
+    stretch = min(float(scale), 1.0) if antialias else 1.0
+    x = src.astype(np.float64)
+    base = np.floor(x)
+    ratio = x - base
+    base[ratio == 0] -= 1  # ONNX takes a whole coordinate as ratio 1 from the pixel before it
+    ratio[ratio == 0] = 1
+    start = int(np.floor((-2 if mode == "cubic" else -1) / stretch) + 1)
+    offsets = np.arange(start, 2 - start)
+    d = np.abs(stretch * (offsets - ratio[:, None]))
+    if mode == "cubic":
+        w = np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
+                     np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
+    else:
+        w = np.clip(1 - d, 0, 1)
+    taps = base.astype(np.int64)[:, None] + offsets
+    if exclude_outside:
+        w = np.where((taps >= 0) & (taps < n_in), w, 0.0)
+    if exclude_outside or antialias:
+        w /= w.sum(axis=1, keepdims=True)
+    m = np.zeros((len(src), n_in), np.float64)
+    rows = np.repeat(np.arange(len(src)), len(offsets))
+    np.add.at(m, (rows, np.clip(taps, 0, n_in - 1).reshape(-1)), w.reshape(-1))
+    return m.astype(np.float32)
 
 
 def gather_nearest(o, x: Val, ys: np.ndarray, xs: np.ndarray) -> Val:
