@@ -47,16 +47,21 @@ def gather_elements(c: Ctx):
     c.set(0, c.op("GatherNd", [x, _coords(c, c.inp(1), axis, x.shape[axis])], shape, dtype))
 
 
-def _refuse_reduction(c: Ctx):
+def _scatter(c: Ctx, x: Val, coords: Val, upd: Val):
+    """x with the elements or slices at coords replaced by upd (reduction none), or with upd added
+    there (add: every update, repeated coordinates included)."""
     reduction = c.attr("reduction", "none")
+    if reduction == "add":
+        return _scatter_add(c, x, coords, upd)
     if reduction != "none":
         raise Unsupported(f"reduction '{reduction}' (v0 ScatterND copies each update; nothing accumulates)")
+    _scatter_copy(c, x, coords, upd)
 
 
-def _scatter(c: Ctx, x: Val, coords: Val, upd: Val):
-    """x with the elements or slices at coords replaced by upd. v0 ScatterND writes into zeros, so a
-    second scatter, of ones, marks what comes from upd; Where then picks (x·(1 − mask) would turn an
-    inf or NaN of x into NaN). Duplicate coordinates, which ONNX leaves undefined, keep the last."""
+def _scatter_copy(c: Ctx, x: Val, coords: Val, upd: Val):
+    """v0 ScatterND writes into zeros, so a second scatter, of ones, marks what comes from upd; Where
+    then picks (x·(1 − mask) would turn an inf or NaN of x into NaN). Duplicate coordinates, which
+    ONNX leaves undefined, keep the last."""
     shape, dtype = c.out()
     dims = Val.of(np.array(shape, np.int32))
     new = c.op("ScatterND", [dims, coords, c.e.plain(upd, c.name)], shape, dtype)
@@ -65,9 +70,27 @@ def _scatter(c: Ctx, x: Val, coords: Val, upd: Val):
     c.set(0, c.op("Where", [hit, new, c.e.plain(x, c.name)], shape, dtype))
 
 
+# Largest target (its scattered dims) a scatter-add writes its table of flat positions for.
+MAX_SCATTER_ADD_SLOTS = 1 << 24
+
+
+def _scatter_add(c: Ctx, x: Val, coords: Val, upd: Val):
+    """UnsortedSegmentSum of the updates at their flat positions (the sum of repeated ones), added to
+    x. The positions are gathered from a table of them: GatherNd reports a coordinate out of range at
+    run time, as ScatterND does, where arithmetic on it could land on another element."""
+    shape, dtype = c.out()
+    q = coords.shape[-1]
+    slots = int(np.prod(shape[:q], dtype=np.int64))
+    if slots > MAX_SCATTER_ADD_SLOTS:
+        raise Unsupported(f"reduction 'add' into {slots} positions (over {MAX_SCATTER_ADD_SLOTS})")
+    table = Val.of(np.arange(slots, dtype=np.int32).reshape(shape[:q]))
+    ids = c.op("GatherNd", [table, c.e.plain(coords, c.name)], tuple(coords.shape[:-1]), np.int32)
+    sums = c.op("UnsortedSegmentSum", [c.e.plain(upd, c.name), ids], (slots, *shape[q:]), dtype, numSegments=slots)
+    c.set(0, emit_binary(c, "Add", c.e.plain(x, c.name), reshaped(c, sums, shape), shape, dtype))
+
+
 @handles("ScatterElements", "Scatter")
 def scatter_elements(c: Ctx):
-    _refuse_reduction(c)
     x = c.inp(0)
     axis = axis_index(c.attr("axis", 0), len(x.shape))
     _scatter(c, x, _coords(c, c.inp(1), axis, x.shape[axis]), c.inp(2))
@@ -75,7 +98,6 @@ def scatter_elements(c: Ctx):
 
 @handles("ScatterND")
 def scatter_nd(c: Ctx):
-    _refuse_reduction(c)
     x, ind, upd = c.inp(0), c.inp(1), c.inp(2)
     q = ind.shape[-1]
     coords = _wrapped(c, ind, x.shape[:q])
