@@ -346,3 +346,25 @@ def test_pow_broadcasts_its_exponent(x_shape, p_shape):
     """Pow's x and exponent broadcast both ways (r1.1's Power takes an exponent of x's shape)."""
     m = model([N("Pow", ["x", "p"], ["y"])], [("x", list(x_shape)), ("p", list(p_shape))])
     check(m, {"x": np.abs(f32(*x_shape)) + 0.5, "p": f32(*p_shape)})
+
+
+@pytest.mark.parametrize("ceil", [0, 1])
+def test_average_pool_counting_its_pads(ceil):
+    """torch's AvgPool2d default (count_include_pad): the pads count as zeros, 3x3/1 pad 1 as in
+    Inception, and 3x3/2 pads (0, 1) where ceil mode adds a window past them."""
+    nodes = [N("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+             N("AveragePool", ["a"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0],
+               count_include_pad=1, ceil_mode=ceil)]
+    check(model(nodes, [("x", [1, 3, 10, 9])]), {"x": f32(1, 3, 10, 9)})
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_ceil_mode_window_in_the_end_padding_where_onnx_and_ort_disagree(op):
+    """ONNX Runtime (and torch) drop a ceil-mode window that would start in the end padding; onnx's
+    shape inference here keeps it, and every later shape with it: refused, naming both sizes.
+    5 + 1 + 1 padded, 3x3/3: windows at 0, 3 and 6, the last in the padding. (Where the model's
+    shapes agree with ONNX Runtime, r1.1 pools with less end padding: the node test
+    test_averagepool_2d_ceil_last_window_starts_on_pad.)"""
+    node = N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[3, 3], pads=[1, 1, 1, 1], ceil_mode=1)
+    with pytest.raises(UnsupportedOpError, match="output size 3 where ONNX Runtime pools to 2"):
+        convert(model([node], [("x", [1, 2, 6, 5])]).SerializeToString())

@@ -30,6 +30,9 @@ XFAIL = {
     "test_top_k_smallest": "r1.1 sorted=false breaks ties towards higher indices",
     "test_mod_float_edge_cases_fmod_0_float32": "r1.1 float FloorMod is a − floorf(a/b)·b: NaN for an infinite "
                                                 "divisor and +0 where ONNX keeps −0",
+    # not r1.1's: the test's expected values
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": "expected values rounded to 4 decimals (msv0 equals "
+                                                          "ONNX Runtime and onnx's reference: 0.15105554)",
 }
 SUMMARY = collections.defaultdict(collections.Counter)
 

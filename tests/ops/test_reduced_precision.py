@@ -312,8 +312,10 @@ def test_matmul_fp16_constant_b(fp16_tier, rng, threads):
     check_matmul_constant_b(rng, "fp16", lambda y, a, b: np.testing.assert_array_equal(y, fp16_gemm(a, b, None)))
 
 
-# As CONVS, with fp16's choice for the 3x3 that fp32 runs on Winograd: Winograd, in fp32.
-FP16_CONVS = CONVS[:-1] + [((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, "winograd")]
+# As CONVS, with fp16's choices for the 3x3s: im2col for the 7x7 map, Winograd F(4,3) in fp32 for
+# the one that fp32 runs on it.
+FP16_CONVS = CONVS[:-2] + [((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, "im2col"),
+                           ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, "winograd")]
 
 
 @pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", FP16_CONVS, ids=str)

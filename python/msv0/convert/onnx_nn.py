@@ -138,13 +138,27 @@ def pool(c: Ctx):
     shape, dtype = c.out()
     ceil = int(c.attr("ceil_mode", 0))
     avg = c.node.op == "AveragePool"
-    pads = (attrs["padUp"], attrs["padDown"], attrs["padLeft"], attrs["padRight"])
-    if avg and c.attr("count_include_pad", 0) and any(pads):
-        raise Unsupported("count_include_pad=1 with padding (r1.1 averages over the valid cells only)")
+    pads = [attrs["padUp"], attrs["padDown"], attrs["padLeft"], attrs["padRight"]]
     rnd = math.ceil if ceil else math.floor
-    for i, (n, k, s) in enumerate(zip(x.shape[2:], kernel, strides)):
-        if rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1 != shape[2 + i]:
-            raise Unsupported("ceil_mode output size differs from r1.1's (last window starts in the padding)")
+    for i, (n, k, s, want) in enumerate(zip(x.shape[2:], kernel, strides, shape[2:])):
+        size = rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1
+        if ceil and (size - 1) * s >= n + pads[2 * i]:  # ONNX (and torch) drop a window starting in the end padding
+            size -= 1
+        if size != want:
+            raise Unsupported(f"output size {want} where ONNX Runtime pools to {size} (ceil_mode's last window)")
+        # Only the end padding the windows reach: r1.1's ceil mode keeps a window that starts past it.
+        pads[2 * i + 1] = min(pads[2 * i + 1], max(0, (want - 1) * s + k - n - pads[2 * i]))
+    if avg and c.attr("count_include_pad", 0) and any(pads):
+        # r1.1 averages over the valid cells only: the pads become cells of zeros (torch's default).
+        n, ch, h, w = x.shape
+        x = c.op("Pad", [x], (n, ch, h + pads[0] + pads[1], w + pads[2] + pads[3]), dtype, True,
+                 paddings=[0, 0, *pads, 0, 0], paddingMode=PaddingMode.CONSTANT, constantValue=0.0)
+        pads = [0, 0, 0, 0]
+    attrs.update(padUp=pads[0], padDown=pads[1], padLeft=pads[2], padRight=pads[3])
+    r11 = [rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1
+           for i, (n, k, s) in enumerate(zip(x.shape[2:], kernel, strides))]
+    if r11 != list(shape[2:]):
+        raise Unsupported(f"output size {tuple(shape[2:])} where r1.1 pools to {tuple(r11)}")
     mode = PoolMode.MEAN_POOLING if avg else PoolMode.MAX_POOLING
     c.set(0, c.op("Pooling", [x], shape, dtype, True, poolingMode=mode, windowH=kernel[0], windowW=kernel[1],
                   roundMode=RoundMode.CEIL if ceil else RoundMode.FLOOR, activationType=c.node.fused_act, **attrs))
