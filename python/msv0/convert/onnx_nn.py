@@ -439,8 +439,9 @@ def resize(c: Ctx):
     rank = len(c.inp(0).shape)
     axes = [axis_index(a, rank) for a in c.attr("axes", range(rank))]
     policy = c.attr("keep_aspect_ratio_policy", "stretch")
-    if policy != "stretch":  # one scale for every resized axis, from the sizes it must not exceed / undercut
-        sizes = c.const(3, "sizes")
+    sizes = c.const(3, "sizes") if policy != "stretch" else None  # the policy reads sizes alone
+    if sizes is not None and sizes.size:
+        # one scale for every resized axis, from the sizes it must not exceed / undercut
         ratios = [np.float32(n) / np.float32(c.inp(0).shape[a]) for n, a in zip(sizes, axes)]
         scales = [min(ratios) if policy == "not_larger" else max(ratios)] * len(axes)
     if scales is not None and len(axes) != rank:  # scales of the listed axes only
