@@ -368,3 +368,17 @@ def test_ceil_mode_window_in_the_end_padding_where_onnx_and_ort_disagree(op):
     node = N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[3, 3], pads=[1, 1, 1, 1], ceil_mode=1)
     with pytest.raises(UnsupportedOpError, match="output size 3 where ONNX Runtime pools to 2"):
         convert(model([node], [("x", [1, 2, 6, 5])]).SerializeToString())
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_extreme_select_last_index(op):
+    """select_last_index picks the last of tied extremes (r1.1's kernel the first): on a map behind
+    a Conv (stored NHWC), along channels kept and along width dropped, with ties on both."""
+    w = np.zeros((4, 1, 1, 1), np.float32)
+    w[[0, 2, 3]] = 1.0  # channels 0, 2, 3 equal
+    nodes = [N("Conv", ["x", "w"], ["c"]), N(op, ["c"], ["a"], axis=1, select_last_index=1),
+             N("Round", ["x"], ["r"]), N(op, ["r"], ["b"], axis=3, keepdims=0, select_last_index=1),
+             const("ax", [3]), N("Unsqueeze", ["b", "ax"], ["bu"]), N("Mul", ["bu", "ten"], ["bt"]),
+             N("Add", ["a", "bt"], ["y"])]
+    check(model(nodes, [("x", [2, 1, 3, 5])], inits=[("w", w), ("ten", np.int64(10))], out_elem=T.INT64),
+          {"x": (f32(2, 1, 3, 5) * 2).round()})

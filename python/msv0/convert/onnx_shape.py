@@ -206,8 +206,6 @@ def reduce(c: Ctx):
 
 @handles("ArgMax", "ArgMin")
 def argmax(c: Ctx):
-    if c.attr("select_last_index", 0):
-        raise Unsupported("select_last_index=1 (r1.1 returns the first extreme)")
     v = c.inp(0)
     shape, dtype = c.out()
     if v.dtype != np.float32:
@@ -216,9 +214,15 @@ def argmax(c: Ctx):
     keep = int(c.attr("keepdims", 1))
     v = _reduce_input(c, v, [axis], keep)
     nhwc = v.nhwc and bool(keep)
+    last, n = c.attr("select_last_index", 0), v.shape[axis]
+    if last:  # r1.1 returns the first extreme: reversed along the axis, the last one is n − 1 − its index
+        v = c.op("Gather", [v, Val.of(np.arange(n - 1, -1, -1, dtype=np.int32))], v.shape, v.dtype, v.nhwc,
+                 axis=v.axis(axis))
     # r1.1 writes the indices as float values of the input's dtype; cast them to ONNX's int64
     y = c.op(c.node.op, [v], shape, np.float32, nhwc, axis=v.axis(axis), topK=1, keepDims=bool(keep))
-    c.set(0, c.op("Cast", [y], shape, dtype, nhwc, srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt64))
+    if last:
+        y = emit_binary(c, "Sub", c.scalar(n - 1, np.float32), y, shape, np.float32)
+    c.set(0, c.op("Cast", [y], shape, dtype, y.nhwc, srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt64))
 
 
 @handles("TopK")
