@@ -197,6 +197,16 @@ def test_trilu(upper, k):
     check(N("Trilu", inputs, ["y"], upper=upper), {"x": R.integers(-9, 9, (5, 3))}, inits)
 
 
+@pytest.mark.parametrize("upper", [0, 1])
+def test_trilu_runtime_k(upper):
+    """k a graph input: the mask is formed at run time (on a 4-D map stored NHWC and on ints)."""
+    x = f32(2, 3, 4, 5)
+    x[1, 2, 3, 0] = np.inf
+    for k in (-2, 0, 3):
+        check(N("Trilu", ["x", "k"], ["y"], upper=upper), {"x": x, "k": np.array(k, np.int64)})
+    check(N("Trilu", ["x", "k"], ["y"], upper=upper), {"x": R.integers(-9, 9, (5, 3)), "k": np.array(1, np.int64)})
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2, -3])
 def test_one_hot(axis):
     ind = np.array([[0, 4, -1, -5], [5, -6, 2, 3], [1, 1, 0, -2]], np.int64)  # 5 and -6 are out of range: all off

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, emit_binary, handles, reshaped
+from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, broadcast, emit_binary, handles, reshaped
 from msv0.convert.scan_lowering import running_sum
 from msv0.fb.TypeId import TypeId
 
@@ -121,12 +121,17 @@ def cumsum(c: Ctx):
 @handles("Trilu")
 def trilu(c: Ctx):
     shape, dtype = c.out()
-    k = c.const(1, "k")
-    k = 0 if k is None else int(k.reshape(-1)[0])
+    k, upper = c.inp(1), c.attr("upper", 1)
     rows, cols = np.indices(shape[-2:])
-    keep = cols - rows >= k if c.attr("upper", 1) else cols - rows <= k
+    if k is None or k.const is not None:
+        k = 0 if k is None else int(k.const.reshape(-1)[0])
+        keep = Val.of(np.broadcast_to(cols - rows >= k if upper else cols - rows <= k, shape))
+    else:  # the diagonal offset a run-time value: the mask from comparing it with cols − rows
+        diag = Val.of((cols - rows).astype(k.dtype))
+        k = reshaped(c, k, (1,))
+        keep = broadcast(c, c.op("GreaterEqual" if upper else "LessEqual", [diag, k], diag.shape, np.bool_), shape)
     # r1.1 Where takes full-size or one-element operands, and a mask multiply would make inf·0 NaN
-    ins, nhwc = align_layouts(c, [Val.of(np.broadcast_to(keep, shape)), c.inp(0), c.scalar(0, dtype)], len(shape))
+    ins, nhwc = align_layouts(c, [keep, c.inp(0), c.scalar(0, dtype)], len(shape))
     c.set(0, c.op("Where", ins, shape, dtype, nhwc))
 
 
