@@ -382,3 +382,16 @@ def test_arg_extreme_select_last_index(op):
              N("Add", ["a", "bt"], ["y"])]
     check(model(nodes, [("x", [2, 1, 3, 5])], inits=[("w", w), ("ten", np.int64(10))], out_elem=T.INT64),
           {"x": (f32(2, 1, 3, 5) * 2).round()})
+
+
+@pytest.mark.parametrize("case", ["pad_edge", "argmax_last"])
+def test_absurd_sizes_for_index_tables_are_reported(case):
+    """A lowering that writes a constant table of positions refuses a file's absurd size (2^40) by
+    node, rather than allocating it."""
+    if case == "pad_edge":
+        node, shape = N("Pad", ["x", "p"], ["y"], mode="edge"), [1, 4]
+        m = model([const("p", [0, 1 << 40, 0, 0]), node], [("x", shape)])
+    else:
+        m = model([N("ArgMax", ["x"], ["y"], axis=1, select_last_index=1)], [("x", [1, 1 << 40])], out_elem=T.INT64)
+    with pytest.raises(UnsupportedOpError, match=r"a table of \d+ positions \(over 16777216\)"):
+        convert(m.SerializeToString())

@@ -75,6 +75,19 @@ def reshaped(c: Ctx, v: Val, shape) -> Val:
     return c.op("Reshape", [c.e.plain(v, c.name)], shape, v.dtype, shape=list(shape))
 
 
+# The most entries a lowering writes into a constant table of positions (Pad edge/wrap, ArgMax's
+# reversal, scatter-add): far beyond real tensors' axes, and what keeps a file's absurd dims from
+# exhausting memory while it converts.
+MAX_TABLE = 1 << 24
+
+
+def table_size(n: int, what: str) -> int:
+    """n, or Unsupported when a table of n positions would be over MAX_TABLE."""
+    if n > MAX_TABLE:
+        raise Unsupported(f"{what}: a table of {n} positions (over {MAX_TABLE})")
+    return n
+
+
 def broadcast(c: Ctx, v: Val, shape) -> Val:
     """v (constant or runtime) broadcast to exactly `shape`, in its logical order: where an r1.1
     op needs its operands' shapes equal."""

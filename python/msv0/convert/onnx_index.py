@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, broadcast, emit_binary, handles, reshaped
+from msv0.convert.onnx_ctx import (Ctx, align_layouts, axis_index, broadcast, emit_binary, handles, reshaped,
+                                   table_size)
 from msv0.convert.scan_lowering import running_sum
 from msv0.fb.TypeId import TypeId
 
@@ -70,19 +71,13 @@ def _scatter_copy(c: Ctx, x: Val, coords: Val, upd: Val):
     c.set(0, c.op("Where", [hit, new, c.e.plain(x, c.name)], shape, dtype))
 
 
-# Largest target (its scattered dims) a scatter-add writes its table of flat positions for.
-MAX_SCATTER_ADD_SLOTS = 1 << 24
-
-
 def _scatter_add(c: Ctx, x: Val, coords: Val, upd: Val):
     """UnsortedSegmentSum of the updates at their flat positions (the sum of repeated ones), added to
     x. The positions are gathered from a table of them: GatherNd reports a coordinate out of range at
     run time, as ScatterND does, where arithmetic on it could land on another element."""
     shape, dtype = c.out()
     q = coords.shape[-1]
-    slots = int(np.prod(shape[:q], dtype=np.int64))
-    if slots > MAX_SCATTER_ADD_SLOTS:
-        raise Unsupported(f"reduction 'add' into {slots} positions (over {MAX_SCATTER_ADD_SLOTS})")
+    slots = table_size(int(np.prod(shape[:q], dtype=np.int64)), "reduction 'add'")
     table = Val.of(np.arange(slots, dtype=np.int32).reshape(shape[:q]))
     ids = c.op("GatherNd", [table, c.e.plain(coords, c.name)], tuple(coords.shape[:-1]), np.int32)
     sums = c.op("UnsortedSegmentSum", [c.e.plain(upd, c.name), ids], (slots, *shape[q:]), dtype, numSegments=slots)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import NHWC_AXIS, TO_NHWC, Unsupported, Val, dense_order_matches
-from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, broadcast, emit_binary, handles
+from msv0.convert.onnx_ctx import Ctx, align_layouts, axis_index, broadcast, emit_binary, handles, table_size
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.TypeId import TypeId
@@ -136,7 +136,7 @@ def pad(c: Ctx):
                 continue
             if n == 0:
                 raise Unsupported(f"Pad mode '{mode}' of an empty axis")
-            at = np.arange(-before, n + after)
+            at = np.arange(-before, table_size(n + before + after, f"Pad mode '{mode}'") - before)
             at = np.clip(at, 0, n - 1) if mode == "edge" else at % n
             grown = tuple(len(at) if k == a else d for k, d in enumerate(v.shape))
             v = c.op("Gather", [v, Val.of(at.astype(np.int32))], grown, dtype, v.nhwc, axis=v.axis(a))
@@ -216,8 +216,8 @@ def argmax(c: Ctx):
     nhwc = v.nhwc and bool(keep)
     last, n = c.attr("select_last_index", 0), v.shape[axis]
     if last:  # r1.1 returns the first extreme: reversed along the axis, the last one is n − 1 − its index
-        v = c.op("Gather", [v, Val.of(np.arange(n - 1, -1, -1, dtype=np.int32))], v.shape, v.dtype, v.nhwc,
-                 axis=v.axis(axis))
+        back = np.arange(table_size(n, "select_last_index") - 1, -1, -1, dtype=np.int32)
+        v = c.op("Gather", [v, Val.of(back)], v.shape, v.dtype, v.nhwc, axis=v.axis(axis))
     # r1.1 writes the indices as float values of the input's dtype; cast them to ONNX's int64
     y = c.op(c.node.op, [v], shape, np.float32, nhwc, axis=v.axis(axis), topK=1, keepDims=bool(keep))
     if last:
