@@ -117,6 +117,7 @@ def cumsum(c: Ctx):
 def trilu(c: Ctx):
     shape, dtype = c.out()
     k, upper = c.inp(1), c.attr("upper", 1)
+    table_size(int(np.prod(shape, dtype=np.int64)), "Trilu's mask")
     rows, cols = np.indices(shape[-2:])
     if k is None or k.const is not None:
         k = 0 if k is None else int(k.const.reshape(-1)[0])
