@@ -502,7 +502,7 @@ class Conv2dGemm : public NativeOp {
   }
 
   void run_winograd(const ConvArgs& a, const float* r) const {
-    const int64_t P = (wino_tile(algo_) + 2) * (wino_tile(algo_) + 2), tiles = wino_tiles(s_, wino_tile(algo_));
+    const int64_t T = wino_tile(algo_), P = (T + 2) * (T + 2), tiles = wino_tiles(s_, T);
     const int64_t panels = (s_.oc + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
     const ThreadPool* pool = bound_pool();
     const int64_t threads = pool ? pool->size() : 1;

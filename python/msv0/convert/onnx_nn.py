@@ -139,9 +139,13 @@ def pool(c: Ctx):
     ceil = int(c.attr("ceil_mode", 0))
     avg = c.node.op == "AveragePool"
     pads = [attrs["padUp"], attrs["padDown"], attrs["padLeft"], attrs["padRight"]]
-    rnd = math.ceil if ceil else math.floor
+
+    def windows(n, i):  # r1.1's window count along spatial axis i (n long) under the current pads
+        span = n + pads[2 * i] + pads[2 * i + 1] - kernel[i]
+        return (math.ceil if ceil else math.floor)(span / strides[i]) + 1
+
     for i, (n, k, s, want) in enumerate(zip(x.shape[2:], kernel, strides, shape[2:])):
-        size = rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1
+        size = windows(n, i)
         if ceil and (size - 1) * s >= n + pads[2 * i]:  # ONNX (and torch) drop a window starting in the end padding
             size -= 1
         if size != want:
@@ -155,8 +159,7 @@ def pool(c: Ctx):
                  paddings=[0, 0, *pads, 0, 0], paddingMode=PaddingMode.CONSTANT, constantValue=0.0)
         pads = [0, 0, 0, 0]
     attrs.update(padUp=pads[0], padDown=pads[1], padLeft=pads[2], padRight=pads[3])
-    r11 = [rnd((n + pads[2 * i] + pads[2 * i + 1] - k) / s) + 1
-           for i, (n, k, s) in enumerate(zip(x.shape[2:], kernel, strides))]
+    r11 = [windows(n, i) for i, n in enumerate(x.shape[2:])]
     if r11 != list(shape[2:]):
         raise Unsupported(f"output size {tuple(shape[2:])} where r1.1 pools to {tuple(r11)}")
     mode = PoolMode.MEAN_POOLING if avg else PoolMode.MAX_POOLING

@@ -71,27 +71,13 @@ def r11_nearest_index(n_in: int, n_out: int) -> np.ndarray:
     return np.minimum(np.floor(s).astype(np.int64), n_in - 1)
 
 
-def linear_matrix(src: np.ndarray, n_in: int) -> np.ndarray:
-    """[n_out, n_in]: row j interpolates linearly at src[j], clamped to the input."""
-    s = np.clip(src, 0, n_in - 1)
-    i0 = np.floor(s).astype(np.int64)
-    i1 = np.minimum(i0 + 1, n_in - 1)
-    w = s - i0
-    if len(src) * n_in > MAX_MATRIX:
-        raise Unsupported(f"a {len(src)}x{n_in} interpolation matrix (over {MAX_MATRIX} values)")
-    m = np.zeros((len(src), n_in), np.float32)
-    rows = np.arange(len(src))
-    np.add.at(m, (rows, i0), np.float32(1) - w)
-    np.add.at(m, (rows, i1), w)
-    return m
-
-
 def filter_matrix(src: np.ndarray, n_in: int, mode: str, scale: float = 1.0, a: float = -0.75,
                   exclude_outside: bool = False, antialias: bool = False) -> np.ndarray:
     """[n_out, n_in]: row j is ONNX's linear or cubic (coefficient a) filter at src[j], over the
-    taps around it, clamped to the input's edge (or, with exclude_outside, dropped and the other
-    weights renormalised). With antialias a downscale (scale < 1) stretches the filter by 1/scale,
-    its weights normalised to sum 1 (onnx's reference: taps floor(s) + [start, 2 − start))."""
+    taps around it, clamped to the input's edge (for linear, the coordinate clamped to the input),
+    or, with exclude_outside, dropped and the other weights renormalised. With antialias a
+    downscale (scale < 1) stretches the filter by 1/scale, its weights normalised to sum 1 (onnx's
+    reference: taps floor(s) + [start, 2 − start))."""
     if len(src) * n_in > MAX_MATRIX:
         raise Unsupported(f"a {len(src)}x{n_in} interpolation matrix (over {MAX_MATRIX} values)")
     stretch = min(float(scale), 1.0) if antialias else 1.0
@@ -162,5 +148,5 @@ def resize_bilinear(o, x: Val, out_hw, scales, mode: str) -> Val:
     (_, h, w, _), (oh, ow) = x.shape, out_hw
     if (oh, ow) == (2 * h, 2 * w) and tuple(scales) == (2, 2) and mode in ("half_pixel", "pytorch_half_pixel"):
         return bilinear_x2(o, x)
-    return interpolate(o, x, linear_matrix(source_coords(h, oh, scales[0], mode), h),
-                       linear_matrix(source_coords(w, ow, scales[1], mode), w))
+    return interpolate(o, x, filter_matrix(source_coords(h, oh, scales[0], mode), h, "linear"),
+                       filter_matrix(source_coords(w, ow, scales[1], mode), w, "linear"))
