@@ -325,6 +325,109 @@ def test_binary_with_activation_equals_the_two_objects(isa, rng, kind, threads):
     np.testing.assert_array_equal(got, want)
 
 
+# Binary steps with a constant operand after a producer: (op, constant kind, constant's position).
+# Maximum with one value is openWakeWord's; Sub with the constant first cannot run as y op c.
+CONSTANT_POSTS = [(4, 2, 1), (5, 2, 0), (1, 1, 0), (2, 3, 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", POST_CASES, ids=[c[-1] for c in POST_CASES])
+def test_conv_with_post_chain_equals_the_objects(isa, rng, case, threads):
+    """LeakyReLU, then each Binary of CONSTANT_POSTS, then HSWISH, fused stage by stage into the
+    conv: bit-equal to the objects run one after another, NaN and ±0 included."""
+    x_shape, w_shape, group, stride, pad, algorithm = case
+    oh, ow = [(d + 2 * pad - w_shape[1]) // stride + 1 for d in x_shape[1:3]]
+    y_shape = (x_shape[0], oh, ow, w_shape[0])
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    conv = _core.conv2d_f32(w, None, group, stride, stride, 1, 1, pad, pad, x_shape, y_shape)
+    assert conv.name == algorithm
+    stages = [(_core.Activation(_core.ACTIVATION_KINDS["leaky_relu"], list(y_shape), alpha=0.2), None, None)]
+    for op, kind, pos in CONSTANT_POSTS:
+        c_shape = {2: (1,), 1: (y_shape[-1],), 3: y_shape[:-1] + (1,)}[kind]
+        c = rng.standard_normal(c_shape).astype(np.float32)
+        c.flat[0] = np.nan if op == 4 else -0.0
+        shapes = (c_shape, y_shape) if pos == 0 else (y_shape, c_shape)
+        kinds = (kind, 0) if pos == 0 else (0, kind)
+        stages.append((_core.Binary(op, *kinds, y_shape[-1], *shapes, y_shape), c, pos))
+    stages.append((_core.Activation(_core.ACTIVATION_KINDS["hswish"], list(y_shape)), None, None))
+    fused = conv
+    for obj, c, pos in stages:
+        fused = _core.with_activation(fused, obj) if c is None else _core.with_binary(fused, obj, c, pos)
+    x = rng.standard_normal(x_shape).astype(np.float32) * 3
+    x[0, 0, 0, 0] = np.nan
+    pool = _core.ThreadPool(threads)
+    pool.bind()
+    try:
+        want = np.full(y_shape, np.nan, np.float32)
+        conv([x], [want])
+        for obj, c, pos in stages:
+            ins = [want] if c is None else ([c, want] if pos == 0 else [want, c])
+            nxt = np.full(y_shape, np.nan, np.float32)
+            obj(ins, [nxt])
+            want = nxt
+        got = np.full(y_shape, np.nan, np.float32)
+        fused([x], [got])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_with_binary_takes_only_what_it_can_run(rng):
+    shape = [1, 5, 5, 8]
+    w = rng.standard_normal((8, 1, 1, 4)).astype(np.float32)
+    conv = _core.conv2d_f32(w, None, 1, 1, 1, 1, 1, 0, 0, (1, 5, 5, 4), shape)
+    one = np.float32([0.5])
+    maximum = _core.Binary(4, 0, 2, 8, shape, [1], shape)
+    # the producer's output broadcast over a constant of the output's shape, or of another rank
+    row = _core.Binary(4, 0, 1, 8, shape, [1, 8], shape)
+    assert _core.with_binary(_core.Gemm(w.reshape(8, 4), True, None, [1, 4], [1, 8]), row,
+                             np.zeros(shape, np.float32), 0) is None
+    flat = _core.Binary(4, 0, 2, 8, [25, 8], [1], shape)
+    assert _core.with_binary(_core.Gemm(w.reshape(8, 4), True, None, [25, 4], [25, 8]), flat, one, 1) is None
+    relu = _core.Activation(_core.ACTIVATION_KINDS["relu"], shape)
+    add = _core.Binary(0, 0, 0, 8, shape, shape, shape)
+    assert _core.with_binary(conv, _core.with_activation(add, relu), np.zeros(shape, np.float32), 1) is None
+    with pytest.raises(ValueError, match="constant: 2 values"):
+        _core.with_binary(conv, maximum, np.zeros(2, np.float32), 1)
+    with pytest.raises(ValueError, match="constant_pos"):
+        _core.with_binary(conv, maximum, one, 2)
+    with pytest.raises(ValueError, match="Binary object"):
+        _core.with_binary(conv, relu, one, 1)
+    other = [1, 5, 5, 9]
+    with pytest.raises(ValueError, match="not the Binary's operand"):
+        _core.with_binary(conv, _core.Binary(4, 0, 2, 9, other, [1], other), one, 1)
+    tanh = _core.Activation(_core.ACTIVATION_KINDS["tanh"], shape)  # not a kernel that takes post-ops
+    assert _core.with_binary(tanh, maximum, one, 1) is None
+
+
+def test_constant_binaries_fuse_in_a_session(rng):
+    """Conv2D -> LeakyReLU -> Maximum(y, -0.4) -> Minimum(2, y) -> Conv2D -> Add(y, fed): the
+    first four are one step; the Add's other operand is fed at run time, so it stays apart."""
+    b = Builder("chain")
+    x = b.input("x", (1, 6, 7, 4))
+    fed = b.input("fed", (8,))
+    y = b.node("Activation", [conv(b, x, rng, 4, 8, 0)], type=ActivationType.LEAKY_RELU, alpha=0.2)
+    y = b.node("Maximum", [y, b.const("lo", np.float32([-0.4]))])
+    y = b.node("Minimum", [b.const("hi", np.float32([2.0])), y])
+    y = b.node("Add", [conv(b, y, rng, 8, 8, 0), fed])
+    b.output(y)
+    model = msv0.load(b.finish())
+    xv = rng.standard_normal((1, 6, 7, 4)).astype(np.float32) * 2
+    fed_v = rng.standard_normal(8).astype(np.float32)
+    out, times = msv0.Session(model).profile([xv, fed_v])
+    assert [t.op for t in times] == ["Conv2D+Activation+Maximum+Minimum", "Conv2D", "Add"]
+
+    def conv_ref(h, node):
+        w, bias = (model.tensors[k].data.astype(np.float64) for k in model.nodes[node].inputs[1:3])
+        return h @ w.reshape(w.shape[0], -1).T + bias
+
+    h = conv_ref(xv.reshape(-1, 4).astype(np.float64), 0)
+    h = np.minimum(np.maximum(np.where(h >= 0, h, 0.2 * h), -0.4), 2.0)
+    h = conv_ref(h, 4) + fed_v
+    (got,) = out.values()
+    np.testing.assert_allclose(got, h.reshape(1, 6, 7, 8), rtol=1e-4, atol=1e-4)
+
+
 # The GEMM-based Conv2D objects (the ones with_residual takes).
 RESIDUAL_CASES = [c for c in POST_CASES if c[-1] in ("gemm1x1", "im2col", "winograd", "winograd_f2")]
 

@@ -208,6 +208,7 @@ MSV0_EXPORT(activation_f32)
 #include <vector>
 #include <pybind11/stl.h>
 
+#include "kernels/post_op.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -271,22 +272,25 @@ class Activation : public NativeOp {
   // This activation as a producer's post-op. PReLU reads its slope from an input at run time;
   // fused, it takes a copy of `slope` (a constant input: the slopes it needs), tiled as run() tiles it.
   PostOp post_op(const py::array_t<float, py::array::c_style | py::array::forcecast>& slope) const {
-    PostOp p{fn_, g_, nullptr};
-    if (g_.kind != kActPrelu) return p;
-    if (slope.size() < (shared_ ? 1 : g_.channels))
-      throw ArgError("slope: " + std::to_string(slope.size()) + " values for " + std::to_string(g_.channels) +
-                     " channels");
-    const float* s = slope.data();
-    if (shared_) {
-      p.g.alpha = s[0];
-      return p;
+    PostOp::Stage st;
+    st.fn = fn_;
+    st.g = g_;
+    if (g_.kind == kActPrelu) {
+      if (slope.size() < (shared_ ? 1 : g_.channels))
+        throw ArgError("slope: " + std::to_string(slope.size()) + " values for " + std::to_string(g_.channels) +
+                       " channels");
+      const float* s = slope.data();
+      if (shared_) {
+        st.g.alpha = s[0];
+      } else {
+        const int64_t n = period_ ? period_ : g_.channels;
+        auto tiled = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) (*tiled)[static_cast<size_t>(i)] = s[i % g_.channels];
+        st.g.channels = n;
+        st.data = std::move(tiled);
+      }
     }
-    const int64_t n = period_ ? period_ : g_.channels;
-    auto tiled = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) (*tiled)[static_cast<size_t>(i)] = s[i % g_.channels];
-    p.g.channels = n;
-    p.slope = std::move(tiled);
-    return p;
+    return PostOp{{std::move(st)}};
   }
 
  private:

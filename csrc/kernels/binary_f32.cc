@@ -61,11 +61,12 @@ MSV0_EXPORT(binary_f32)
 }  // namespace msv0
 
 #else  // binding pass
+#include <optional>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
 
-#include "kernels/activation_f32.h"
+#include "kernels/post_op.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -96,11 +97,27 @@ class Binary : public NativeOp {
     });
   }
   const char* name() const override { return "binary"; }
-  const BinaryArgs* args() const { return post_.fn ? nullptr : &g_; }
+  const BinaryArgs* args() const { return post_ ? nullptr : &g_; }
+  // This Binary as a post-op of the kernel that writes its operand `1 - constant_pos` (of the
+  // output's shape), with a copy of `constant` as the other; none where this object has a
+  // post-op of its own.
+  std::optional<PostOp> post_op(const py::array_t<float, py::array::c_style | py::array::forcecast>& constant,
+                                int constant_pos) const {
+    if (post_) return std::nullopt;
+    if (constant.size() != elements(inputs()[static_cast<size_t>(constant_pos)].shape))
+      throw ArgError("constant: " + std::to_string(constant.size()) + " values, the operand takes " +
+                     std::to_string(elements(inputs()[static_cast<size_t>(constant_pos)].shape)));
+    PostOp::Stage st;
+    st.binary = fn_;
+    st.b = g_;
+    st.data_first = constant_pos == 0;
+    st.data = std::make_shared<const std::vector<float>>(constant.data(), constant.data() + constant.size());
+    return PostOp{{std::move(st)}};
+  }
   // A residual Add followed by PReLU (MediaPipe's blocks) applies the PReLU to each chunk.
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
     auto c = std::make_shared<Binary>(*this);
-    c->post_ = post;
+    c->post_ = post_.then(post);
     return c;
   }
 
@@ -127,6 +144,26 @@ MSV0_BIND(m) {
                     const std::vector<int64_t>&, float, float>(),
            py::arg("op"), py::arg("a_kind"), py::arg("b_kind"), py::arg("inner"), py::arg("a_shape"),
            py::arg("b_shape"), py::arg("y_shape"), py::arg("lo") = -INFINITY, py::arg("hi") = INFINITY);
+  m.def("with_binary",
+        [](const NativeOp& producer, const NativeOp& binary, const py::array_t<float, py::array::c_style | py::array::forcecast>& constant,
+           int constant_pos) -> std::shared_ptr<NativeOp> {
+          const auto* b = dynamic_cast<const Binary*>(&binary);
+          if (!b) throw ArgError("binary: expected a Binary object");
+          if (constant_pos != 0 && constant_pos != 1) throw ArgError("constant_pos must be 0 or 1");
+          const Operand& operand = b->inputs()[constant_pos == 0 ? 1 : 0];
+          if (producer.outputs().size() != 1 || producer.outputs()[0].type != 'f' ||
+              producer.outputs()[0].shape != operand.shape)
+            throw ArgError("producer: its output is not the Binary's operand");
+          // The fused object writes the producer's shape in place: an operand broadcast to the
+          // output, or of another rank, stays a step of its own.
+          if (operand.shape != b->outputs()[0].shape) return nullptr;
+          const std::optional<PostOp> post = b->post_op(constant, constant_pos);
+          return post ? producer.with_post(*post) : nullptr;
+        },
+        py::arg("producer"), py::arg("binary"), py::arg("constant"), py::arg("constant_pos"),
+        "A copy of the producer kernel object (sharing its packed weights) that runs the Binary object on each "
+        "block of output as it writes it, with `constant` (copied) as the Binary's input `constant_pos` and the "
+        "block as the other; None where the producer or the Binary cannot.");
 }
 
 }  // namespace msv0

@@ -218,7 +218,7 @@ class DirectConv2d : public NativeOp {
   const char* name() const override { return "direct"; }
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
     auto c = std::make_shared<DirectConv2d>(*this);
-    c->post_ = post;
+    c->post_ = post_.then(post);
     c->a_.weight = c->weight_.data();  // the copy's own vectors
     c->a_.bias = c->bias_.data();
     return c;

@@ -373,7 +373,7 @@ class Conv2dGemm : public NativeOp {
   const char* name() const override { return conv2d_algorithm_name(algo_); }
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
     auto c = std::make_shared<Conv2dGemm>(*this);
-    c->post_ = post;
+    c->post_ = post_.then(post);
     return c;
   }
   // A copy that also runs the Binary `binary` on each block of output it writes, y = y op r
@@ -381,7 +381,7 @@ class Conv2dGemm : public NativeOp {
   // the output's shape, read as this object's second input. Null once a post-op is set (it
   // would run first).
   std::shared_ptr<NativeOp> with_residual(const BinaryArgs& binary) const {
-    if (post_.fn || residual_fn_) return nullptr;
+    if (post_ || residual_fn_) return nullptr;
     auto c = std::make_shared<Conv2dGemm>(*this);
     c->residual_ = binary;
     c->residual_fn_ = binary_f32_slots().get();
@@ -390,7 +390,7 @@ class Conv2dGemm : public NativeOp {
   }
   // A fused block absorbs the plain 1x1 object only (it has no stages after the GEMM).
   const PointwiseParts* pointwise() const {
-    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_.fn && !residual_fn_ ? &parts_ : nullptr;
+    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_ && !residual_fn_ ? &parts_ : nullptr;
   }
 
  private:
@@ -414,7 +414,7 @@ class Conv2dGemm : public NativeOp {
     }
     post_.apply_pixels(y, oc, p0, p1, c0, c1);
   }
-  bool finishes() const { return post_.fn || residual_fn_; }
+  bool finishes() const { return post_ || residual_fn_; }
 
   void run_gemm(const ConvArgs& a, const float* r) const {
     const int64_t pixels = a.n * a.oh * a.ow, k = a.kh * a.kw * (a.c / a.group);

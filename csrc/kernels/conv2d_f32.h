@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/activation_f32.h"
+#include "kernels/post_op.h"
 #include "kernels/dwconv2d_f32.h"
 #include "kernels/gemm_f32.h"
 #include "runtime/native.h"

@@ -328,11 +328,11 @@ class DwConv2d : public NativeOp {
   const char* name() const override { return "depthwise"; }
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
     auto c = std::make_shared<DwConv2d>(*this);
-    c->post_ = post;
+    c->post_ = post_.then(post);
     return c;
   }
   // A fused block absorbs the plain object only (it has no post-op stage).
-  const DepthwiseParts* parts() const { return post_.fn ? nullptr : &parts_; }
+  const DepthwiseParts* parts() const { return post_ ? nullptr : &parts_; }
 
  private:
   DwConvFn fn_;

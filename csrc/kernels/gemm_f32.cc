@@ -238,7 +238,7 @@ MSV0_EXPORT_CONFIG(sgemm_f32, sgemm_f32, kMr, kPt * kGemmNr, sgemm_pack_b, sgemm
 #include <vector>
 #include <pybind11/stl.h>
 
-#include "kernels/activation_f32.h"
+#include "kernels/post_op.h"
 #include "runtime/native.h"
 
 namespace msv0 {
@@ -315,12 +315,12 @@ class Gemm : public NativeOp {
 
   void run(const void* const* in, void* const* out) const override {
     sgemm_run(*b_->gemm, GemmArgs{static_cast<const float*>(in[0]), b_->k, b_->w.data(), b_->bias_or_null(),
-                       static_cast<float*>(out[0]), b_->n, rows_, b_->n, b_->k, lo_, hi_}, post_.fn ? &post_ : nullptr);
+                       static_cast<float*>(out[0]), b_->n, rows_, b_->n, b_->k, lo_, hi_}, post_ ? &post_ : nullptr);
   }
   const char* name() const override { return "gemm"; }
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
     auto c = std::make_shared<Gemm>(*this);
-    c->post_ = post;
+    c->post_ = post_.then(post);
     return c;
   }
 

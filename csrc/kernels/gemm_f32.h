@@ -96,7 +96,7 @@ struct PackedB {
 std::shared_ptr<const PackedB> pack_b(const float* b, int64_t ldb, bool transposed, int64_t n, int64_t k,
                                       const float* bias, const SgemmConfig& gemm = sgemm_config());
 
-struct PostOp;  // kernels/activation_f32.h
+struct PostOp;  // kernels/post_op.h
 // Runs the whole product with cfg's kernel over the bound thread pool (GIL must already be
 // released); B was packed by cfg.pack. A post-op, if any, runs on each share of C (g.ldc == g.n)
 // as soon as its thread has written it.

@@ -11,7 +11,7 @@
 
 namespace msv0 {
 
-struct PostOp;  // kernels/activation_f32.h
+struct PostOp;  // kernels/post_op.h
 
 // One input or output as the kernel was built for it: its exact shape and NumPy type char
 // ('f' = float32).

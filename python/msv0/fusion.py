@@ -2,10 +2,11 @@
 depthwise conv and optionally a 1x1 project Conv2D become one native step
 (csrc/kernels/fused_block_f32.cc) that never writes the 6x-expanded tensor to memory. Then an
 element-wise Add/Mul/... of two full operands, one of them a GEMM-based Conv2D's output that
-nothing else reads (ResNet's residual Adds), and an Activation or PReLU step that alone reads a
-Conv2D's, a FullConnection's or an element-wise step's output run inside that step, on each block
-of output while it is in cache (HSWISH after every conv of PP-LCNet and MobileNetV3, PReLU after
-the convs and residual Adds of MediaPipe's landmark models, a transformer's GELU, msv0.gelu).
+nothing else reads (ResNet's residual Adds), and a chain of Activation, PReLU and Binary-with-a-
+constant steps that each alone read a Conv2D's, a FullConnection's or an element-wise step's
+output run inside that step, on each block of output while it is in cache (HSWISH after every
+conv of PP-LCNet and MobileNetV3, PReLU after the convs and residual Adds of MediaPipe's landmark
+models, a transformer's GELU, msv0.gelu).
 
 The pass absorbs steps whose Conv2D kernel object (Plan.kernel) is a 1x1 GEMM ("gemm1x1") or a
 depthwise conv ("depthwise"), and the fused object reuses their packed weights. It only merges
@@ -114,13 +115,14 @@ def fuse_residuals(planned: list, uses: dict[int, int]) -> list:
 
 
 def fuse_activations(planned: list, uses: dict[int, int], values: dict) -> list:
-    """planned and uses as for fuse_blocks; values: the planned Values (for a PReLU's constant
-    slope). Returns the steps with each Conv2D, FullConnection or Binary step whose output only an Activation or
-    PReLU step reads merged with it: the producer's kernel object applies the activation to what it
-    writes, the same kernel on the same values as the two steps. A PReLU whose slope is computed
-    stays apart."""
-    # The step that reads each tensor first. An activation is moved up to its producer (its other
-    # input, a PReLU slope, is a constant): models with two towers interleave them in plan order.
+    """planned and uses as for fuse_blocks; values: the planned Values (for constant operands).
+    Returns the steps with each Conv2D, FullConnection or Binary step merged with the chain of
+    steps after it that each alone read the one before: Activation and PReLU steps, and Binary
+    steps whose other operand is a constant (a Maximum with -0.4 after each LeakyReLU in
+    openWakeWord's embedding). The producer's kernel object runs them in order on what it writes,
+    the same kernels on the same values as the steps. A PReLU whose slope is computed stays apart."""
+    # The step that reads each tensor first. A merged step is moved up to its producer (its other
+    # input is a constant): models with two towers interleave them in plan order.
     reader: dict[int, int] = {}
     for j, (_, _, ins, _) in enumerate(planned):
         for k in ins:
@@ -129,17 +131,36 @@ def fuse_activations(planned: list, uses: dict[int, int], values: dict) -> list:
     for i, (nodes, plan, ins, outs) in enumerate(planned):
         if i in absorbed:
             continue
-        j = reader.get(outs[0]) if len(outs) == 1 and uses.get(outs[0], 0) == 1 else None
-        fused = None
-        if plan.kernel is not None and j is not None and _is(planned[j][1], "activation"):
-            _, act_plan, act_ins, _ = planned[j]
-            slope = values[act_ins[1]].const if act_plan.kernel_inputs == 2 else np.empty(0, np.float32)
-            if act_ins[0] == outs[0] and slope is not None:
-                fused = _core.with_activation(plan.kernel, act_plan.kernel, slope)
-        if fused is None:
+        kernel, out_plan = plan.kernel, plan
+        while kernel is not None and len(outs) == 1 and uses.get(outs[0], 0) == 1 and outs[0] in reader:
+            j = reader[outs[0]]
+            fused = _with_post(kernel, planned[j], outs[0], values)
+            if fused is None:
+                break
+            next_nodes, out_plan, _, outs = planned[j]
+            kernel, nodes = fused, nodes + next_nodes
+            absorbed.add(j)
+        if kernel is plan.kernel:
             out.append(planned[i])
-            continue
-        act_nodes, act_plan, _, act_outs = planned[j]
-        out.append((nodes + act_nodes, Plan(act_plan.outputs, kernel=fused), ins, act_outs))
-        absorbed.add(j)
+        else:
+            out.append((nodes, Plan(out_plan.outputs, kernel=kernel), ins, outs))
     return out
+
+
+def _with_post(kernel, step, tensor: int, values: dict):
+    """`kernel` (the producer of `tensor`) followed by `step`, which reads it, as one kernel
+    object, or None where `step` is not an Activation or a Binary with a constant operand, or
+    the producer cannot run it."""
+    _, plan, ins, _ = step
+    if _is(plan, "activation"):
+        slope = values[ins[1]].const if plan.kernel_inputs == 2 else np.empty(0, np.float32)
+        if ins[0] != tensor or slope is None:
+            return None
+        return _core.with_activation(kernel, plan.kernel, slope)
+    if _is(plan, "binary") and ins[0] != ins[1]:
+        pos = 1 - ins.index(tensor)  # the constant's position
+        constant = values[ins[pos]].const
+        if constant is None:
+            return None
+        return _core.with_binary(kernel, plan.kernel, constant, pos)
+    return None

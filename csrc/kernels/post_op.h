@@ -1,0 +1,63 @@
+// The element-wise steps a float kernel object may run on each block of output it has just
+// written, while the block is in cache (binding pass only): fused Activation steps and Binary
+// steps whose other operand is a constant (a Maximum with one value after a LeakyReLU), in
+// the order the graph ran them. Results equal the steps run apart: the same kernels on the
+// same values.
+#pragma once
+#if MSV0_ONCE
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/activation_f32.h"
+#include "kernels/binary_f32.h"
+
+namespace msv0 {
+
+struct PostOp {
+  // An Activation, or (binary set) a Binary with `data` as one operand and the output as the other.
+  struct Stage {
+    ActivationFn fn = nullptr;
+    ActArgs g{};
+    BinaryFn binary = nullptr;
+    BinaryArgs b{};
+    bool data_first = false;  // the constant is the Binary's first operand
+    std::shared_ptr<const std::vector<float>> data;  // PReLU's per-channel slope, or the constant
+  };
+  std::vector<Stage> stages;
+
+  explicit operator bool() const { return !stages.empty(); }
+  // These stages, then `more`'s.
+  PostOp then(const PostOp& more) const {
+    PostOp p = *this;
+    p.stages.insert(p.stages.end(), more.stages.begin(), more.stages.end());
+    return p;
+  }
+  // y[e] = f(y[e]) for e in [e0, e1) of the whole output y, stage by stage.
+  void apply(float* y, int64_t e0, int64_t e1) const {
+    if (e0 >= e1) return;
+    for (const Stage& s : stages) {
+      if (s.binary) {
+        BinaryArgs b = s.b;
+        b.a = s.data_first ? s.data->data() : y;
+        b.b = s.data_first ? y : s.data->data();
+        b.y = y;
+        s.binary(b, e0, e1);
+      } else {
+        ActArgs a = s.g;
+        a.x = y;
+        a.y = y;
+        if (s.data) a.slope = s.data->data();
+        s.fn(a, e0, e1);
+      }
+    }
+  }
+  // The same on channels [c0, c1) of pixels [p0, p1) of an output with `channels` per pixel.
+  void apply_pixels(float* y, int64_t channels, int64_t p0, int64_t p1, int64_t c0, int64_t c1) const {
+    if (c0 == 0 && c1 == channels) return apply(y, p0 * channels, p1 * channels);
+    for (int64_t p = p0; p < p1; ++p) apply(y, p * channels + c0, p * channels + c1);
+  }
+};
+
+}  // namespace msv0
+#endif
