@@ -7,6 +7,7 @@ import numpy as np
 
 from msv0.convert.emit import Unsupported, Val, handler_table
 from msv0.fb.ActivationType import ActivationType
+from msv0.fb.Format import Format
 
 HANDLERS, handles = handler_table()
 
@@ -65,6 +66,22 @@ class Ctx:
     def scalar(self, value, dtype) -> Val:
         a = np.array([value], dtype)
         return Val.of(a)
+
+
+def khwc_weight(c: Ctx, w: np.ndarray, tag: str) -> Val:
+    """A conv weight already in v0's [Cout, kH, kW, Cin] order, written as a KHWC constant."""
+    idx = c.e.const(np.ascontiguousarray(w.astype(np.float32)), f"{c.name}/{tag}", fmt=Format.KHWC)
+    return Val(w.shape, np.dtype(np.float32), index=idx)
+
+
+def dense(c: Ctx, a: Val, w_nk: np.ndarray, bias, shape, dtype, act=ActivationType.NO_ACTIVATION) -> Val:
+    """FullConnection y = a·Wᵀ (+b) over a's last axis."""
+    ins = [a, Val(w_nk.shape, np.dtype(np.float32), const=np.ascontiguousarray(w_nk, np.float32))]
+    if bias is not None:
+        ins.append(Val(bias.shape, np.dtype(np.float32), const=np.ascontiguousarray(bias, np.float32)))
+    rank = len(a.shape)
+    return c.op("FullConnection", ins, shape, dtype, hasBias=bias is not None, useAxis=rank > 2,
+                axis=max(rank - 1, 1), activationType=act)
 
 
 def reshaped(c: Ctx, v: Val, shape) -> Val:

@@ -7,10 +7,9 @@ import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_1d import one_d
-from msv0.convert.onnx_ctx import Ctx, axis_index, broadcast, emit_binary, handles, reshaped
+from msv0.convert.onnx_ctx import Ctx, axis_index, broadcast, dense, emit_binary, handles, khwc_weight, reshaped
 from msv0.convert.resize_lowering import (filter_matrix, gather_nearest, interpolate, nearest_index,
                                           r11_nearest_index, resize_bilinear, source_coords)
-from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.PadMode import PadMode
@@ -48,11 +47,6 @@ def _window_attrs(c: Ctx, x: Val, kernel):
                               strideH=strides[0], strideW=strides[1])
 
 
-def _weight(c: Ctx, w: np.ndarray, tag: str) -> Val:
-    idx = c.e.const(np.ascontiguousarray(w.astype(np.float32)), f"{c.name}/{tag}", fmt=Format.KHWC)
-    return Val(w.shape, np.dtype(np.float32), index=idx)
-
-
 @handles("Conv")
 @one_d
 def conv(c: Ctx):
@@ -66,7 +60,7 @@ def conv(c: Ctx):
     attrs.update(kernelH=kernel[0], kernelW=kernel[1], dilateH=dil[0], dilateW=dil[1],
                  activationType=c.node.fused_act)
     group, cin, cout = int(c.attr("group", 1)), x.shape[1], w.shape[0]
-    ins = [x, _weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [Cout, kH, kW, Cin/g]
+    ins = [x, khwc_weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [Cout, kH, kW, Cin/g]
     b = c.const(2, "the bias")
     if b is not None:
         ins.append(Val(b.shape, b.dtype, const=b.astype(np.float32)))
@@ -112,10 +106,10 @@ def conv_transpose(c: Ctx):
     cin = x.shape[1]
     b = c.const(2, "the bias")
     if group == 1:
-        ins = [x, _weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [Cin, kH, kW, Cout]
+        ins = [x, khwc_weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [Cin, kH, kW, Cout]
         op, extra = "DeConv2D", dict(group=1, channelIn=cin, channelOut=shape[1])
     elif group == cin == shape[1] and w.shape[1] == 1:
-        ins = [x, _weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [C, kH, kW, 1]
+        ins = [x, khwc_weight(c, w.transpose(0, 2, 3, 1), "weight")]  # [C, kH, kW, 1]
         op, extra = "DeDepthwiseConv2D", dict(channelIn=cin, channelMultiplier=1)
     else:
         raise Unsupported("grouped ConvTranspose (r1.1 DeConv2D supports group 1 only)")
@@ -233,16 +227,6 @@ def global_lp_pool(c: Ctx):
     c.set(0, y if p == 1 else c.op("Power", [y], shape, dtype, x.nhwc, power=1.0 / p, scale=1.0, shift=0.0))
 
 
-def _dense(c: Ctx, a: Val, w_nk: np.ndarray, bias, shape, dtype, act=ActivationType.NO_ACTIVATION) -> Val:
-    """FullConnection y = a·Wᵀ (+b) over a's last axis."""
-    ins = [a, Val(w_nk.shape, np.dtype(np.float32), const=np.ascontiguousarray(w_nk, np.float32))]
-    if bias is not None:
-        ins.append(Val(bias.shape, np.dtype(np.float32), const=np.ascontiguousarray(bias, np.float32)))
-    rank = len(a.shape)
-    return c.op("FullConnection", ins, shape, dtype, hasBias=bias is not None, useAxis=rank > 2,
-                axis=max(rank - 1, 1), activationType=act)
-
-
 @handles("Gemm")
 def gemm(c: Ctx):
     a = c.e.plain(c.inp(0), c.name)
@@ -271,9 +255,9 @@ def gemm(c: Ctx):
         else:
             late = cv
     if late is None:
-        c.set(0, _dense(c, a, w, bias, shape, dtype, c.node.fused_act))
+        c.set(0, dense(c, a, w, bias, shape, dtype, c.node.fused_act))
         return
-    y = _dense(c, a, w, None, shape, dtype)
+    y = dense(c, a, w, None, shape, dtype)
     c.set(0, emit_binary(c, "Add", y, _scaled(c, late, beta), shape, dtype, c.node.fused_act))
 
 
@@ -303,7 +287,7 @@ def matmul(c: Ctx):
     full = (*batch, a.shape[-2], b.shape[-1])
     bias = c.inp(2)  # a bias Add folded in by onnx_frontend._fold_matmul_bias
     if b.const is not None and b.const.ndim == 2:
-        y = _dense(c, a, b.const.T, None if bias is None else bias.const, full, dtype, c.node.fused_act)
+        y = dense(c, a, b.const.T, None if bias is None else bias.const, full, dtype, c.node.fused_act)
     else:
         ins = [broadcast(c, v, (*batch, *v.shape[-2:])) for v in (a, c.e.plain(b, c.name))]
         y = c.op("MatMul", ins, full, dtype)
