@@ -24,8 +24,9 @@ import numpy as np
 
 from msv0 import dtypes
 # importing the handler modules registers their handlers
-from msv0.convert import (onnx_control, onnx_dynq, onnx_grid_sample, onnx_index, onnx_lowered,  # noqa: F401
-                          onnx_nn, onnx_norm, onnx_ops, onnx_rnn, onnx_shape, onnx_spectral, onnx_unary)
+from msv0.convert import (onnx_attention, onnx_control, onnx_dynq, onnx_grid_sample, onnx_index,  # noqa: F401
+                          onnx_lowered, onnx_nn, onnx_norm, onnx_ops, onnx_rnn, onnx_shape, onnx_spectral,
+                          onnx_unary)
 from msv0.convert.emit import Emitter, Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx
 from msv0.convert.onnx_fold import inline_branch, taken_branch, zero_product
