@@ -103,3 +103,29 @@ def test_what_cannot_be_expressed_is_reported():
     ins = qkv(1, 2, 2, 3, 4, 8, 8, False)
     with pytest.raises(msv0.UnsupportedOpError, match="sliding-window"):
         convert(model(ins, ["Y"], left_window_size=2).SerializeToString())
+
+
+@pytest.mark.parametrize("rank,interleaved,rd,ids", [(4, 0, 0, True), (4, 1, 8, True), (3, 0, 6, True),
+                                                     (3, 1, 0, False), (4, 0, 4, False)])
+def test_rotary_embedding(rank, interleaved, rd, ids):
+    """Caches as initializers (as exporters write them), position ids fed or absent; the rotation
+    over all of a head or its first rd values, pairs split in halves or interleaved."""
+    from onnx import numpy_helper
+    b, heads, s, d, max_pos = 2, 3, 5, 10, 16
+    half = (rd or d) // 2
+    angles = R.uniform(0, 6, (max_pos, half) if ids else (b, s, half))
+    x = R.standard_normal((b, heads, s, d) if rank == 4 else (b, s, heads * d)).astype(np.float32)
+    inputs = ["x", "cos", "sin"] + (["ids"] if ids else [])
+    attrs = dict(interleaved=interleaved, rotary_embedding_dim=rd) | ({"num_heads": heads} if rank == 3 else {})
+    vis = [h.make_tensor_value_info("x", T.FLOAT, x.shape)]
+    feeds = {"x": x}
+    if ids:
+        vis.append(h.make_tensor_value_info("ids", T.INT64, (b, s)))
+        feeds["ids"] = R.integers(0, max_pos, (b, s)).astype(np.int64)
+    inits = [numpy_helper.from_array(np.cos(angles).astype(np.float32), "cos"),
+             numpy_helper.from_array(np.sin(angles).astype(np.float32), "sin")]
+    g = h.make_graph([h.make_node("RotaryEmbedding", inputs, ["y"], **attrs)], "g", vis,
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 23)], ir_version=IR_VERSION).SerializeToString()
+    np.testing.assert_allclose(run_msv0(m, feeds)["y"], run_reference(m, feeds)["y"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run_msv0(m, feeds)["y"], run_ort(m, feeds)["y"], rtol=1e-5, atol=1e-6)

@@ -72,7 +72,8 @@ CONST_INPUTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "BatchNormalization": (
                 "InstanceNormalization": (1, 2), "LayerNormalization": (1, 2), "PRelu": (1,), "Reshape": (1,),
                 "Pad": (1, 2, 3), "Slice": (1, 2, 3, 4), "TopK": (1,), "Tile": (1,), "Resize": (1, 2, 3),
                 "Upsample": (1,), "Clip": (1, 2), "Expand": (1,), "Split": (1,), "Squeeze": (1,),
-                "Unsqueeze": (1,), "RNN": (1, 2, 3), "DFT": (1, 2), "STFT": (1, 2, 3), "GRU": (1, 2, 3), "LSTM": (1, 2, 3),
+                "Unsqueeze": (1,), "RNN": (1, 2, 3), "DFT": (1, 2), "STFT": (1, 2, 3), "AffineGrid": (1,), "CenterCropPad": (1,),
+                "RotaryEmbedding": (1, 2), "GRU": (1, 2, 3), "LSTM": (1, 2, 3),
                 **{op: (1,) for op in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
                                                           "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
                                                           "ReduceSum", "ReduceSumSquare")}}

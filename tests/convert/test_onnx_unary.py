@@ -142,3 +142,17 @@ def test_refused(op, elem, attrs, why):
     m = model(op, [("x", elem, (3, 5))], out_elem=T.BOOL if op == "IsInf" else elem, **attrs)
     with pytest.raises(msv0.UnsupportedOpError, match=why):
         convert(m.SerializeToString())
+
+
+@pytest.mark.parametrize("x_shape,sizes,axes", [((7, 6, 5), (4, 9, 5), None), ((2, 3, 9, 8), (5, 11), (2, 3)),
+                                                ((2, 3, 9, 8), (4, 1), (-1, 1)), ((5, 4), (5, 4), None)])
+def test_center_crop_pad(x_shape, sizes, axes):
+    """Crop and pad about the centre (odd differences put the extra cell at the end), 4-D inputs
+    held NHWC; the target sizes an initializer, as exporters write them."""
+    from onnx import numpy_helper
+    attrs = {} if axes is None else {"axes": list(axes)}
+    g = h.make_graph([h.make_node("CenterCropPad", ["x", "shape"], ["y"], **attrs)], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, x_shape)], [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [numpy_helper.from_array(np.array(sizes, np.int64), "shape")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=IR_VERSION)
+    compare(m, {"x": R.standard_normal(x_shape).astype(np.float32)}, exact=True)

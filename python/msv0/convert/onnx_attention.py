@@ -143,3 +143,64 @@ def attention(c: Ctx):
     if tuple(y.shape) != tuple(shape):
         raise Unsupported(f"Attention output {list(y.shape)} where shape inference has {list(shape)}")
     c.set(0, y)
+
+
+def _rotation_tables(cos: np.ndarray, sin: np.ndarray, head: int, interleaved: bool):
+    """(cos, signed sin, partner) over a whole head of `head` values from caches [..., rd/2]:
+    y = x·cos + x[partner]·sin rotates each pair (x1, x2) to (x1·c − x2·s, x1·s + x2·c) and
+    leaves the values past rd as they are (cos 1, sin 0)."""
+    half = cos.shape[-1]
+    rd = 2 * half
+    lead = cos.shape[:-1]
+    c_full, s_full = np.ones((*lead, head), np.float32), np.zeros((*lead, head), np.float32)
+    partner = np.arange(head)
+    if interleaved:  # pairs (2i, 2i + 1)
+        c_full[..., 0:rd:2] = c_full[..., 1:rd:2] = cos
+        s_full[..., 0:rd:2], s_full[..., 1:rd:2] = -sin, sin
+        partner[0:rd:2], partner[1:rd:2] = np.arange(1, rd, 2), np.arange(0, rd, 2)
+    else:  # pairs (i, i + rd/2)
+        c_full[..., :half] = c_full[..., half:rd] = cos
+        s_full[..., :half], s_full[..., half:rd] = -sin, sin
+        partner[:half], partner[half:rd] = np.arange(half, rd), np.arange(half)
+    return c_full, s_full, partner.astype(np.int32)
+
+
+@handles("RotaryEmbedding")
+def rotary_embedding(c: Ctx):
+    x = c.e.plain(c.inp(0), c.name)
+    cos, sin = c.const(1, "cos_cache"), c.const(2, "sin_cache")
+    ids = c.inp(3)
+    if x.dtype != F32:
+        raise Unsupported(f"RotaryEmbedding on {x.dtype}")
+    if len(x.shape) == 4:  # [B, H, S, D] -> [B, S, H, D]
+        b, heads, s, d = x.shape
+        x = c.op("Transpose", [x], (b, s, heads, d), F32, perm=[0, 2, 1, 3])
+    elif len(x.shape) == 3 and c.attr("num_heads", 0) and x.shape[2] % c.attr("num_heads") == 0:
+        b, s, hidden = x.shape
+        heads = int(c.attr("num_heads"))
+        d = hidden // heads
+        x = reshaped(c, x, (b, s, heads, d))
+    else:
+        raise Unsupported(f"RotaryEmbedding of shape {list(x.shape)} with num_heads {c.attr('num_heads')}")
+    rd = int(c.attr("rotary_embedding_dim", 0)) or d
+    if rd % 2 or rd > d or cos.shape != sin.shape or cos.shape[-1] != rd // 2:
+        raise Unsupported(f"RotaryEmbedding caches {list(cos.shape)} for rotary_embedding_dim {rd} of head size {d}")
+    c_full, s_full, partner = _rotation_tables(cos.astype(np.float32), sin.astype(np.float32), d,
+                                               bool(c.attr("interleaved", 0)))
+    if ids is None:  # the caches are per batch and position already
+        if cos.shape[:-1] != (b, s):
+            raise Unsupported(f"RotaryEmbedding caches {list(cos.shape)} without position_ids for [{b}, {s}]")
+        tables = [Val.of(t) for t in (c_full, s_full)]
+    else:
+        ids = c.e.plain(ids, c.name)
+        if tuple(ids.shape) != (b, s) or cos.ndim != 2:
+            raise Unsupported(f"RotaryEmbedding position_ids {list(ids.shape)} into caches {list(cos.shape)}")
+        tables = [c.op("Gather", [Val.of(t), ids], (b, s, d), F32, axis=0) for t in (c_full, s_full)]
+    tables = [broadcast(c, reshaped(c, t, (b, s, 1, d)), (b, s, heads, d)) for t in tables]
+    swapped = c.op("Gather", [x, Val.of(partner)], x.shape, F32, axis=3)
+    y = emit_binary(c, "Add", emit_binary(c, "Mul", x, tables[0], x.shape, F32),
+                    emit_binary(c, "Mul", swapped, tables[1], x.shape, F32), x.shape, F32)
+    shape, _ = c.out()
+    if len(shape) == 4:
+        y = c.op("Transpose", [y], tuple(shape), F32, perm=[0, 2, 1, 3])
+    c.set(0, reshaped(c, y, shape))

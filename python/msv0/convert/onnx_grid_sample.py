@@ -1,4 +1,6 @@
-"""ONNX GridSample (2-D: nearest, linear, cubic; zeros, border, reflection padding) as v0 ops: the
+"""ONNX AffineGrid and GridSample (2-D), the sampling half of a spatial transformer, as v0 ops.
+AffineGrid: each pixel's homogeneous coordinates (a constant) times θᵀ, one batched MatMul.
+GridSample (nearest, linear, cubic; zeros, border, reflection padding): the
 grid's coordinates unnormalised and padded as ONNX's reference and ONNX Runtime do, each output
 pixel's taps (1, 4 or 16) found as rows of the NHWC input flattened to [N·H·W, C], one Gather of
 all of them, and their weighted sum. v0 has no sampling op; every step here is an element-wise
@@ -8,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, emit_binary, handles, reshaped, table_size
+from msv0.convert.onnx_ctx import Ctx, broadcast, emit_binary, handles, reshaped, table_size
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.TypeId import TypeId
 
@@ -160,3 +162,34 @@ def grid_sample(c: Ctx):
     if (n, ch, ho, wo) != tuple(shape):
         raise Unsupported(f"GridSample output {[n, ch, ho, wo]} where shape inference has {list(shape)}")
     c.set(0, Val(tuple(shape), dtype, index=y.index, nhwc=True))
+
+
+def _base_coords(size: int, align: bool) -> np.ndarray:
+    """The normalised coordinates of `size` pixels: their centres in [-1, 1], or (align_corners)
+    from -1 to 1 through the first and last pixel; one pixel at -1 then, as in PyTorch and onnx's
+    reference (ONNX Runtime puts it at +1)."""
+    if align:
+        return np.linspace(-1.0, 1.0, size) if size > 1 else np.array([-1.0])
+    return (2 * np.arange(size) + 1) / size - 1
+
+
+@handles("AffineGrid")
+def affine_grid(c: Ctx):
+    theta = c.e.plain(c.inp(0), c.name)
+    size = c.const(1, "size")
+    if size is None or size.size != 4 or len(theta.shape) != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise Unsupported(f"AffineGrid of θ {list(theta.shape)} to size {None if size is None else size.tolist()} "
+                          "(2-D only)")
+    n, _, h, w = (int(d) for d in size)
+    if n != theta.shape[0] or h < 1 or w < 1:
+        raise Unsupported(f"AffineGrid size {size.tolist()} for {theta.shape[0]} θ")
+    align = bool(c.attr("align_corners", 0))
+    pixels = table_size(h * w, "AffineGrid pixels")
+    ys, xs = np.meshgrid(_base_coords(h, align), _base_coords(w, align), indexing="ij")
+    base = np.stack([xs.reshape(-1), ys.reshape(-1), np.ones(pixels)], 1).astype(np.float32)  # [H·W, 3]
+    if theta.const is not None:
+        c.set(0, Val.of((base @ theta.const.transpose(0, 2, 1)).reshape(n, h, w, 2).astype(np.float32)))
+        return
+    base = broadcast(c, Val.of(base[None]), (n, pixels, 3))
+    y = c.op("MatMul", [base, theta], (n, pixels, 2), F32, transposeB=True)
+    c.set(0, reshaped(c, y, (n, h, w, 2)))

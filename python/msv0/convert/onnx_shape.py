@@ -277,3 +277,29 @@ def tile(c: Ctx):
     order = TO_NHWC if v.nhwc else range(len(reps))
     c.set(0, c.op("Tile", [v], shape, dtype, v.nhwc, multiples=[reps[p] for p in order], dims=list(range(len(reps)))))
 
+
+
+@handles("CenterCropPad")
+def center_crop_pad(c: Ctx):
+    """Each named axis cropped or zero-padded to its size about the centre (an odd difference puts
+    the extra cell at the end): one Slice, then one Pad."""
+    v = c.e.plain(c.inp(0), c.name)
+    sizes = c.const(1, "shape")
+    rank = len(v.shape)
+    axes = [axis_index(a, rank) for a in c.attr("axes", range(rank))]
+    if sizes is None or sizes.size != len(axes) or any(s < 0 for s in sizes.reshape(-1)):
+        raise Unsupported(f"CenterCropPad to {None if sizes is None else sizes.tolist()} on axes {axes}")
+    begin, cut = [0] * rank, list(v.shape)
+    pads = [0] * (2 * rank)
+    for a, size in zip(axes, (int(s) for s in sizes.reshape(-1))):
+        d = abs(v.shape[a] - size)
+        if size < v.shape[a]:
+            begin[a], cut[a] = d // 2, size
+        else:
+            pads[2 * a], pads[2 * a + 1] = d // 2, d - d // 2
+    if cut != list(v.shape):
+        v = c.op("Slice", [v], tuple(cut), v.dtype, axes=list(range(rank)), begin=begin, size=cut)
+    if any(pads):
+        grown = tuple(n + pads[2 * a] + pads[2 * a + 1] for a, n in enumerate(v.shape))
+        v = c.op("Pad", [v], grown, v.dtype, paddings=pads, paddingMode=PaddingMode.CONSTANT, constantValue=0.0)
+    c.set(0, v)
