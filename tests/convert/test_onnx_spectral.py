@@ -11,7 +11,7 @@ from onnx import TensorProto as T, helper as h, numpy_helper  # noqa: E402
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
-from msv0.convert.onnx_spectral import dft_matrix, irfft_matrix  # noqa: E402
+from msv0.convert.dft_lowering import dft_matrix, irfft_matrix  # noqa: E402
 from onnxcheck import IR_VERSION, check, run_msv0, run_ort  # noqa: E402
 
 R = np.random.default_rng(11)

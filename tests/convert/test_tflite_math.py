@@ -383,3 +383,26 @@ def test_refusal_names_the_operator(case):
     code = case.split()[0]
     got = reasons(w)
     assert list(got) == [code] and code in got[code] and why in got[code], got
+
+
+@pytest.mark.parametrize("shape,fft_w", [((3, 1, 400), 512), ((2, 4, 1, 17), 32), ((5, 3, 20), 16)])
+def test_rfft2d_abs_real_imag(shape, fft_w):
+    """RFFT2D at fft_length [1, w] (YAMNet's spectrogram: frames zero-padded to a power of two, as
+    LiteRT requires), then COMPLEX_ABS, REAL and IMAG; more than one row keeps the first, a
+    shorter w truncates."""
+    w = Writer()
+    x = w.input("x", list(shape))
+    bins = fft_w // 2 + 1
+    spec_shape = [*shape[:-2], 1, bins]
+    spec = w.op("RFFT2D", [x, w.const(np.array([1, fft_w], np.int32))], spec_shape, out_dtype=np.complex64)
+    for code in ("COMPLEX_ABS", "REAL", "IMAG"):
+        w.output(w.op(code, [spec], spec_shape))
+    check(w, {"x": f32(*shape, lo=-1, hi=1)}, rtol=1e-4, atol=2e-5 * np.sqrt(fft_w))
+
+
+def test_complex_graph_output_is_reported():
+    w = Writer()
+    x = w.input("x", [2, 1, 8])
+    w.output(w.op("RFFT2D", [x, w.const(np.array([1, 8], np.int32))], [2, 1, 5], out_dtype=np.complex64))
+    with pytest.raises(msv0.UnsupportedOpError, match=r"graph output \(complex64\)"):
+        convert(w.finish())

@@ -22,7 +22,8 @@ import numpy as np
 
 RESOURCE = 13  # TensorType.RESOURCE, as a dtype argument
 TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.uint8): 3,
-         np.dtype(np.int64): 4, np.dtype(np.bool_): 6, np.dtype(np.int16): 7, np.dtype(np.int8): 9}
+         np.dtype(np.int64): 4, np.dtype(np.bool_): 6, np.dtype(np.int16): 7, np.dtype(np.complex64): 8,
+         np.dtype(np.int8): 9}
 
 
 def _camel(name: str) -> str:

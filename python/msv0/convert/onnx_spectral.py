@@ -2,12 +2,13 @@
 trailing dim of 2 (real, imaginary) and v0 has neither a complex type nor an FFT, so DFT becomes
 a FullConnection over the transformed axis (moved last, beside the complex dim), and STFT a
 strided 1-D Conv2D whose kernels are the window times each frequency's cosine and sine: the
-frames are never gathered. Direct sums cost N·log N times more products than an FFT, which for
-the frame lengths of audio front ends (N <= 2048) is a GEMM's work, not a model's."""
+frames are never gathered. A direct sum takes N / log2(N) times an FFT's products, which for the
+frame lengths of audio front ends (N <= 2048) is a GEMM's work, not a model's."""
 from __future__ import annotations
 
 import numpy as np
 
+from msv0.convert.dft_lowering import dft_matrix, irfft_matrix
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import Ctx, axis_index, dense, handles, khwc_weight, reshaped, table_size
 
@@ -15,34 +16,6 @@ from msv0.convert.onnx_ctx import Ctx, axis_index, dense, handles, khwc_weight, 
 def _scalar(c: Ctx, k: int, what: str) -> int | None:
     v = c.const(k, what)
     return None if v is None else int(np.asarray(v).reshape(-1)[0])
-
-
-def dft_matrix(n_in: int, parts: int, length: int, bins: int, inverse: bool) -> np.ndarray:
-    """W [bins, 2, n_in, parts] (float64): Y[k, :] = Σ_n W[k, :, n, :] · x[n, :] is the DFT of
-    length `length` (e^{∓2πi·kn/length}, inverse scaled by 1/length) of the n_in samples x (real
-    where parts = 1, else real and imaginary), truncated or zero-padded to `length`."""
-    n = np.arange(min(n_in, length))
-    theta = 2 * np.pi * (np.outer(np.arange(bins), n) % length) / length  # k·n reduced first: exact angles
-    cos, sin = np.cos(theta), np.sin(theta) * (1.0 if inverse else -1.0)  # e^{iθ} or e^{-iθ}
-    w = np.zeros((bins, 2, n_in, parts))
-    w[:, 0, :len(n), 0], w[:, 1, :len(n), 0] = cos, sin
-    if parts == 2:  # (a + ib)(cos + i·sin) = a·cos − b·sin + i(a·sin + b·cos)
-        w[:, 0, :len(n), 1], w[:, 1, :len(n), 1] = -sin, cos
-    return w / length if inverse else w
-
-
-def irfft_matrix(n_in: int, parts: int, length: int) -> np.ndarray:
-    """W [length, n_in, parts] (float64): NumPy's irfft of `length` from the one-sided spectrum
-    x[k, :]: the bins above length // 2 ignored, the others' conjugates standing in for the
-    negative frequencies, the imaginary parts of the DC and (even length) Nyquist bins unused."""
-    k = np.arange(min(n_in, length // 2 + 1))
-    theta = 2 * np.pi * (np.outer(np.arange(length), k) % length) / length
-    twice = np.where((k == 0) | (2 * k == length), 1.0, 2.0) / length
-    w = np.zeros((length, n_in, parts))
-    w[:, :len(k), 0] = np.cos(theta) * twice
-    if parts == 2:
-        w[:, :len(k), 1] = -np.sin(theta) * twice
-    return w
 
 
 @handles("DFT")

@@ -49,6 +49,9 @@ TFL_SAME, TFL_VALID = 0, 1
 OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
+TFL_COMPLEX64 = 8
+# The operators that read or write complex64 tensors, held as float32 pairs [..., 2] (tflite_math).
+COMPLEX_OPS = {"RFFT2D", "COMPLEX_ABS", "REAL", "IMAG"}
 HANDLERS, handles = handler_table()
 HANDLERS.update(ARRAY_HANDLERS)
 HANDLERS.update(CUSTOM_HANDLERS)
@@ -483,7 +486,8 @@ class _Converter:
             shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
             q = t.Quantization()
             if t.Type() not in DTYPES or (q is not None and q.ScaleLength() > 0):
-                self.bad_dtypes[i] = "quantized" if q is not None and q.ScaleLength() else f"TensorType {t.Type()}"
+                self.bad_dtypes[i] = "quantized" if q is not None and q.ScaleLength() else \
+                    "complex64" if t.Type() == TFL_COMPLEX64 else f"TensorType {t.Type()}"
                 self.tensors.append((shape, np.dtype(np.float32)))
                 continue
             dtype = np.dtype(DTYPES[t.Type()])
@@ -544,7 +548,8 @@ class _Converter:
                 handler = self.handlers.get(code)
                 if handler is None:
                     raise Unsupported(missing_reason(code))
-                odd = [self.bad_dtypes[t] for t in o.inputs + o.outputs if t in self.bad_dtypes]
+                odd = [self.bad_dtypes[t] for t in o.inputs + o.outputs if t in self.bad_dtypes
+                       and not (code in COMPLEX_OPS and self.bad_dtypes[t] == "complex64")]
                 if odd:
                     raise Unsupported(f"{odd[0]} tensors")
                 if not fold(o):  # all-constant integer ops become constants, for the handlers that need one
@@ -614,6 +619,8 @@ class _Converter:
         self._warn_dynamic_inputs()
         self._inputs(self.e.b.input)
         self.convert_ops("")
+        self.bad += [(self.tensor_name(i), "graph output", "complex64") for i in map(int, g.OutputsAsNumpy())
+                     if self.bad_dtypes.get(i) == "complex64"]
         if self.bad:
             lines = "\n".join(f"  {name}: {op} ({why})" for name, op, why in self.bad)
             raise UnsupportedOpError(f"{len(self.bad)} TFLite operator(s) cannot be converted:\n{lines}", self.bad)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0 import dtypes, gelu
+from msv0.convert.dft_lowering import dft_matrix
 from msv0.convert.emit import Unsupported, Val, handler_table
 from msv0.convert.tflite_array import axis_of
 from msv0.fb.ActivationType import ActivationType
@@ -323,3 +324,54 @@ def reduce_bool(o):
     y = o.op("Reduce", [_u(o, "LogicalNot", x) if flip else x], shape, dtype, axes=axes, keepDims=int(keep),
              mode=ReduceMode.ReduceAll)
     o.set(_u(o, "LogicalNot", y) if flip else y)
+
+
+def _pairs(o, k: int) -> Val:
+    """Input k, a complex64 tensor, as the float32 pairs [..., 2] that RFFT2D wrote for it."""
+    v = o.inp(k)
+    if v is None or v.dtype != F32 or tuple(v.shape) != (*o.conv.tensors[o.inputs[k]][0], 2):
+        raise Unsupported("a complex64 input that no RFFT2D wrote")
+    return v
+
+
+@handles("RFFT2D")
+def rfft2d(o):
+    """The real 2-D FFT over the last two axes at fft_length (h, w), for h = 1 (an audio front end's
+    frames): the first row, truncated or zero-padded to w, by a constant DFT matrix in one
+    FullConnection; the complex result is held as float32 pairs [..., 1, w // 2 + 1, 2]."""
+    x = _expect(o, o.inp(0), F32)
+    fft = o.const(1, "fft_length")
+    if len(x.shape) < 2 or fft.size != 2:
+        raise Unsupported(f"RFFT2D of shape {list(x.shape)} at fft_length {fft.tolist()}")
+    fh, fw = (int(n) for n in fft.reshape(-1))
+    if fh != 1 or fw < 1:
+        raise Unsupported(f"RFFT2D at fft_length {[fh, fw]} (transforms along the last axis only: [1, n])")
+    *lead, hgt, w = x.shape
+    if hgt > 1:  # fft_length[0] = 1 keeps the first row
+        x = o.op("Slice", [x], (*lead, 1, w), F32, axes=list(range(len(x.shape))), begin=[0] * len(x.shape),
+                 size=[*lead, 1, w])
+    rows, bins = int(np.prod(lead, dtype=np.int64)), fw // 2 + 1
+    if 2 * bins * w > 1 << 24:
+        raise Unsupported(f"RFFT2D matrix of {2 * bins * w} values")
+    flat = o.op("Reshape", [x], (rows, w), F32, shape=[rows, w])
+    matrix = Val.of(dft_matrix(w, 1, fw, bins, False).reshape(2 * bins, w).astype(np.float32))
+    y = o.op("FullConnection", [flat, matrix], (rows, 2 * bins), F32, hasBias=False, useAxis=False, axis=1)
+    o.set(o.op("Reshape", [y], (*lead, 1, bins, 2), F32, shape=[*lead, 1, bins, 2]))
+
+
+@handles("COMPLEX_ABS")
+def complex_abs(o):
+    v = _pairs(o, 0)
+    shape, _ = o.out()
+    power = o.op("Reduce", [_b(o, "Mul", v, v)], shape, F32, axes=[len(shape)], keepDims=False,
+                 mode=ReduceMode.ReduceSum)
+    o.set(_u(o, "Sqrt", power))
+
+
+@handles("REAL", "IMAG")
+def real_imag(o):
+    v = _pairs(o, 0)
+    shape, _ = o.out()
+    part = o.op("Slice", [v], (*shape, 1), F32, axes=list(range(len(v.shape))), begin=[0] * len(shape) + [int(o.code == "IMAG")],
+                size=[*shape, 1])
+    o.set(o.op("Reshape", [part], shape, F32, shape=list(shape)))
