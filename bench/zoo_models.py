@@ -2,7 +2,7 @@
 for that precision and msv0 fp32, each engine in its own process, in alternating blocks.
 
     python bench/zoo_models.py [--precision fp32 int8 bf16] [--models resnet50 mobilenet_v2]
-                               [--threads 1 2] [--rounds 7] [--block 5]
+                               [--threads 1 2] [--batch 1 8 32] [--rounds 7] [--block 5]
 
 - fp32: msv0 against ONNX Runtime and OpenVINO (inference precision f32: on a CPU with bf16 it
   would otherwise run bf16) on the network's ONNX twin, and LiteRT (default resolver: XNNPACK)
@@ -13,6 +13,9 @@ for that precision and msv0 fp32, each engine in its own process, in alternating
   with AMX off ("no-amx": vpdpbusd) as well. Prints int8's SNR against fp32.
 - bf16: Session(precision="bf16") against OpenVINO with inference precision bf16, where the CPU
   has AVX512-BF16. Prints bf16's error against fp32 (max |bf16 - fp32| / max |fp32|).
+
+--batch N runs N images per call (msv0 plans the batch-1 file once more for it; the ONNX twins
+take a dynamic batch, LiteRT resizes its input) and prints images per second too.
 
 Each engine lives in its own process (OpenVINO pins and keeps threads, which slowed msv0 by a
 third in a shared process) and runs a block of runs, then the next engine, with a 1 s pause
@@ -98,12 +101,14 @@ def tflite_twin(net: zoo.Net) -> bytes:
 
 def litert_run(tflite: bytes, threads: int, x: np.ndarray):
     """LiteRT as applications get it (default resolver: XNNPACK) on a .tflite file's bytes: a
-    function that runs it on x and returns the output."""
+    function that runs it on x (its input resized to x's batch) and returns the output."""
     from ai_edge_litert import interpreter as litert
 
     it = litert.Interpreter(model_content=tflite, num_threads=threads)
-    it.allocate_tensors()
     x_index, y_index = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+    if tuple(it.get_input_details()[0]["shape"]) != x.shape:
+        it.resize_tensor_input(x_index, list(x.shape))
+    it.allocate_tensors()
 
     def run():
         it.set_tensor(x_index, x)
@@ -138,9 +143,10 @@ def _inputs(name: str):
     return net, calib, x
 
 
-def _engine(kind: str, name: str, threads: int, tmp: str):
+def _engine(kind: str, name: str, threads: int, tmp: str, batch: int):
     """One engine's run function, built in its own process. kind: "<engine> <precision>"."""
     net, calib, x = _inputs(name)
+    x = np.random.default_rng(1).standard_normal((batch, *x.shape[1:])).astype(np.float32) if batch > 1 else x
     engine, precision = kind.split()[:2]
     if engine == "msv0":
         fp32 = net.to_ms()
@@ -170,8 +176,8 @@ def _engine(kind: str, name: str, threads: int, tmp: str):
     return lambda: request.infer(x_nchw)
 
 
-def _worker(conn, kind: str, name: str, threads: int, tmp: str) -> None:
-    run = _engine(kind, name, threads, tmp)
+def _worker(conn, kind: str, name: str, threads: int, tmp: str, batch: int) -> None:
+    run = _engine(kind, name, threads, tmp, batch)
     for _ in range(3):
         run()
     conn.send("ready")
@@ -184,14 +190,15 @@ def _worker(conn, kind: str, name: str, threads: int, tmp: str) -> None:
         conn.send(times)
 
 
-def measure(kinds: list[str], name: str, threads: int, tmp: str, rounds: int, block: int) -> dict[str, float]:
+def measure(kinds: list[str], name: str, threads: int, tmp: str, rounds: int, block: int,
+            batch: int = 1) -> dict[str, float]:
     """Median latency per engine, each in its own process (no engine's threads or pinning touch
     another's), in alternating blocks with a pause between them."""
     ctx = mp.get_context("spawn")
     workers = {}
     for kind in kinds:
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, kind, name, threads, tmp))
+        proc = ctx.Process(target=_worker, args=(child, kind, name, threads, tmp, batch))
         proc.start()
         workers[kind] = (proc, parent)
     times: dict[str, list[float]] = {k: [] for k in kinds}
@@ -227,7 +234,7 @@ def engines(precision: str) -> list[str]:
 def write_twins(name: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray, tmp: str, int8: bool) -> None:
     """The peers' files in tmp: the ONNX twin, the .tflite twin (checked against msv0 where LiteRT
     is installed) and, for int8, the quantized ONNX twin."""
-    onnx.save(net.to_onnx(), os.path.join(tmp, f"{name}.onnx"))
+    onnx.save(net.to_onnx(dynamic_batch=True), os.path.join(tmp, f"{name}.onnx"))
     tflite = tflite_twin(net)
     with open(os.path.join(tmp, f"{name}.tflite"), "wb") as f:
         f.write(tflite)
@@ -238,7 +245,7 @@ def write_twins(name: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray, tmp: 
         if err > 1e-4:
             raise SystemExit(f"{name}: the .tflite twin is {err:.1e} off msv0 (relative to its max)")
     if int8:
-        ort_int8(net.to_onnx(), calib, os.path.join(tmp, f"{name}_int8.onnx"))
+        ort_int8(net.to_onnx(dynamic_batch=True), calib, os.path.join(tmp, f"{name}_int8.onnx"))
 
 
 def accuracy(precision: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray) -> str:
@@ -256,6 +263,7 @@ def main() -> None:
     p.add_argument("--precision", nargs="+", default=["fp32", "int8", "bf16"], choices=["fp32", "int8", "bf16"])
     p.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2"], choices=sorted(zoo.NETS))
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    p.add_argument("--batch", nargs="+", type=int, default=[1], help="images per call")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--block", type=int, default=5)
     args = p.parse_args()
@@ -272,12 +280,15 @@ def main() -> None:
                 kinds = engines(precision)
                 if precision != "fp32":
                     print(f"{name} {precision}: {accuracy(precision, net, calib, x)}")
-                for threads in args.threads:
-                    medians = measure(kinds, name, threads, tmp, args.rounds, args.block)
+                for threads, batch in ((t, b) for t in args.threads for b in args.batch):
+                    medians = measure(kinds, name, threads, tmp, args.rounds, args.block, batch)
                     ours = medians[kinds[0]]
                     peers = {k: v for k, v in medians.items() if not k.startswith("msv0")}
                     line = "  ".join(f"{k} {v * 1e3:.2f}" for k, v in medians.items())
-                    print(f"{name} {precision} {threads}t: {line}")
+                    label = f"{name} {precision} {threads}t" + (f" batch {batch}" if batch > 1 else "")
+                    print(f"{label}: {line}")
+                    if batch > 1:
+                        print("    images/s: " + "  ".join(f"{k} {batch / v:.1f}" for k, v in medians.items()))
                     if peers:
                         best = min(peers, key=peers.get)
                         print(f"    {kinds[0]} / {best}: {ours / peers[best]:.3f}", end="")

@@ -358,6 +358,25 @@ def test_cli_bench_against_onnxruntime(tmp_path, capsys):
     assert "msv0 / onnxruntime" in capsys.readouterr().out
 
 
+def test_cli_bench_batch_against_onnxruntime(tmp_path, capsys):
+    """--batch 3: three samples per run for msv0 (the batch-1 file planned once more) and for an
+    ONNX model with a dynamic batch; a peer whose batch is fixed is refused by name."""
+    pytest.importorskip("onnxruntime")
+    from msv0 import zoo
+
+    net = zoo.mobilenet_tiny_net(resolution=32)
+    (tmp_path / "t.ms").write_bytes(net.to_ms())
+    (tmp_path / "t.onnx").write_bytes(net.to_onnx(dynamic_batch=True).SerializeToString())
+    (tmp_path / "fixed.onnx").write_bytes(net.to_onnx().SerializeToString())
+    base = ["bench", str(tmp_path / "t.ms"), "--threads", "1", "--warmup", "1", "--runs", "2", "--batch", "3"]
+    assert cli.main(base + ["--compare-onnx", str(tmp_path / "t.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "samples/s" in out and "msv0 / onnxruntime" in out
+    assert cli.main(base + ["--compare-onnx", str(tmp_path / "fixed.onnx")]) == 2
+    assert "is declared [1, 3, 32, 32]; the feed is [3, 32, 32, 3]" in capsys.readouterr().err
+    assert cli.main(base[:-1] + ["0"]) == 2
+
+
 @pytest.mark.parametrize("argv", [["info", "{bad}"], ["run", "{bad}", "--random"], ["run", "{model}"],
                                   ["run", "{model}", "--input", "x"], ["info", "{missing}"],
                                   ["quantize", "{bad}", "-o", "{bad}", "--random", "1"],

@@ -205,6 +205,11 @@ def _timings(fn, warmup: int, runs: int, label: str) -> np.ndarray:
     return np.array(times)
 
 
+def _fits(shape, want) -> bool:
+    """Whether an array of `shape` fits an ONNX input declared `want` (named dims fit any size)."""
+    return len(shape) == len(want) and all(not isinstance(w, int) or w == s for s, w in zip(shape, want))
+
+
 def _onnx_feeds(sess, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Match the ONNX model's inputs to the msv0 feeds by position, NHWC -> NCHW where needed."""
     ort_inputs = sess.get_inputs()
@@ -214,9 +219,10 @@ def _onnx_feeds(sess, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndar
     for oi, mi in zip(ort_inputs, ms_inputs):
         a = feeds[mi.name]
         want = tuple(oi.shape)
-        if a.ndim == 4 and tuple(a.shape) != want and all(isinstance(d, int) for d in want) \
-                and a.transpose(0, 3, 1, 2).shape == want:
+        if a.ndim == 4 and not _fits(a.shape, want) and _fits(a.transpose(0, 3, 1, 2).shape, want):
             a = np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+        if not _fits(a.shape, want):
+            raise CliError(f"ONNX input '{oi.name}' is declared {list(want)}; the feed is {list(a.shape)}")
         out[oi.name] = a
     return out
 
@@ -242,14 +248,16 @@ def _litert_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], fe
     except ImportError:
         raise CliError("--compare-tflite needs ai-edge-litert: pip install ai-edge-litert") from None
     it = Interpreter(model_path=path, num_threads=threads)
-    it.allocate_tensors()
     details = it.get_input_details()
     if len(details) != len(ms_inputs):
         raise CliError(f"the TFLite model has {len(details)} inputs, the .ms model {len(ms_inputs)}")
     for d, mi in zip(details, ms_inputs):  # by position: the converter keeps their order and layout
-        if tuple(d["shape"]) != tuple(feeds[mi.name].shape):
-            raise CliError(f"TFLite input '{d['name']}' has shape {d['shape'].tolist()}, "
-                           f"the .ms input '{mi.name}' {list(feeds[mi.name].shape)}")
+        have, want = tuple(feeds[mi.name].shape), tuple(d["shape"])
+        if have != want and (len(have) != len(want) or have[1:] != want[1:]):
+            raise CliError(f"TFLite input '{d['name']}' has shape {list(want)}, the .ms input '{mi.name}' {list(have)}")
+        if have != want:  # another batch: LiteRT resizes its input
+            it.resize_tensor_input(d["index"], list(have))
+    it.allocate_tensors()
 
     def run():
         for d, mi in zip(details, ms_inputs):
@@ -261,6 +269,18 @@ def _litert_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], fe
 PEERS = {"compare_onnx": ("onnxruntime", _onnxruntime_runner), "compare_tflite": ("litert", _litert_runner)}
 
 
+def _batched(feeds: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """bench --batch: each feed with n samples along its first axis (a one-sample feed repeated)."""
+    if n < 1:
+        raise CliError(f"--batch must be at least 1, got {n}")
+    out = {}
+    for name, a in feeds.items():
+        if a.ndim == 0 or a.shape[0] not in (1, n):
+            raise CliError(f"--batch {n}: input '{name}' has shape {list(a.shape)}; its first dim must be 1 or {n}")
+        out[name] = np.ascontiguousarray(np.repeat(a, n, axis=0)) if a.shape[0] != n else a
+    return out
+
+
 def cmd_bench(args) -> None:
     import resource
 
@@ -268,6 +288,8 @@ def cmd_bench(args) -> None:
     m = msv0.load(args.model)
     t1 = time.perf_counter()
     feeds = collect_feeds(m, args.input, args.inputs, True, args.seed)
+    if args.batch is not None:
+        feeds = _batched(feeds, args.batch)
     t2 = time.perf_counter()
     session = msv0.Session(m, num_threads=args.threads, precision=args.precision)
     t3 = time.perf_counter()
@@ -285,8 +307,9 @@ def cmd_bench(args) -> None:
     rows = []
     for name, t in results:
         p50, p90, p99 = np.percentile(t, [50, 90, 99])
-        rows.append((name, _fmt_ms(p50), _fmt_ms(p90), _fmt_ms(p99), _fmt_ms(t.mean())))
-    table(["engine", "p50 ms", "p90 ms", "p99 ms", "mean ms"], rows)
+        rows.append((name, _fmt_ms(p50), _fmt_ms(p90), _fmt_ms(p99), _fmt_ms(t.mean()))
+                    + ((f"{args.batch / p50:.1f}",) if args.batch else ()))
+    table(["engine", "p50 ms", "p90 ms", "p99 ms", "mean ms"] + (["samples/s"] if args.batch else []), rows)
     for name, t in results[1:]:
         print(f"\nmsv0 / {name} (p50): {np.median(results[0][1]) / np.median(t):.3f}x")
     bench_profile(args, m, session, feeds)
@@ -476,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--compare-onnx", metavar="MODEL.onnx", help="also time this ONNX model with onnxruntime")
+    p.add_argument("--batch", type=int, metavar="N",
+                   help="N samples per run (each input's first dim; the Session plans that shape once) and samples/s")
     _profile_args(p)
     p.add_argument("--compare-tflite", metavar="MODEL.tflite", help="also time this TFLite model with LiteRT")
     _feed_args(p)

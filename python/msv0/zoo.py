@@ -150,8 +150,9 @@ class Net:
         b.output(ids[self.output])
         return b.finish()
 
-    def to_onnx(self, opset: int = 13):
-        """The same network as an onnx.ModelProto: NCHW input, OIHW weights."""
+    def to_onnx(self, opset: int = 13, dynamic_batch: bool = False):
+        """The same network as an onnx.ModelProto: NCHW input, OIHW weights; with dynamic_batch
+        the input's and output's first dim is the symbol "batch" (for batched peers)."""
         try:
             import onnx
             from onnx import TensorProto, helper, numpy_helper
@@ -195,10 +196,12 @@ class Net:
                 nodes.append(helper.make_node("Add", layer.inputs, [raw]))
             activation(raw, layer.act, layer.output)
         n, h, w, c = self.input_shape
+        batch = "batch" if dynamic_batch else n
         graph = helper.make_graph(
             nodes, self.name,
-            [helper.make_tensor_value_info(self.input_name, TensorProto.FLOAT, [n, c, h, w])],
-            [helper.make_tensor_value_info(self.output, TensorProto.FLOAT, list(self.layers[-1].out_shape))],
+            [helper.make_tensor_value_info(self.input_name, TensorProto.FLOAT, [batch, c, h, w])],
+            [helper.make_tensor_value_info(self.output, TensorProto.FLOAT,
+                                           [batch, *self.layers[-1].out_shape[1:]])],
             inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 8

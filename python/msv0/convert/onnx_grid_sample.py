@@ -124,6 +124,8 @@ def grid_sample(c: Ctx):
         raise Unsupported(f"GridSample of {list(x.shape)} by a grid {list(grid.shape)} (2-D sampling only)")
     if x.dtype != F32 or grid.dtype != F32:
         raise Unsupported(f"GridSample on {x.dtype} by a {grid.dtype} grid")
+    if 0 in x.shape or 0 in grid.shape:
+        raise Unsupported(f"GridSample of an empty tensor ({list(x.shape)} by {list(grid.shape)})")
     mode = MODES.get(c.attr("mode", "linear" if c.graph.opset >= 20 else "bilinear"))
     padding = c.attr("padding_mode", "zeros")
     if mode is None or padding not in ("zeros", "border", "reflection"):
