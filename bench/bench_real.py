@@ -44,6 +44,7 @@ from msv0.planner import allocate  # noqa: E402
 from msv0.session import step_label, step_op  # noqa: E402
 
 import realmodels as rm  # noqa: E402
+from machine import round_trip_line  # noqa: E402
 
 
 def prepare(m: rm.RealModel):
@@ -172,6 +173,7 @@ def main() -> None:
 
     print(f"msv0 {msv0.__version__} ISA {msv0.isa()}; LiteRT {ai_edge_litert.__version__} (default resolver, "
           f"XNNPACK); ONNX Runtime {onnxruntime.__version__} (CPU); {os.cpu_count()} CPUs")
+    print(round_trip_line())
     print("\nwall: median latency; cpu: median CPU time of the calling thread, which at 1 thread is "
           "the whole run for every engine and less disturbed by other load on the machine")
     print(f"\n{'model':30s} {'peer':6s} {'thr':>3s} {'msv0 ms':>8s} {'peer ms':>8s} {'ratio':>6s} "
@@ -198,6 +200,7 @@ def main() -> None:
     for (threads, what), r in sorted(ratios.items()):
         geo = math.exp(sum(math.log(x) for x in r) / len(r))
         print(f"{threads} thread(s), {what}: geomean msv0 / peer {geo:.2f} over {len(r)} models, worst {max(r):.2f}")
+    print(round_trip_line() + " (after)")
     if args.profile:
         for name in ran:
             ms, _, _, ms_feeds = prepare(rm.BY_NAME[name])

@@ -42,6 +42,8 @@ from msv0 import _core, zoo
 from msv0.fb.ActivationType import ActivationType
 from msv0.quantize import quantize, snr_db
 
+from machine import round_trip_line
+
 CALIBRATION_SAMPLES = 8
 TFLITE_ACTIVATION = {ActivationType.NO_ACTIVATION: 0, ActivationType.RELU: 1, ActivationType.RELU6: 3}
 
@@ -268,6 +270,7 @@ def main() -> None:
     p.add_argument("--block", type=int, default=5)
     args = p.parse_args()
     print(f"isa {msv0.isa()}; medians of {args.rounds} blocks of {args.block} runs per engine, ms")
+    print(round_trip_line())
     precisions = list(args.precision)
     if "bf16" in precisions and not _core.bf16_available():
         print("bf16 left out: no AVX512-BF16 on the avx512vnni tier here (precision='bf16' would run fp32)")
@@ -297,6 +300,7 @@ def main() -> None:
                     if "msv0 int8 no-amx" in medians:
                         print(f"    no-amx / int8: {medians['msv0 int8 no-amx'] / ours:.2f}x", end="")
                     print(flush=True)
+    print(round_trip_line() + " (after)")
 
 
 if __name__ == "__main__":
