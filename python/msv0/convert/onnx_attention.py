@@ -111,7 +111,10 @@ def attention(c: Ctx):
                         s.shape, F32)
         logits = emit_binary(c, "Mul", s, c.scalar(softcap, F32), s.shape, F32)
     bias = _bias(c, c.inp(3), bool(c.attr("is_causal", 0)), sq, skv, past)
-    scores = logits if bias is None else emit_binary(c, "Add", logits, bias, logits.shape, F32)
+
+    def scores():
+        return logits if bias is None else emit_binary(c, "Add", logits, bias, logits.shape, F32)
+
     live = None  # [.., Sq, 1]: 1 where some key is left to a query row, else 0
     if bias is not None:
         # A row the bias masks entirely gives zeros: its bias is lifted to 0 (finite scores, no
@@ -128,13 +131,13 @@ def attention(c: Ctx):
             live = c.op("Where", [alive, c.scalar(1.0, F32), c.scalar(0.0, F32)], row_max.shape, F32)
             floor = c.op("Where", [alive, Val.of(np.array([NEG_INF])), c.scalar(0.0, F32)], row_max.shape, F32)
             lifted = emit_binary(c, "Maximum", bias, floor, bias.shape, F32)
-    safe = scores if live is None else emit_binary(c, "Add", logits, lifted, logits.shape, F32)
+    safe = scores() if live is None else emit_binary(c, "Add", logits, lifted, logits.shape, F32)
     probs = c.op("SoftMax", [safe], safe.shape, F32, axis=3)
     if live is not None:
         probs = emit_binary(c, "Mul", probs, live, probs.shape, F32)
     if c.used(3):
         mode = int(c.attr("qk_matmul_output_mode", 0))
-        c.set(3, {0: logits, 1: logits, 2: scores, 3: probs}[mode])
+        c.set(3, probs if mode == 3 else (safe if live is None else scores()) if mode == 2 else logits)
     y = _bmm(c, probs, _repeat_heads(c, v, hq // hkv), False)
     if rank == 3:
         dv = y.shape[3]

@@ -84,10 +84,11 @@ class _Emit:
 
 def _axis_taps(e: _Emit, g: Val, size: int, mode: str, padding: str, align: bool):
     """One axis of `size` pixels, its normalised coordinates g [P, 1]: (tap positions [P, T] in
-    range, their weights [P, T])."""
+    range, their weights [P, T], or None where every tap weighs 1)."""
+    size_1 = float(size - 1)
     if align:  # ONNX's float order: (g + 1) / 2 · (size − 1), or ((g + 1) · size − 1) / 2
-        x = e.bin("Mul", e.bin("Mul", e.bin("Add", g, 1.0), 0.5), float(size - 1))
-        lo, hi = 0.0, float(size - 1)
+        x = e.bin("Mul", e.bin("Mul", e.bin("Add", g, 1.0), 0.5), size_1)
+        lo, hi = 0.0, size_1
     else:
         x = e.bin("Mul", e.bin("Sub", e.bin("Mul", e.bin("Add", g, 1.0), float(size)), 1.0), 0.5)
         lo, hi = -0.5, size - 0.5
@@ -96,7 +97,7 @@ def _axis_taps(e: _Emit, g: Val, size: int, mode: str, padding: str, align: bool
     # A coordinate outside [lo, hi] moves to the nearest pixel, but for cubic, where ONNX Runtime
     # clamps only the taps (onnx's reference clamps both; the runtime is what users compare with).
     if padding == "border" and mode != "cubic":
-        x = e.where(e.outside(x, lo, hi), e.clamp(x, float(size - 1)), x)
+        x = e.where(e.outside(x, lo, hi), e.clamp(x, size_1), x)
     elif padding == "reflection":
         x = e.reflect(x, lo, hi)
     offsets, m = _weight_polynomials(mode)
@@ -109,7 +110,6 @@ def _axis_taps(e: _Emit, g: Val, size: int, mode: str, padding: str, align: bool
         for j, row in enumerate(m[1:], 1):
             power = power if j == 1 else e.bin("Mul", power, f)
             weights = e.bin("Add", weights, e.bin("Mul", power, Val.of(row.astype(np.float32)[None, :])))
-    size_1 = float(size - 1)
     if padding == "zeros":  # taps outside the image weigh nothing
         weights = e.where(e.outside(taps, 0.0, size_1), 0.0, 1.0 if weights is None else weights)
     elif padding == "reflection":
