@@ -193,7 +193,7 @@ def _worker(conn, kind: str, name: str, threads: int, tmp: str, batch: int) -> N
 
 
 def measure(kinds: list[str], name: str, threads: int, tmp: str, rounds: int, block: int,
-            batch: int = 1) -> dict[str, float]:
+            batch: int) -> dict[str, float]:
     """Median latency per engine, each in its own process (no engine's threads or pinning touch
     another's), in alternating blocks with a pause between them."""
     ctx = mp.get_context("spawn")

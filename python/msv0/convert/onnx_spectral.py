@@ -80,7 +80,7 @@ def stft(c: Ctx):
     onesided = bool(c.attr("onesided", 1))
     if onesided and parts == 2:
         raise Unsupported("one-sided STFT of a complex signal")
-    if step < 1 or not 1 <= length <= n:
+    if step is None or step < 1 or not 1 <= length <= n:
         raise Unsupported(f"STFT frame_step {step}, frame_length {length} on {n} samples")
     frames, bins = 1 + (n - length) // step, length // 2 + 1 if onesided else length
     table_size(2 * bins * length * parts, "STFT kernels")
@@ -88,7 +88,7 @@ def stft(c: Ctx):
     # The signal as an NHWC image [batch, 1, n, parts]; the conv's 2·bins output channels of
     # each frame are (bin, real/imaginary) in order: [batch, 1, frames, 2·bins] is the result.
     image = reshaped(c, x, (batch, 1, n, parts))
-    image = Val((batch, parts, 1, n), image.dtype, index=image.index, nhwc=True)
+    image = Val((batch, parts, 1, n), image.dtype, index=c.e.index(image), nhwc=True)
     kernels = khwc_weight(c, w.reshape(2 * bins, 1, length, parts), "stft_kernels")
     y = c.op("Conv2D", [image, kernels], (batch, 2 * bins, 1, frames), dtype, True, kernelH=1, kernelW=length,
              strideH=1, strideW=step, dilateH=1, dilateW=1, padUp=0, padDown=0, padLeft=0, padRight=0,

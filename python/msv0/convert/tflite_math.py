@@ -341,8 +341,8 @@ def rfft2d(o):
     FullConnection; the complex result is held as float32 pairs [..., 1, w // 2 + 1, 2]."""
     x = _expect(o, o.inp(0), F32)
     fft = o.const(1, "fft_length")
-    if len(x.shape) < 2 or fft.size != 2:
-        raise Unsupported(f"RFFT2D of shape {list(x.shape)} at fft_length {fft.tolist()}")
+    if len(x.shape) < 2 or fft is None or fft.size != 2:
+        raise Unsupported(f"RFFT2D of shape {list(x.shape)} at fft_length {None if fft is None else fft.tolist()}")
     fh, fw = (int(n) for n in fft.reshape(-1))
     if fh != 1 or fw < 1:
         raise Unsupported(f"RFFT2D at fft_length {[fh, fw]} (transforms along the last axis only: [1, n])")
