@@ -252,7 +252,7 @@ def _litert_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], fe
     if len(details) != len(ms_inputs):
         raise CliError(f"the TFLite model has {len(details)} inputs, the .ms model {len(ms_inputs)}")
     for d, mi in zip(details, ms_inputs):  # by position: the converter keeps their order and layout
-        have, want = tuple(feeds[mi.name].shape), tuple(d["shape"])
+        have, want = tuple(feeds[mi.name].shape), tuple(int(s) for s in d["shape"])
         if have != want and (len(have) != len(want) or have[1:] != want[1:]):
             raise CliError(f"TFLite input '{d['name']}' has shape {list(want)}, the .ms input '{mi.name}' {list(have)}")
         if have != want:  # another batch: LiteRT resizes its input

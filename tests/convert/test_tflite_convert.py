@@ -254,6 +254,10 @@ def test_cli_bench_against_litert(tmp_path, capsys):
     assert cli.main(["bench", str(tmp_path / "c.ms"), "--threads", "1", "--warmup", "1", "--runs", "2",
                      "--compare-tflite", str(tmp_path / "c.tflite")]) == 0
     assert "msv0 / litert" in capsys.readouterr().out
+    # --batch: LiteRT's input resized to the batch
+    assert cli.main(["bench", str(tmp_path / "c.ms"), "--threads", "1", "--warmup", "1", "--runs", "2",
+                     "--batch", "2", "--compare-tflite", str(tmp_path / "c.tflite")]) == 0
+    assert "samples/s" in capsys.readouterr().out
     # a .tflite whose input differs from the .ms model's is refused by name, not run
     w = TFLiteWriter()
     w.output(w.op("RELU", [w.input("x", [1, 4, 4, 3])], [1, 4, 4, 3]))
