@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, broadcast, emit_binary, handles, reshaped
+from msv0.convert.onnx_ctx import Ctx, broadcast, emit_binary, handles, reshaped, transposed
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.ReduceMode import ReduceMode
 
@@ -27,8 +27,7 @@ def _heads(c: Ctx, v: Val, heads: int | None) -> Val:
     if len(v.shape) != 3 or not heads or v.shape[2] % heads:
         raise Unsupported(f"Attention input of shape {list(v.shape)} with {heads} heads")
     b, s, hd = v.shape
-    v = reshaped(c, v, (b, s, heads, hd // heads))
-    return c.op("Transpose", [v], (b, heads, s, hd // heads), F32, perm=[0, 2, 1, 3])
+    return transposed(c, reshaped(c, v, (b, s, heads, hd // heads)), [0, 2, 1, 3])
 
 
 def _repeat_heads(c: Ctx, v: Val, reps: int) -> Val:
@@ -141,7 +140,7 @@ def attention(c: Ctx):
     y = _bmm(c, probs, _repeat_heads(c, v, hq // hkv), False)
     if rank == 3:
         dv = y.shape[3]
-        y = reshaped(c, c.op("Transpose", [y], (b, sq, hq, dv), F32, perm=[0, 2, 1, 3]), (b, sq, hq * dv))
+        y = reshaped(c, transposed(c, y, [0, 2, 1, 3]), (b, sq, hq * dv))
     shape, _ = c.out()
     if tuple(y.shape) != tuple(shape):
         raise Unsupported(f"Attention output {list(y.shape)} where shape inference has {list(shape)}")
@@ -175,14 +174,16 @@ def rotary_embedding(c: Ctx):
     ids = c.inp(3)
     if x.dtype != F32:
         raise Unsupported(f"RotaryEmbedding on {x.dtype}")
-    if len(x.shape) == 4:  # [B, H, S, D] -> [B, S, H, D]
+    # Worked on as [H, B, S, D]: the tables, [B, S, D], then repeat along the leading dim alone,
+    # which the element-wise kernels read in place (a view of a 4-D input where B or H is 1).
+    if len(x.shape) == 4:  # [B, H, S, D]
         b, heads, s, d = x.shape
-        x = c.op("Transpose", [x], (b, s, heads, d), F32, perm=[0, 2, 1, 3])
-    elif len(x.shape) == 3 and c.attr("num_heads", 0) and x.shape[2] % c.attr("num_heads") == 0:
+        x, back = transposed(c, x, [1, 0, 2, 3]), [1, 0, 2, 3]
+    elif len(x.shape) == 3 and c.attr("num_heads", 0) and x.shape[2] % c.attr("num_heads") == 0:  # [B, S, H·D]
         b, s, hidden = x.shape
         heads = int(c.attr("num_heads"))
         d = hidden // heads
-        x = reshaped(c, x, (b, s, heads, d))
+        x, back = transposed(c, reshaped(c, x, (b, s, heads, d)), [2, 0, 1, 3]), [1, 2, 0, 3]
     else:
         raise Unsupported(f"RotaryEmbedding of shape {list(x.shape)} with num_heads {c.attr('num_heads')}")
     rd = int(c.attr("rotary_embedding_dim", 0)) or d
@@ -199,11 +200,8 @@ def rotary_embedding(c: Ctx):
         if tuple(ids.shape) != (b, s) or cos.ndim != 2:
             raise Unsupported(f"RotaryEmbedding position_ids {list(ids.shape)} into caches {list(cos.shape)}")
         tables = [c.op("Gather", [Val.of(t), ids], (b, s, d), F32, axis=0) for t in (c_full, s_full)]
-    tables = [broadcast(c, reshaped(c, t, (b, s, 1, d)), (b, s, heads, d)) for t in tables]
     swapped = c.op("Gather", [x, Val.of(partner)], x.shape, F32, axis=3)
     y = emit_binary(c, "Add", emit_binary(c, "Mul", x, tables[0], x.shape, F32),
                     emit_binary(c, "Mul", swapped, tables[1], x.shape, F32), x.shape, F32)
     shape, _ = c.out()
-    if len(shape) == 4:
-        y = c.op("Transpose", [y], tuple(shape), F32, perm=[0, 2, 1, 3])
-    c.set(0, reshaped(c, y, shape))
+    c.set(0, reshaped(c, transposed(c, y, back), shape))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.convert.emit import Unsupported, Val, dense_order_matches, handler_table
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.Format import Format
 
@@ -90,6 +90,16 @@ def reshaped(c: Ctx, v: Val, shape) -> Val:
     if v.const is not None:
         return Val.of(v.const.reshape(shape))
     return c.op("Reshape", [c.e.plain(v, c.name)], shape, v.dtype, shape=list(shape))
+
+
+def transposed(c: Ctx, v: Val, perm) -> Val:
+    """v (in its logical order) with its dims permuted by perm: a Reshape, which a Session runs as
+    a view, where the dims that are not 1 keep their order (one head, one token), else a Transpose."""
+    perm = list(perm)
+    shape = tuple(v.shape[p] for p in perm)
+    if dense_order_matches(v.shape, perm):
+        return v if perm == sorted(perm) else reshaped(c, v, shape)
+    return c.op("Transpose", [c.e.plain(v, c.name)], shape, v.dtype, perm=perm)
 
 
 # The most entries a lowering writes into a constant table of positions (Pad edge/wrap, ArgMax's

@@ -10,10 +10,10 @@ import numpy as np
 
 from msv0.convert.dft_lowering import dft_matrix, irfft_matrix
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, axis_index, dense, handles, khwc_weight, reshaped, table_size
+from msv0.convert.onnx_ctx import Ctx, axis_index, dense, handles, khwc_weight, reshaped, table_size, transposed
 
 
-def _scalar(c: Ctx, k: int, what: str) -> int | None:
+def _const_int(c: Ctx, k: int, what: str) -> int | None:
     v = c.const(k, what)
     return None if v is None else int(np.asarray(v).reshape(-1)[0])
 
@@ -25,7 +25,7 @@ def dft(c: Ctx):
     if x.dtype != np.float32 or parts not in (1, 2) or rank < 2:
         raise Unsupported(f"DFT of a {x.dtype} tensor shaped {list(x.shape)} (float32 [..., 1 or 2] only)")
     # opset 17 has axis as an attribute (default 1), opset 20 as the third input (default -2)
-    axis = _scalar(c, 2, "axis")
+    axis = _const_int(c, 2, "axis")
     axis = axis_index(c.attr("axis", 1) if axis is None and c.graph.opset < 20 else -2 if axis is None else axis,
                       rank)
     if not 0 <= axis < rank - 1:
@@ -35,7 +35,7 @@ def dft(c: Ctx):
         raise Unsupported("one-sided DFT of a complex input (the spec asks for a real one)")
     shape, dtype = c.out()
     n_in = x.shape[axis]
-    length = _scalar(c, 1, "dft_length")
+    length = _const_int(c, 1, "dft_length")
     if length is None:
         length = 2 * (n_in - 1) if inverse and onesided else n_in
     if length < 1:
@@ -46,16 +46,12 @@ def dft(c: Ctx):
     w = irfft_matrix(n_in, parts, length) if irfft else dft_matrix(n_in, parts, length, out_bins, inverse)
     # the axis moved last (beside the complex dim) and the rest flattened into rows
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
-    if perm != list(range(rank)):
-        x = c.op("Transpose", [x], tuple(x.shape[d] for d in perm), x.dtype, perm=perm)
+    x = transposed(c, x, perm)
     lead = x.shape[:-2]
     rows = int(np.prod(lead, dtype=np.int64))
     flat = reshaped(c, x, (rows, n_in * parts))
     y = dense(c, flat, w.reshape(out_bins * out_parts, n_in * parts), None, (rows, out_bins * out_parts), dtype)
-    y = reshaped(c, y, (*lead, out_bins, out_parts))
-    if perm != list(range(rank)):
-        back = [perm.index(d) for d in range(rank)]
-        y = c.op("Transpose", [y], tuple(y.shape[d] for d in back), y.dtype, perm=back)
+    y = transposed(c, reshaped(c, y, (*lead, out_bins, out_parts)), [perm.index(d) for d in range(rank)])
     if tuple(y.shape) != tuple(shape):
         raise Unsupported(f"DFT output {list(y.shape)} where shape inference has {list(shape)}")
     c.set(0, y)
@@ -68,9 +64,9 @@ def stft(c: Ctx):
     if dtype != np.float32 or len(x.shape) != 3 or x.shape[-1] not in (1, 2):
         raise Unsupported(f"STFT of a {x.dtype} signal shaped {list(x.shape)} (float32 [batch, length, 1 or 2] only)")
     batch, n, parts = x.shape
-    step = _scalar(c, 1, "frame_step")
+    step = _const_int(c, 1, "frame_step")
     window = c.const(2, "the window")
-    length = _scalar(c, 3, "frame_length")
+    length = _const_int(c, 3, "frame_length")
     if length is None:
         length = n if window is None else int(window.size)
     if window is None:
