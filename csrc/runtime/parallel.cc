@@ -110,7 +110,7 @@ void ThreadPool::worker_loop(int self) {
 
 void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   if (tasks <= 0) return;
-  if (workers_.empty() || tasks == 1) {
+  if (workers_.empty() || tasks == 1 || solo_) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }

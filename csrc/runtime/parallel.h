@@ -25,6 +25,11 @@ class ThreadPool {
   // The caller and each worker not benched (see note_job) first run a contiguous block of
   // them, in thread order.
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
+  // Solo: the caller runs every job's tasks itself, in order, the workers left idle (the same
+  // tasks, so the same results). Set between runs by the one caller that holds the pool; the
+  // Session sets it where its runs measure faster so (see msv0.thread_choice).
+  void set_solo(bool solo) { solo_ = solo; }
+  bool solo() const { return solo_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -41,6 +46,7 @@ class ThreadPool {
   void note_job(Clock::time_point start, Clock::time_point drained, Clock::time_point end);
 
   std::vector<std::thread> workers_;
+  bool solo_ = false;
   std::mutex run_mu_;  // one run at a time (two Python threads may share a Session)
   std::mutex mu_;      // pairs with wake_ for workers that stopped spinning, and with bench_
   std::condition_variable wake_;

@@ -25,6 +25,7 @@ from msv0.errors import InputError, ModelError, UnsupportedOpError
 from msv0.model import Model, load
 from msv0.registry import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT, OPS, PRECISION, REJECTED, WEIGHTS, Shape, Value
 from msv0.straight_line import CompiledPlan, Prepared, StepTime, step_label, step_op  # noqa: F401  (the API's names)
+from msv0.thread_choice import ThreadChoice
 
 Signature = tuple[Shape, ...]
 # Plans are kept for this many input signatures, the most recently run: a model fed many shapes
@@ -56,6 +57,7 @@ class Context:
     pool: object  # _core.ThreadPool
     interpreter: Interpreter | None
     plans: dict[Signature, CompiledPlan] = field(default_factory=dict)
+    choice: ThreadChoice = field(default_factory=ThreadChoice)  # whether the pool runs solo
 
 
 def check_supported(model: Model) -> None:
@@ -193,7 +195,8 @@ class Session:
     def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         sig = tuple([a.shape for a in arrays])
         plan = ctx.plans.pop(sig, None)  # put back last: the most recently run
-        if plan is None:
+        fresh = plan is None  # its first run also touches the new arena first: not timed
+        if fresh:
             with self._lock:
                 prepared = self._prepared.get(sig)
             if prepared is None:
@@ -204,7 +207,12 @@ class Session:
             plan = self._bind(prepared)
             straight_line.make_room(ctx.plans, plan, self.memory_limit, MAX_SIGNATURES)
         ctx.plans[sig] = plan
-        outs = straight_line.run(self.model, plan, arrays, times, 0.0 if times is None else time.perf_counter())
+        solo, timed = ctx.choice.next_run() if self.num_threads > 1 else (False, False)
+        ctx.pool.solo = solo
+        start = time.perf_counter()
+        outs = straight_line.run(self.model, plan, arrays, times, 0.0 if times is None else start)
+        if timed and times is None and not fresh:
+            ctx.choice.record(solo, time.perf_counter() - start)
         return dict(zip(self._output_names, outs))
 
     def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:

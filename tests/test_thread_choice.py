@@ -1,0 +1,76 @@
+"""A Session's choice between its pool and its caller alone (msv0.thread_choice): the choice
+follows the measured medians, probes the other mode on schedule, and never changes results."""
+import numpy as np
+
+import msv0
+from msv0 import _core, zoo
+from msv0.thread_choice import MIN_SAMPLES, PROBE_MAX, PROBE_MIN, ThreadChoice
+
+
+def drive(choice: ThreadChoice, runs: int, pooled_s: float, solo_s: float) -> list[tuple[bool, bool]]:
+    """`runs` runs timed as pooled_s or solo_s; returns each run's (solo, timed)."""
+    seen = []
+    for _ in range(runs):
+        solo, timed = choice.next_run()
+        seen.append((solo, timed))
+        if timed:
+            choice.record(solo, solo_s if solo else pooled_s)
+    return seen
+
+
+def test_probes_are_two_runs_of_the_other_mode_the_second_timed():
+    seen = drive(ThreadChoice(), PROBE_MIN, pooled_s=1.0, solo_s=2.0)
+    assert seen[:PROBE_MIN - 2] == [(False, True)] * (PROBE_MIN - 2)
+    assert seen[PROBE_MIN - 2:] == [(True, False), (True, True)]
+
+
+def test_a_faster_pool_stays_and_probes_less_often():
+    choice = ThreadChoice()
+    drive(choice, PROBE_MIN * MIN_SAMPLES, pooled_s=1.0, solo_s=2.0)
+    assert not choice.solo and choice.every == 2 * PROBE_MIN
+    drive(choice, 4000, pooled_s=1.0, solo_s=2.0)
+    assert not choice.solo and choice.every == PROBE_MAX
+
+
+def test_a_faster_caller_takes_over_and_hands_back_when_the_pool_wins_again():
+    choice = ThreadChoice()
+    drive(choice, PROBE_MIN * MIN_SAMPLES, pooled_s=1.1, solo_s=1.0)
+    assert choice.solo and choice.every == PROBE_MIN  # the probe that overturned the choice
+    seen = drive(choice, PROBE_MIN, pooled_s=1.1, solo_s=1.0)
+    assert seen[-2:] == [(False, False), (False, True)]  # a probe of the pool
+    assert choice.solo and choice.every == 2 * PROBE_MIN
+    # the host moved the vCPUs: a few probes later the pool is back, and probed often again
+    drive(choice, 4 * PROBE_MAX, pooled_s=0.6, solo_s=1.0)
+    assert not choice.solo
+
+
+def test_solo_runs_give_the_pools_results():
+    """The same tasks on the caller alone: bit-equal outputs, at 2 and 3 threads, the choice
+    forced either way."""
+    net = zoo.mobilenet_tiny()
+    model = msv0.load(net)
+    x = np.random.default_rng(0).standard_normal(model.inputs[0].shape).astype(np.float32)
+    for threads in (2, 3):
+        session = msv0.Session(model, num_threads=threads)
+        outs = {}
+        for solo in (False, True):
+            session._idle[0].choice.solo = solo
+            session._idle[0].choice.left = 10 ** 9  # no probe
+            outs[solo] = session.run([x])
+            assert session._idle[0].pool.solo == solo
+        for name in outs[False]:
+            np.testing.assert_array_equal(outs[True][name], outs[False][name])
+
+
+def test_a_session_times_both_modes():
+    session = msv0.Session(zoo.mobilenet_tiny(), num_threads=2)
+    x = np.zeros(session.inputs[0].shape, np.float32)
+    for _ in range(PROBE_MIN * MIN_SAMPLES + 1):
+        session.run([x])
+    times = session._idle[0].choice.times
+    assert len(times[True]) >= MIN_SAMPLES and len(times[False]) >= MIN_SAMPLES
+    one = msv0.Session(zoo.mobilenet_tiny(), num_threads=1)  # one thread: nothing to choose
+    for _ in range(PROBE_MIN):
+        one.run([x])
+    assert not any(one._idle[0].choice.times.values()) and not one._idle[0].pool.solo
+    assert _core.ThreadPool(2).solo is False
