@@ -1,5 +1,7 @@
 """A Session's choice between its pool and its caller alone (msv0.thread_choice): the choice
 follows the measured medians, probes the other mode on schedule, and never changes results."""
+import types
+
 import numpy as np
 
 import msv0
@@ -11,21 +13,26 @@ def drive(choice: ThreadChoice, runs: int, pooled_s: float, solo_s: float) -> li
     """`runs` runs timed as pooled_s or solo_s; returns each run's (solo, timed)."""
     seen = []
     for _ in range(runs):
-        solo, timed = choice.next_run()
-        seen.append((solo, timed))
-        if timed:
-            choice.record(solo, solo_s if solo else pooled_s)
+        mode = choice.next_run()
+        seen.append((choice.pool.solo, mode is not None))
+        if mode is not None:
+            assert mode == choice.pool.solo
+            choice.record(mode, solo_s if mode else pooled_s)
     return seen
 
 
+def fresh() -> ThreadChoice:
+    return ThreadChoice(types.SimpleNamespace(solo=False))
+
+
 def test_probes_are_two_runs_of_the_other_mode_the_second_timed():
-    seen = drive(ThreadChoice(), PROBE_MIN, pooled_s=1.0, solo_s=2.0)
-    assert seen[:PROBE_MIN - 2] == [(False, True)] * (PROBE_MIN - 2)
-    assert seen[PROBE_MIN - 2:] == [(True, False), (True, True)]
+    seen = drive(fresh(), PROBE_MIN, pooled_s=1.0, solo_s=2.0)
+    assert seen[:PROBE_MIN - 3] == [(False, False)] * (PROBE_MIN - 3)
+    assert seen[PROBE_MIN - 3:] == [(False, True), (True, False), (True, True)]
 
 
 def test_a_faster_pool_stays_and_probes_less_often():
-    choice = ThreadChoice()
+    choice = fresh()
     drive(choice, PROBE_MIN * MIN_SAMPLES, pooled_s=1.0, solo_s=2.0)
     assert not choice.solo and choice.every == 2 * PROBE_MIN
     drive(choice, 4000, pooled_s=1.0, solo_s=2.0)
@@ -33,11 +40,11 @@ def test_a_faster_pool_stays_and_probes_less_often():
 
 
 def test_a_faster_caller_takes_over_and_hands_back_when_the_pool_wins_again():
-    choice = ThreadChoice()
+    choice = fresh()
     drive(choice, PROBE_MIN * MIN_SAMPLES, pooled_s=1.1, solo_s=1.0)
     assert choice.solo and choice.every == PROBE_MIN  # the probe that overturned the choice
     seen = drive(choice, PROBE_MIN, pooled_s=1.1, solo_s=1.0)
-    assert seen[-2:] == [(False, False), (False, True)]  # a probe of the pool
+    assert seen[-3:] == [(True, True), (False, False), (False, True)]  # a probe of the pool
     assert choice.solo and choice.every == 2 * PROBE_MIN
     # the host moved the vCPUs: a few probes later the pool is back, and probed often again
     drive(choice, 4 * PROBE_MAX, pooled_s=0.6, solo_s=1.0)
@@ -54,8 +61,8 @@ def test_solo_runs_give_the_pools_results():
         session = msv0.Session(model, num_threads=threads)
         outs = {}
         for solo in (False, True):
-            session._idle[0].choice.solo = solo
-            session._idle[0].choice.left = 10 ** 9  # no probe
+            choice = session._idle[0].choice
+            choice.solo, choice.left = solo, 10 ** 9  # no probe
             outs[solo] = session.run([x])
             assert session._idle[0].pool.solo == solo
         for name in outs[False]:
@@ -70,7 +77,5 @@ def test_a_session_times_both_modes():
     times = session._idle[0].choice.times
     assert len(times[True]) >= MIN_SAMPLES and len(times[False]) >= MIN_SAMPLES
     one = msv0.Session(zoo.mobilenet_tiny(), num_threads=1)  # one thread: nothing to choose
-    for _ in range(PROBE_MIN):
-        one.run([x])
-    assert not any(one._idle[0].choice.times.values()) and not one._idle[0].pool.solo
+    assert one._idle[0].choice is None
     assert _core.ThreadPool(2).solo is False

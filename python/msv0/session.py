@@ -57,7 +57,7 @@ class Context:
     pool: object  # _core.ThreadPool
     interpreter: Interpreter | None
     plans: dict[Signature, CompiledPlan] = field(default_factory=dict)
-    choice: ThreadChoice = field(default_factory=ThreadChoice)  # whether the pool runs solo
+    choice: ThreadChoice | None = None  # whether the pool runs solo, where it has several threads
 
 
 def check_supported(model: Model) -> None:
@@ -190,7 +190,9 @@ class Session:
                 var.reset(token)
 
     def _new_context(self) -> Context:
-        return Context(_core.ThreadPool(self.num_threads), Interpreter(self.model, self.num_threads) if self._dataflow else None)
+        pool = _core.ThreadPool(self.num_threads)
+        return Context(pool, Interpreter(self.model, self.num_threads) if self._dataflow else None,
+                       choice=ThreadChoice(pool) if self.num_threads > 1 and not self._dataflow else None)
 
     def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         sig = tuple([a.shape for a in arrays])
@@ -207,12 +209,11 @@ class Session:
             plan = self._bind(prepared)
             straight_line.make_room(ctx.plans, plan, self.memory_limit, MAX_SIGNATURES)
         ctx.plans[sig] = plan
-        solo, timed = ctx.choice.next_run() if self.num_threads > 1 else (False, False)
-        ctx.pool.solo = solo
+        mode = ctx.choice.next_run() if ctx.choice else None  # timed runs only
         start = time.perf_counter()
         outs = straight_line.run(self.model, plan, arrays, times, 0.0 if times is None else start)
-        if timed and times is None and not fresh:
-            ctx.choice.record(solo, time.perf_counter() - start)
+        if mode is not None and times is None and not fresh:
+            ctx.choice.record(mode, time.perf_counter() - start)
         return dict(zip(self._output_names, outs))
 
     def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:

@@ -22,21 +22,27 @@ SAMPLES, MIN_SAMPLES = 5, 3
 
 
 class ThreadChoice:
-    def __init__(self):
+    """The choice for one pool (a _core.ThreadPool, or anything with a `solo` attribute). It
+    times two runs per probe cycle only, the one before the probe and the probe's second, so a
+    run that is not timed costs a method call."""
+
+    def __init__(self, pool):
+        self.pool = pool
         self.solo = False
         self.every = PROBE_MIN
         self.left = PROBE_MIN  # runs until the probe's timed run
         self.times: dict[bool, collections.deque] = {m: collections.deque(maxlen=SAMPLES) for m in (False, True)}
 
-    def next_run(self) -> tuple[bool, bool]:
-        """(whether the next run goes solo, whether its time is to be recorded)."""
+    def next_run(self) -> bool | None:
+        """Set the pool's mode for the next run; return that mode if the run is to be timed, else None."""
         self.left -= 1
-        if self.left > 1:
-            return self.solo, True
-        if self.left == 1:
-            return not self.solo, False
-        self.left = self.every
-        return not self.solo, True
+        mode = self.solo != (self.left <= 1)  # the probe: a warm-up run (left 1), then the timed one (0)
+        timed = self.left in (0, 2)  # the probe's second run, and the run before the probe
+        if self.left == 0:
+            self.left = self.every
+        if mode != self.pool.solo:
+            self.pool.solo = mode
+        return mode if timed else None
 
     def record(self, solo: bool, seconds: float) -> None:
         self.times[solo].append(seconds)
