@@ -73,6 +73,10 @@ GEOMS = [
     (2, 2, 2, 2, 1, 1, (0, 0, 0, 0), 7, 6),
     (3, 3, 1, 2, 2, 2, (2, 2, 1, 2), 9, 7),
     (3, 3, 1, 1, 1, 1, (3, 0, 0, 3), 6, 5),  # whole windows in padding: bias only
+    (3, 3, 1, 1, 1, 1, (1, 1, 7, 6), 5, 4),  # whole columns of windows left and right of x
+    (3, 3, 1, 2, 1, 1, (1, 1, 9, 8), 5, 4),
+    (5, 5, 2, 3, 1, 1, (2, 2, 13, 11), 6, 5),
+    (3, 3, 1, 1, 2, 2, (2, 2, 9, 9), 6, 5),
     (3, 3, 1, 1, 2, 1, (1, 1, 1, 1), 9, 7),  # dilateH 2, dilateW 1: rows 1 apart, bounded as 2
     (2, 3, 3, 1, 1, 2, (0, 0, 0, 0), 7, 9),  # dilateH 1, dilateW 2: rows 2 apart, bounded as 1
 ]
