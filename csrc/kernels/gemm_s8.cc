@@ -346,8 +346,6 @@ void amx_finish(const GemmS8Args& g, const AmxC& c, const int32_t* row_term, int
 // One tile behind: a tile's vector epilogue runs after the next tile's tdpbssd are issued, so
 // the vector ports requantize while the tile unit multiplies (the epilogue costs about as much
 // as the products at ResNet-50's sizes). Hence two product buffers and two sets of row sums.
-// A row tile's A is packed one tile ahead, into the other half of scratch, after the first
-// products of the tile before are issued.
 void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch) {
   if (m1 - m0 < kAmxMinRows || g.k < kAmxMinK || g.n <= kAmxMaxPlainN) return gemm_s8(g, m0, m1, p0, p1, scratch);
   alignas(64) AmxC c[2];
@@ -358,22 +356,16 @@ void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_
   } last;
   const int64_t panel_bytes = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes;
   const int64_t block = max_i(2, kBlockBytes / max_i(panel_bytes, 1) / 2 * 2);
-  int8_t* const packed[2] = {scratch, scratch + gemm_s8_tile_bytes(g.k, kAmxMr)};
-  const auto pack = [&](int64_t i, int t) {
-    amx_pack_a(g, i, static_cast<int>(min_i(kAmxMr, m1 - i)), packed[t], row_terms[t]);
-  };
   int buf = 0, terms = 0;
   amx_configure();
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = min_i(pb + block, p1);
-    pack(m0, terms);
     for (int64_t i = m0; i < m1; i += kAmxMr, terms ^= 1) {
       const int rows = static_cast<int>(min_i(kAmxMr, m1 - i));
+      amx_pack_a(g, i, rows, scratch, row_terms[terms]);
       for (int64_t p = pb; p < pe; p += 2, buf ^= 1) {
-        rows > 16 ? amx_products<true>(g, packed[terms], p, pe) : amx_products<false>(g, packed[terms], p, pe);
+        rows > 16 ? amx_products<true>(g, scratch, p, pe) : amx_products<false>(g, scratch, p, pe);
         if (last.i >= 0) amx_finish(g, c[last.buf], row_terms[last.terms], last.i, last.rows, last.p, last.pe);
-        // After the finish: the next tile's row sums take the set that finish read.
-        if (p == pb && i + kAmxMr < m1) pack(i + kAmxMr, terms ^ 1);
         amx_store(c[buf], rows > 16);
         last = {i, p, pe, rows, buf, terms};
       }

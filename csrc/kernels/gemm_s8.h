@@ -51,13 +51,10 @@ static inline int64_t gemm_s8_packed_size(int64_t n, int64_t k) {
 constexpr int64_t kGemmS8Kc = 256;
 constexpr int64_t kGemmS8ChunkStride = kGemmS8Kc + 64;  // not a multiple of 256: rows in distinct L1 sets
 // static: tier passes call it too, and a shared inline copy could carry a wider tier's code.
-static inline int64_t gemm_s8_tile_bytes(int64_t k, int64_t mr) {
-  return (k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride * mr;
+static inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) {
+  // + mr int32 row sums: the plain kernel's (the AMX slot, one tile behind, keeps two sets on its stack)
+  return ((k + kGemmS8Kc - 1) / kGemmS8Kc * kGemmS8ChunkStride + 4) * mr;
 }
-// Room for two row tiles (the AMX slot packs the next while the tile unit multiplies the one
-// before: its tile loads would otherwise wait for the packing's stores to drain) and mr int32 row
-// sums (the plain kernel's; the AMX slot, one tile behind, keeps two sets on its stack).
-static inline int64_t gemm_s8_scratch_bytes(int64_t k, int64_t mr) { return 2 * gemm_s8_tile_bytes(k, mr) + 4 * mr; }
 
 // Rows [m0, m1) and panels [p0, p1) of C; scratch: gemm_s8_scratch_bytes(k, mr), 4-byte aligned.
 using GemmS8Fn = void (*)(const GemmS8Args&, int64_t m0, int64_t m1, int64_t p0, int64_t p1, int8_t* scratch);

@@ -61,8 +61,8 @@ def random_requant(rng, n):
 
 # Around the tiles (rows 2, 4, 6, 8, 12; 16 columns per panel, two per AVX-512 tile; vector
 # widths 4, 8, 16 int32 and 4..64 bytes of a row of A) with tails everywhere; AMX (from 16 rows,
-# k 32 and n 33: 16- and 32-row tiles, each packed while the tile before multiplies, 64 bytes of
-# k per step, 256 per chunk, a lone last panel) and the shapes it leaves to vpdpbusd.
+# k 32 and n 33: 16- and 32-row tiles, 64 bytes of k per step, 256 per chunk, a lone last panel)
+# and the shapes it leaves to vpdpbusd.
 SIZES = [(1, 1, 1), (1, 16, 4), (2, 15, 3), (3, 17, 5), (5, 31, 63), (7, 33, 65), (8, 32, 64), (9, 47, 129),
          (12, 32, 16), (13, 49, 17), (25, 20, 255), (4, 100, 1), (6, 8, 7), (37, 64, 300), (1, 70, 1000),
          (15, 33, 64), (16, 16, 64), (17, 47, 65), (32, 32, 256), (33, 17, 257), (50, 81, 321), (40, 33, 32),
