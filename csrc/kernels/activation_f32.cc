@@ -332,9 +332,7 @@ MSV0_BIND(m) {
            const py::array_t<float, py::array::c_style | py::array::forcecast>& slope) -> std::shared_ptr<NativeOp> {
           const auto* act = dynamic_cast<const Activation*>(&activation);
           if (!act) throw ArgError("activation: expected an Activation object");
-          if (producer.outputs().size() != 1 || producer.outputs()[0].type != 'f' ||
-              producer.outputs()[0].shape != act->inputs()[0].shape)
-            throw ArgError("producer: its output is not the activation's input shape");
+          check_feeds(producer, act->inputs()[0].shape, "the activation's input shape");
           return producer.with_post(act->post_op(slope));
         },
         py::arg("producer"), py::arg("activation"), py::arg("slope") = py::array_t<float>(0),

@@ -151,9 +151,7 @@ MSV0_BIND(m) {
           if (!b) throw ArgError("binary: expected a Binary object");
           if (constant_pos != 0 && constant_pos != 1) throw ArgError("constant_pos must be 0 or 1");
           const Operand& operand = b->inputs()[constant_pos == 0 ? 1 : 0];
-          if (producer.outputs().size() != 1 || producer.outputs()[0].type != 'f' ||
-              producer.outputs()[0].shape != operand.shape)
-            throw ArgError("producer: its output is not the Binary's operand");
+          check_feeds(producer, operand.shape, "the Binary's operand");
           // The fused object writes the producer's shape in place: an operand broadcast to the
           // output, or of another rank, stays a step of its own.
           if (operand.shape != b->outputs()[0].shape) return nullptr;

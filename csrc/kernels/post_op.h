@@ -7,12 +7,21 @@
 #if MSV0_ONCE
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/activation_f32.h"
 #include "kernels/binary_f32.h"
+#include "runtime/native.h"
 
 namespace msv0 {
+
+// Throws unless `producer` writes one float32 output of `shape`, the operand (`what`) that a
+// post-op it would run reads: with_activation's and with_binary's check.
+inline void check_feeds(const NativeOp& producer, const std::vector<int64_t>& shape, const char* what) {
+  if (producer.outputs().size() != 1 || producer.outputs()[0].type != 'f' || producer.outputs()[0].shape != shape)
+    throw ArgError(std::string("producer: its output is not ") + what);
+}
 
 struct PostOp {
   // An Activation, or (binary set) a Binary with `data` as one operand and the output as the other.
@@ -33,22 +42,26 @@ struct PostOp {
     p.stages.insert(p.stages.end(), more.stages.begin(), more.stages.end());
     return p;
   }
-  // y[e] = f(y[e]) for e in [e0, e1) of the whole output y, stage by stage.
+  // y[e] = f(y[e]) for e in [e0, e1) of the whole output y, stage by stage on chunks of
+  // kChunk elements: a chain reads each chunk from L1 (callers pass up to a thread's share).
   void apply(float* y, int64_t e0, int64_t e1) const {
-    if (e0 >= e1) return;
-    for (const Stage& s : stages) {
-      if (s.binary) {
-        BinaryArgs b = s.b;
-        b.a = s.data_first ? s.data->data() : y;
-        b.b = s.data_first ? y : s.data->data();
-        b.y = y;
-        s.binary(b, e0, e1);
-      } else {
-        ActArgs a = s.g;
-        a.x = y;
-        a.y = y;
-        if (s.data) a.slope = s.data->data();
-        s.fn(a, e0, e1);
+    constexpr int64_t kChunk = 4096;
+    for (int64_t c0 = e0; c0 < e1; c0 += kChunk) {
+      const int64_t c1 = e1 - c0 > kChunk ? c0 + kChunk : e1;
+      for (const Stage& s : stages) {
+        if (s.binary) {
+          BinaryArgs b = s.b;
+          b.a = s.data_first ? s.data->data() : y;
+          b.b = s.data_first ? y : s.data->data();
+          b.y = y;
+          s.binary(b, c0, c1);
+        } else {
+          ActArgs a = s.g;
+          a.x = y;
+          a.y = y;
+          if (s.data) a.slope = s.data->data();
+          s.fn(a, c0, c1);
+        }
       }
     }
   }
