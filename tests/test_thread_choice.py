@@ -61,7 +61,8 @@ def test_solo_runs_give_the_pools_results():
         session = msv0.Session(model, num_threads=threads)
         outs = {}
         for solo in (False, True):
-            choice = session._idle[0].choice
+            session.run([x])  # planned: the signature's choice exists
+            choice = session._idle[0].choices[(x.shape,)]
             choice.solo, choice.left = solo, 10 ** 9  # no probe
             outs[solo] = session.run([x])
             assert session._idle[0].pool.solo == solo
@@ -74,8 +75,9 @@ def test_a_session_times_both_modes():
     x = np.zeros(session.inputs[0].shape, np.float32)
     for _ in range(PROBE_MIN * MIN_SAMPLES + 1):
         session.run([x])
-    times = session._idle[0].choice.times
+    times = session._idle[0].choices[(x.shape,)].times
     assert len(times[True]) >= MIN_SAMPLES and len(times[False]) >= MIN_SAMPLES
     one = msv0.Session(zoo.mobilenet_tiny(), num_threads=1)  # one thread: nothing to choose
-    assert one._idle[0].choice is None
+    one.run([x])
+    assert not one._idle[0].choices
     assert _core.ThreadPool(2).solo is False

@@ -57,7 +57,9 @@ class Context:
     pool: object  # _core.ThreadPool
     interpreter: Interpreter | None
     plans: dict[Signature, CompiledPlan] = field(default_factory=dict)
-    choice: ThreadChoice | None = None  # whether the pool runs solo, where it has several threads
+    # Per planned signature, whether the pool runs solo (where it has several threads): each
+    # shape's runs are timed against their own kind.
+    choices: dict[Signature, ThreadChoice] = field(default_factory=dict)
 
 
 def check_supported(model: Model) -> None:
@@ -191,14 +193,12 @@ class Session:
 
     def _new_context(self) -> Context:
         pool = _core.ThreadPool(self.num_threads)
-        return Context(pool, Interpreter(self.model, self.num_threads) if self._dataflow else None,
-                       choice=ThreadChoice(pool) if self.num_threads > 1 and not self._dataflow else None)
+        return Context(pool, Interpreter(self.model, self.num_threads) if self._dataflow else None)
 
     def _run_plan(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:
         sig = tuple([a.shape for a in arrays])
         plan = ctx.plans.pop(sig, None)  # put back last: the most recently run
-        fresh = plan is None  # its first run also touches the new arena first: not timed
-        if fresh:
+        if plan is None:
             with self._lock:
                 prepared = self._prepared.get(sig)
             if prepared is None:
@@ -208,12 +208,19 @@ class Session:
                     raise InputError(f"the model cannot run with input shapes {list(sig)}: {e}") from None
             plan = self._bind(prepared)
             straight_line.make_room(ctx.plans, plan, self.memory_limit, MAX_SIGNATURES)
+            for gone in ctx.choices.keys() - ctx.plans.keys():
+                del ctx.choices[gone]
         ctx.plans[sig] = plan
-        mode = ctx.choice.next_run() if ctx.choice else None  # timed runs only
-        start = time.perf_counter()
-        outs = straight_line.run(self.model, plan, arrays, times, 0.0 if times is None else start)
-        if mode is not None and times is None and not fresh:
-            ctx.choice.record(mode, time.perf_counter() - start)
+        choice = None
+        if self.num_threads > 1 and times is None:  # a profiled run keeps the pool's mode
+            choice = ctx.choices.get(sig)
+            if choice is None:  # its first runs are not timed (the plan's first touches its arena)
+                choice = ctx.choices[sig] = ThreadChoice(ctx.pool)
+        mode = choice.next_run() if choice else None  # timed runs only
+        start = time.perf_counter() if mode is not None or times is not None else 0.0
+        outs = straight_line.run(self.model, plan, arrays, times, start)
+        if mode is not None:
+            choice.record(mode, time.perf_counter() - start)
         return dict(zip(self._output_names, outs))
 
     def _run_dataflow(self, ctx: Context, arrays: list[np.ndarray], times: list[StepTime] | None) -> dict[str, np.ndarray]:

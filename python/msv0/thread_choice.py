@@ -4,11 +4,12 @@ Session's own runs.
 On a 2-vCPU VM the round trip between the two vCPUs moves between ~50 and ~360 ns as the host
 places them (bench/core_round_trip.c), and in the slow placement models of many small layers ran
 slower on 2 threads than on 1 (face_landmark 1.015 against 0.963 ms). A ThreadChoice times the
-runs of one Context: most in its current mode and, every `every` runs, a probe of two runs in the
-other mode (the first only wakes the workers and warms the caches; the second is timed). It keeps
-whichever mode's recent median is lower. A probe that confirms the choice doubles the interval
-(the slower mode's runs cost less), one that overturns it resets it. A solo pool deals the same
-tasks to its caller (ThreadPool.solo), so a run's results never depend on the choice.
+runs of one Context at one input signature: most in its current mode and, every `every` runs, a
+probe of two runs in the other mode (the first only wakes the workers and warms the caches; the
+second is timed). It keeps whichever mode's recent median is lower. A probe that confirms the
+choice doubles the interval (the slower mode's runs cost less), one that overturns it resets it. A
+solo pool deals the same tasks to its caller (ThreadPool.solo), so a run's results never depend
+on the choice.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ SAMPLES, MIN_SAMPLES = 5, 3
 
 
 class ThreadChoice:
-    """The choice for one pool (a _core.ThreadPool, or anything with a `solo` attribute). It
+    """The choice for one signature's runs on a pool (a _core.ThreadPool, or anything with a `solo`
+    attribute; the signatures of a Context share its pool, each setting the mode it needs). It
     times two runs per probe cycle only, the one before the probe and the probe's second, so a
     run that is not timed costs a method call."""
 
