@@ -6,11 +6,7 @@ the CPU has AVX512-BF16, the bf16 GEMM (Session precision="bf16") too, against t
 bench_gemm.py times wall clock, which on a machine shared with other jobs counts the time this
 thread spends descheduled; thread CPU time does not, so one-thread numbers stay comparable.
 """
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -18,17 +14,14 @@ import numpy as np
 import msv0
 from msv0 import _core
 
+from machine import run_c
+
 
 def fma_peak() -> dict[str, float]:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "fma_peak")
-        wide = "avx512" in msv0.available_isas()
-        flags = ["-mavx512f"] if wide else []
-        src = os.path.join(os.path.dirname(__file__), "fma_peak.c")
-        subprocess.run([cc, "-O2", "-mfma", "-mavx2", *flags, src, "-o", exe], check=True)
-        out = subprocess.run([exe] + ([] if wide else ["avx2-only"]), check=True, capture_output=True, text=True).stdout
-    words = out.split()
+    wide = "avx512" in msv0.available_isas()
+    run = run_c("fma_peak", ["-mfma", "-mavx2"] + (["-mavx512f"] if wide else []), [] if wide else ["avx2-only"])
+    run.check_returncode()
+    words = run.stdout.split()
     return {name: float(value) for name, value in zip(words[::2], words[1::2])}
 
 
