@@ -15,6 +15,7 @@ import numpy as np
 from msv0 import dtypes, gelu
 from msv0.convert.dft_lowering import dft_matrix
 from msv0.convert.emit import Unsupported, Val, handler_table
+from msv0.convert.rnn_lowering import dense
 from msv0.convert.tflite_array import axis_of
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.PadMode import PadMode
@@ -354,8 +355,7 @@ def rfft2d(o):
     if 2 * bins * w > 1 << 24:
         raise Unsupported(f"RFFT2D matrix of {2 * bins * w} values")
     flat = o.op("Reshape", [x], (rows, w), F32, shape=[rows, w])
-    matrix = Val.of(dft_matrix(w, 1, fw, bins, False).reshape(2 * bins, w).astype(np.float32))
-    y = o.op("FullConnection", [flat, matrix], (rows, 2 * bins), F32, hasBias=False, useAxis=False, axis=1)
+    y = dense(o, flat, dft_matrix(w, 1, fw, bins, False).reshape(2 * bins, w))
     o.set(o.op("Reshape", [y], (*lead, 1, bins, 2), F32, shape=[*lead, 1, bins, 2]))
 
 
