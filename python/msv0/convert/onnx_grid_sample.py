@@ -10,22 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, broadcast, emit_binary, handles, reshaped, table_size
+from msv0.convert.onnx_ctx import Ctx, broadcast, handles, reshaped, table_size
+from msv0.convert.onnx_unary import binary, round_half_even, unary, where
+from msv0.convert.resize_lowering import cubic_weight
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.TypeId import TypeId
 
 F32 = np.dtype(np.float32)
-CUBIC_A = -0.75  # Keys' kernel, as ONNX and PyTorch sample
 MODES = {"bilinear": "linear", "linear": "linear", "nearest": "nearest", "bicubic": "cubic", "cubic": "cubic"}
-
-
-def _cubic(x: float) -> list[float]:
-    """The four taps' weights at fraction x (ONNX's reference formulas)."""
-    a = CUBIC_A
-    return [((a * (x + 1) - 5 * a) * (x + 1) + 8 * a) * (x + 1) - 4 * a,
-            ((a + 2) * x - (a + 3)) * x * x + 1,
-            ((a + 2) * (1 - x) - (a + 3)) * (1 - x) * (1 - x) + 1,
-            ((a * (2 - x) - 5 * a) * (2 - x) + 8 * a) * (2 - x) - 4 * a]
 
 
 def _weight_polynomials(mode: str) -> tuple[list[int], np.ndarray]:
@@ -34,87 +26,63 @@ def _weight_polynomials(mode: str) -> tuple[list[int], np.ndarray]:
         return [0], np.ones((1, 1))
     if mode == "linear":
         return [0, 1], np.array([[1.0, 0.0], [-1.0, 1.0]])
-    points = np.array([0.0, 0.25, 0.5, 0.75])
+    # cubic: M fitted to Keys' kernel at four fractions, the taps at their distances from each
+    offsets, points = [-1, 0, 1, 2], np.array([0.0, 0.25, 0.5, 0.75])
     vander = np.vander(points, 4, increasing=True)
-    return [-1, 0, 1, 2], np.linalg.solve(vander, np.array([_cubic(p) for p in points]))
+    return offsets, np.linalg.solve(vander, cubic_weight(np.abs(points[:, None] - offsets)))
 
 
-class _Emit:
-    """Element-wise ops on [pixels, k] float32 values, scalars broadcast."""
-
-    def __init__(self, c: Ctx):
-        self.c = c
-
-    def bin(self, op, a: Val, b, dtype=F32) -> Val:
-        b = b if isinstance(b, Val) else self.c.scalar(b, F32)
-        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
-        return emit_binary(self.c, op, a, b, shape, dtype)
-
-    def where(self, cond: Val, a, b) -> Val:
-        a, b = (v if isinstance(v, Val) else self.c.scalar(v, F32) for v in (a, b))
-        return self.c.op("Where", [cond, a, b], max((cond, a, b), key=lambda v: np.prod(v.shape)).shape, F32)
-
-    def floor(self, v: Val) -> Val:
-        return self.c.op("Floor", [v], v.shape, F32)
-
-    def outside(self, v: Val, lo: float, hi: float) -> Val:
-        return self.c.op("LogicalOr", [self.bin("Less", v, lo, np.bool_), self.bin("Greater", v, hi, np.bool_)],
-                         v.shape, np.dtype(np.bool_))
-
-    def clamp(self, v: Val, hi: float) -> Val:
-        return self.bin("Minimum", self.bin("Maximum", v, 0.0), hi)
-
-    def reflect(self, v: Val, lo: float, hi: float) -> Val:
-        """v folded back into [lo, hi] by reflections at both ends: hi − |((v − lo) mod 2r) − r|."""
-        r = hi - lo
-        if r == 0:
-            return self.where(self.outside(v, lo, hi), lo, v)
-        m = self.bin("FloorMod", self.bin("Sub", v, lo), 2 * r)
-        folded = self.bin("Sub", self.c.scalar(hi, F32), self.c.op("Abs", [self.bin("Sub", m, r)], m.shape, F32))
-        return self.where(self.outside(v, lo, hi), folded, v)
-
-    def rint(self, v: Val) -> Val:
-        """Rounding half to even (std::nearbyint): floor(v + 1/2), less one at a tie on an odd value."""
-        r = self.floor(self.bin("Add", v, 0.5))
-        tie = self.bin("Equal", self.bin("Sub", r, v), 0.5, np.bool_)
-        odd = self.bin("Equal", self.bin("FloorMod", r, 2.0), 1.0, np.bool_)
-        return self.where(self.c.op("LogicalAnd", [tie, odd], r.shape, np.dtype(np.bool_)),
-                          self.bin("Sub", r, 1.0), r)
+def _outside(c: Ctx, v: Val, lo: float, hi: float) -> Val:
+    return c.op("LogicalOr", [binary(c, "Less", v, lo), binary(c, "Greater", v, hi)], v.shape, np.dtype(np.bool_))
 
 
-def _axis_taps(e: _Emit, g: Val, size: int, mode: str, padding: str, align: bool):
+def _clamp(c: Ctx, v: Val, hi: float) -> Val:
+    return binary(c, "Minimum", binary(c, "Maximum", v, 0.0), hi)
+
+
+def _reflect(c: Ctx, v: Val, lo: float, hi: float) -> Val:
+    """v folded back into [lo, hi] by reflections at both ends: hi − |((v − lo) mod 2r) − r|."""
+    r = hi - lo
+    if r == 0:
+        return where(c, _outside(c, v, lo, hi), lo, v)
+    m = binary(c, "FloorMod", binary(c, "Sub", v, lo), 2 * r)
+    folded = binary(c, "Sub", hi, unary(c, "Abs", binary(c, "Sub", m, r)))
+    return where(c, _outside(c, v, lo, hi), folded, v)
+
+
+def _axis_taps(c: Ctx, g: Val, size: int, mode: str, padding: str, align: bool):
     """One axis of `size` pixels, its normalised coordinates g [P, 1]: (tap positions [P, T] in
     range, their weights [P, T], or None where every tap weighs 1)."""
     size_1 = float(size - 1)
     if align:  # ONNX's float order: (g + 1) / 2 · (size − 1), or ((g + 1) · size − 1) / 2
-        x = e.bin("Mul", e.bin("Mul", e.bin("Add", g, 1.0), 0.5), size_1)
+        x = binary(c, "Mul", binary(c, "Mul", binary(c, "Add", g, 1.0), 0.5), size_1)
         lo, hi = 0.0, size_1
     else:
-        x = e.bin("Mul", e.bin("Sub", e.bin("Mul", e.bin("Add", g, 1.0), float(size)), 1.0), 0.5)
+        x = binary(c, "Mul", binary(c, "Sub", binary(c, "Mul", binary(c, "Add", g, 1.0), float(size)), 1.0), 0.5)
         lo, hi = -0.5, size - 0.5
     if mode == "nearest":
-        x = e.rint(x)
+        x = round_half_even(c, x)
     # A coordinate outside [lo, hi] moves to the nearest pixel, but for cubic, where ONNX Runtime
     # clamps only the taps (onnx's reference clamps both; the runtime is what users compare with).
     if padding == "border" and mode != "cubic":
-        x = e.where(e.outside(x, lo, hi), e.clamp(x, size_1), x)
+        x = where(c, _outside(c, x, lo, hi), _clamp(c, x, size_1), x)
     elif padding == "reflection":
-        x = e.reflect(x, lo, hi)
+        x = _reflect(c, x, lo, hi)
     offsets, m = _weight_polynomials(mode)
-    x0 = e.floor(x)
-    taps = e.bin("Add", x0, Val.of(np.array([offsets], np.float32)))
+    x0 = unary(c, "Floor", x)
+    taps = binary(c, "Add", x0, Val.of(np.array([offsets], np.float32)))
     weights = None  # nearest: every tap weighs 1
     if len(offsets) > 1:  # Σ_j f^j · M[j, :]
-        f = e.bin("Sub", x, x0)
+        f = binary(c, "Sub", x, x0)
         weights, power = Val.of(m[0].astype(np.float32)[None, :]), f
         for j, row in enumerate(m[1:], 1):
-            power = power if j == 1 else e.bin("Mul", power, f)
-            weights = e.bin("Add", weights, e.bin("Mul", power, Val.of(row.astype(np.float32)[None, :])))
+            power = power if j == 1 else binary(c, "Mul", power, f)
+            weights = binary(c, "Add", weights, binary(c, "Mul", power, Val.of(row.astype(np.float32)[None, :])))
     if padding == "zeros":  # taps outside the image weigh nothing
-        weights = e.where(e.outside(taps, 0.0, size_1), 0.0, 1.0 if weights is None else weights)
+        weights = where(c, _outside(c, taps, 0.0, size_1), 0.0, c.scalar(1.0, F32) if weights is None else weights)
     elif padding == "reflection":
-        taps = e.reflect(taps, lo, hi)
-    return e.clamp(taps, size_1), weights
+        taps = _reflect(c, taps, lo, hi)
+    return _clamp(c, taps, size_1), weights
 
 
 @handles("GridSample")
@@ -137,27 +105,26 @@ def grid_sample(c: Ctx):
     pixels = table_size(n * ho * wo, "GridSample output pixels")
     if n * h * w >= 1 << 24:
         raise Unsupported(f"GridSample input of {n * h * w} pixels (row indices are computed in float32)")
-    e = _Emit(c)
     g = reshaped(c, grid, (pixels, 2))
     cols = [c.op("Slice", [g], (pixels, 1), F32, axes=[0, 1], begin=[0, k], size=[pixels, 1]) for k in (0, 1)]
-    ix, wx = _axis_taps(e, cols[0], w, mode, padding, align)
-    iy, wy = _axis_taps(e, cols[1], h, mode, padding, align)
+    ix, wx = _axis_taps(c, cols[0], w, mode, padding, align)
+    iy, wy = _axis_taps(c, cols[1], h, mode, padding, align)
     t = ix.shape[1]
     # row of tap (ty, tx) of output pixel p: (batch(p) · H + iy) · W + ix, as [P, T, T]
     batch = Val.of((np.arange(pixels, dtype=np.float32) // (ho * wo) * h).reshape(pixels, 1, 1))
     iy3, ix3 = reshaped(c, iy, (pixels, t, 1)), reshaped(c, ix, (pixels, 1, t))
-    rows = e.bin("Add", e.bin("Mul", e.bin("Add", iy3, batch), float(w)), ix3)
+    rows = binary(c, "Add", binary(c, "Mul", binary(c, "Add", iy3, batch), float(w)), ix3)
     rows = c.op("Cast", [reshaped(c, rows, (pixels, t * t))], (pixels, t * t), np.int32,
                 srcT=TypeId.kNumberTypeFloat32, dstT=TypeId.kNumberTypeInt32)
     parts = [reshaped(c, v, shape3) for v, shape3 in ((wy, (pixels, t, 1)), (wx, (pixels, 1, t))) if v is not None]
-    weights = parts[0] if len(parts) == 1 else e.bin("Mul", *parts) if parts else None
+    weights = parts[0] if len(parts) == 1 else binary(c, "Mul", *parts) if parts else None
     # the input's NHWC rows, [N·H·W, C]
     stored = c.e.to_nhwc(x, c.name)
     table = Val.of(x.const.transpose(0, 2, 3, 1).reshape(-1, ch)) if stored.index is None else \
         reshaped(c, Val((n, h, w, ch), x.dtype, index=stored.index), (n * h * w, ch))
     picked = c.op("Gather", [table, rows], (pixels, t * t, ch), F32, axis=0)
     if weights is not None:
-        picked = e.bin("Mul", picked, reshaped(c, weights, (pixels, t * t, 1)))
+        picked = binary(c, "Mul", picked, reshaped(c, weights, (pixels, t * t, 1)))
     if t > 1:
         picked = c.op("Reduce", [picked], (pixels, ch), F32, axes=[1], keepDims=False, mode=ReduceMode.ReduceSum)
     y = reshaped(c, picked, (n, ho, wo, ch))

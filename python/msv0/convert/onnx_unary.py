@@ -29,7 +29,7 @@ def _float32(c: Ctx) -> Val:
     return x
 
 
-def _u(c: Ctx, op: str, v: Val, **attrs) -> Val:
+def unary(c: Ctx, op: str, v: Val, **attrs) -> Val:
     return c.op(op, [v], v.shape, v.dtype, v.nhwc, **attrs)
 
 
@@ -40,14 +40,14 @@ def _consts(c: Ctx, a: Val | float, b: Val | float) -> tuple[Val, Val, np.dtype]
     return a, b, dtype
 
 
-def _b(c: Ctx, op: str, a: Val | float, b: Val | float) -> Val:
+def binary(c: Ctx, op: str, a: Val | float, b: Val | float) -> Val:
     """a op b where one side may be a number."""
     shape = tuple(np.broadcast_shapes(*(v.shape for v in (a, b) if isinstance(v, Val))))
     a, b, dtype = _consts(c, a, b)
     return emit_binary(c, op, a, b, shape, np.bool_ if op in _COMPARE else dtype)
 
 
-def _where(c: Ctx, cond: Val, a: Val | float, b: Val | float) -> Val:
+def where(c: Ctx, cond: Val, a: Val | float, b: Val | float) -> Val:
     """cond ? a : b, where a number is a one-element constant, which v0 Where broadcasts."""
     a, b, dtype = _consts(c, a, b)
     return c.op("Where", [cond, a, b], cond.shape, dtype, cond.nhwc)
@@ -59,16 +59,16 @@ def mish(c: Ctx):
     # tanh(softplus(x)) = ((1 + e^x)² − 1) / ((1 + e^x)² + 1) = n / (n + 2) with n = e^x·(e^x + 2):
     # no cancellation for x < 0. The ratio is 1 in float32 from x ≈ 9, so e^x is taken of
     # min(x, 20), which keeps n finite.
-    u = _u(c, "Exp", _b(c, "Minimum", x, 20.0))
-    n = _b(c, "Mul", u, _b(c, "Add", u, 2.0))
-    c.set(0, _b(c, "Mul", x, _b(c, "Div", n, _b(c, "Add", n, 2.0))))
+    u = unary(c, "Exp", binary(c, "Minimum", x, 20.0))
+    n = binary(c, "Mul", u, binary(c, "Add", u, 2.0))
+    c.set(0, binary(c, "Mul", x, binary(c, "Div", n, binary(c, "Add", n, 2.0))))
 
 
 @handles("Selu")
 def selu(c: Ctx):
     x = _float32(c)
-    y = _u(c, "Elu", x, alpha=float(c.attr("alpha", 1.67326319217681884765625)))
-    c.set(0, _b(c, "Mul", y, float(c.attr("gamma", 1.05070102214813232421875))))
+    y = unary(c, "Elu", x, alpha=float(c.attr("alpha", 1.67326319217681884765625)))
+    c.set(0, binary(c, "Mul", y, float(c.attr("gamma", 1.05070102214813232421875))))
 
 
 @handles("Celu")
@@ -76,13 +76,13 @@ def celu(c: Ctx):
     x = _float32(c)
     alpha = float(c.attr("alpha", 1.0))
     # alpha·Elu(x / alpha); for x > 0 that is x to an ulp
-    c.set(0, _b(c, "Mul", _u(c, "Elu", _b(c, "Div", x, alpha), alpha=1.0), alpha))
+    c.set(0, binary(c, "Mul", unary(c, "Elu", binary(c, "Div", x, alpha), alpha=1.0), alpha))
 
 
 @handles("ThresholdedRelu")
 def thresholded_relu(c: Ctx):
     x = _float32(c)
-    c.set(0, _where(c, _b(c, "Greater", x, float(c.attr("alpha", 1.0))), x, 0.0))
+    c.set(0, where(c, binary(c, "Greater", x, float(c.attr("alpha", 1.0))), x, 0.0))
 
 
 @handles("Shrink")
@@ -99,8 +99,8 @@ def shrink(c: Ctx):
         lambd, bias = math.floor(lambd), int(bias)
     elif x.dtype != F32:
         raise Unsupported(f"Shrink on {x.dtype} (v0's Add and Sub take float32, int32 and int64)")
-    inner = _where(c, _b(c, "Greater", x, lambd), _b(c, "Sub", x, bias), 0)
-    c.set(0, _where(c, _b(c, "Less", x, -lambd), _b(c, "Add", x, bias), inner))
+    inner = where(c, binary(c, "Greater", x, lambd), binary(c, "Sub", x, bias), 0)
+    c.set(0, where(c, binary(c, "Less", x, -lambd), binary(c, "Add", x, bias), inner))
 
 
 @handles("Sign")
@@ -110,18 +110,22 @@ def sign(c: Ctx):
         raise Unsupported(f"Sign on {x.dtype} (written with Less, Greater and Where, which v0 runs on float32 and "
                           "integers)")
     # x itself where it is neither > 0 nor < 0: ±0 and NaN give themselves, as in ONNX
-    y = x if x.dtype.kind == "u" else _where(c, _b(c, "Less", x, 0), -1, x)
-    c.set(0, _where(c, _b(c, "Greater", x, 0), 1, y))
+    y = x if x.dtype.kind == "u" else where(c, binary(c, "Less", x, 0), -1, x)
+    c.set(0, where(c, binary(c, "Greater", x, 0), 1, y))
+
+
+def round_half_even(c: Ctx, x: Val) -> Val:
+    """x (float32) rounded half to even, as ONNX's Round and std::nearbyint; r1.1's Round rounds half
+    away from zero. At a tie x/2 lies a quarter past an integer, so 2·round(x/2) is the even
+    neighbour; x − round(x) is exact."""
+    r = unary(c, "Round", x)
+    tie = binary(c, "Equal", unary(c, "Abs", binary(c, "Sub", x, r)), 0.5)
+    return where(c, tie, binary(c, "Mul", unary(c, "Round", binary(c, "Mul", x, 0.5)), 2.0), r)
 
 
 @handles("Round")
-def round_half_even(c: Ctx):
-    """ONNX rounds half to even, r1.1's Round half away from zero. At a tie x/2 lies a quarter past
-    an integer, so 2·round(x/2) is the even neighbour; x − round(x) is exact."""
-    x = _float32(c)
-    r = _u(c, "Round", x)
-    tie = _b(c, "Equal", _u(c, "Abs", _b(c, "Sub", x, r)), 0.5)
-    c.set(0, _where(c, tie, _b(c, "Mul", _u(c, "Round", _b(c, "Mul", x, 0.5)), 2.0), r))
+def round_(c: Ctx):
+    c.set(0, round_half_even(c, _float32(c)))
 
 
 @handles("IsInf")
@@ -132,20 +136,20 @@ def is_inf(c: Ctx):
         shape, dtype = c.out()
         c.set(0, Val(shape, dtype, const=np.zeros(shape, dtype)))
         return
-    v = _u(c, "Abs", x) if pos and neg else x
-    c.set(0, _b(c, "Equal", v, -math.inf if neg and not pos else math.inf))
+    v = unary(c, "Abs", x) if pos and neg else x
+    c.set(0, binary(c, "Equal", v, -math.inf if neg and not pos else math.inf))
 
 
 def _half_exp_abs(c: Ctx, x: Val) -> Val:
     """e^|x| / 2, as e^(|x| − ln 2): finite wherever cosh and sinh are."""
-    return _u(c, "Exp", _b(c, "Add", _u(c, "Abs", x), -LN2))
+    return unary(c, "Exp", binary(c, "Add", unary(c, "Abs", x), -LN2))
 
 
 @handles("Cosh")
 def cosh(c: Ctx):
     x = _float32(c)
     p = _half_exp_abs(c, x)
-    c.set(0, _b(c, "Add", p, _b(c, "Div", 0.25, p)))  # e^|x|/2 + e^−|x|/2, both terms positive
+    c.set(0, binary(c, "Add", p, binary(c, "Div", 0.25, p)))  # e^|x|/2 + e^−|x|/2, both terms positive
 
 
 @handles("Sinh")
@@ -155,8 +159,8 @@ def sinh(c: Ctx):
     with alpha 1 and −1; each Elu passes the other sign's x through unchanged, and the wanted
     value is the smaller one on both sides."""
     x = _float32(c)
-    m = _b(c, "Minimum", _u(c, "Elu", x, alpha=1.0), _u(c, "Elu", _u(c, "Neg", x), alpha=-1.0))
-    c.set(0, _b(c, "Mul", m, _b(c, "Add", _half_exp_abs(c, x), 0.5)))
+    m = binary(c, "Minimum", unary(c, "Elu", x, alpha=1.0), unary(c, "Elu", unary(c, "Neg", x), alpha=-1.0))
+    c.set(0, binary(c, "Mul", m, binary(c, "Add", _half_exp_abs(c, x), 0.5)))
 
 
 @handles("Acos")
@@ -164,8 +168,8 @@ def acos(c: Ctx):
     # 2·atan(sqrt((1 − x) / (1 + x))): π/2 − asin(x) would lose the small results near x = 1,
     # and 1 ∓ x is exact where it matters (Sterbenz)
     x = _float32(c)
-    t = _u(c, "Sqrt", _b(c, "Div", _b(c, "Sub", 1.0, x), _b(c, "Add", x, 1.0)))
-    c.set(0, _b(c, "Mul", _u(c, "Atan", t), 2.0))
+    t = unary(c, "Sqrt", binary(c, "Div", binary(c, "Sub", 1.0, x), binary(c, "Add", x, 1.0)))
+    c.set(0, binary(c, "Mul", unary(c, "Atan", t), 2.0))
 
 
 @handles("Acosh")
@@ -173,9 +177,9 @@ def acosh(c: Ctx):
     # 2·log(sqrt((x + 1)/2) + sqrt((x − 1)/2)), whose square is x + sqrt(x² − 1): no x² to
     # overflow, and x/2 − 1/2 is exact near x = 1
     x = _float32(c)
-    h = _b(c, "Mul", x, 0.5)
-    s = _b(c, "Add", _u(c, "Sqrt", _b(c, "Add", h, 0.5)), _u(c, "Sqrt", _b(c, "Sub", h, 0.5)))
-    c.set(0, _b(c, "Mul", _u(c, "Log", s), 2.0))
+    h = binary(c, "Mul", x, 0.5)
+    s = binary(c, "Add", unary(c, "Sqrt", binary(c, "Add", h, 0.5)), unary(c, "Sqrt", binary(c, "Sub", h, 0.5)))
+    c.set(0, binary(c, "Mul", unary(c, "Log", s), 2.0))
 
 
 @handles("Asinh")
@@ -183,19 +187,19 @@ def asinh(c: Ctx):
     # sign(x)·log(|x| + sqrt(x² + 1)): the odd form has no cancellation for x < 0. From |x| = 2^12
     # that is log(2|x|) to float32 precision, written log|x| + ln 2 because x² and 2|x| overflow.
     x = _float32(c)
-    a = _u(c, "Abs", x)
-    small = _u(c, "Log", _b(c, "Add", a, _u(c, "Sqrt", _b(c, "Add", _b(c, "Mul", a, a), 1.0))))
-    large = _b(c, "Add", _u(c, "Log", a), LN2)
-    y = _where(c, _b(c, "Greater", a, 4096.0), large, small)
-    c.set(0, _where(c, _b(c, "Less", x, 0.0), _u(c, "Neg", y), y))
+    a = unary(c, "Abs", x)
+    small = unary(c, "Log", binary(c, "Add", a, unary(c, "Sqrt", binary(c, "Add", binary(c, "Mul", a, a), 1.0))))
+    large = binary(c, "Add", unary(c, "Log", a), LN2)
+    y = where(c, binary(c, "Greater", a, 4096.0), large, small)
+    c.set(0, where(c, binary(c, "Less", x, 0.0), unary(c, "Neg", y), y))
 
 
 @handles("Atanh")
 def atanh(c: Ctx):
     # log((1 + x) / (1 − x)) / 2; 1 ∓ x is exact near ±1, where the result is large
     x = _float32(c)
-    r = _b(c, "Div", _b(c, "Add", x, 1.0), _b(c, "Sub", 1.0, x))
-    c.set(0, _b(c, "Mul", _u(c, "Log", r), 0.5))
+    r = binary(c, "Div", binary(c, "Add", x, 1.0), binary(c, "Sub", 1.0, x))
+    c.set(0, binary(c, "Mul", unary(c, "Log", r), 0.5))
 
 
 @handles("CastLike")

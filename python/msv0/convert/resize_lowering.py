@@ -26,6 +26,7 @@ _TAPS_X2 = np.array([0.25, 0.75, 0.75, 0.25], np.float32)
 # far beyond real images, and what keeps a file's absurd output size from exhausting memory.
 MAX_AXIS = 1 << 20
 MAX_MATRIX = 1 << 26
+CUBIC_A = -0.75  # Keys' kernel, as ONNX (cubic_coeff_a's default) and PyTorch sample
 
 
 def _positions(n_in: int, n_out: int) -> np.ndarray:
@@ -71,7 +72,14 @@ def r11_nearest_index(n_in: int, n_out: int) -> np.ndarray:
     return np.minimum(np.floor(s).astype(np.int64), n_in - 1)
 
 
-def filter_matrix(src: np.ndarray, n_in: int, mode: str, scale: float = 1.0, a: float = -0.75,
+def cubic_weight(d: np.ndarray, a: float = CUBIC_A) -> np.ndarray:
+    """Keys' cubic convolution kernel (coefficient a) at distances d >= 0 from the sample point
+    (ONNX's reference formulas); 0 from d = 2."""
+    return np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
+                    np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
+
+
+def filter_matrix(src: np.ndarray, n_in: int, mode: str, scale: float = 1.0, a: float = CUBIC_A,
                   exclude_outside: bool = False, antialias: bool = False) -> np.ndarray:
     """[n_out, n_in]: row j is ONNX's linear or cubic (coefficient a) filter at src[j], over the
     taps around it, clamped to the input's edge (for linear, the coordinate clamped to the input),
@@ -89,11 +97,7 @@ def filter_matrix(src: np.ndarray, n_in: int, mode: str, scale: float = 1.0, a: 
     start = int(np.floor((-2 if mode == "cubic" else -1) / stretch) + 1)
     offsets = np.arange(start, 2 - start)
     d = np.abs(stretch * (offsets - ratio[:, None]))
-    if mode == "cubic":
-        w = np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
-                     np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
-    else:
-        w = np.clip(1 - d, 0, 1)
+    w = cubic_weight(d, a) if mode == "cubic" else np.clip(1 - d, 0, 1)
     taps = base.astype(np.int64)[:, None] + offsets
     if exclude_outside:
         w = np.where((taps >= 0) & (taps < n_in), w, 0.0)
