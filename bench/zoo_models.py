@@ -39,6 +39,7 @@ import onnx
 
 import msv0
 from msv0 import _core, zoo
+from msv0.cli import litert_interpreter
 from msv0.fb.ActivationType import ActivationType
 from msv0.quantize import quantize, snr_db
 
@@ -104,13 +105,8 @@ def tflite_twin(net: zoo.Net) -> bytes:
 def litert_run(tflite: bytes, threads: int, x: np.ndarray):
     """LiteRT as applications get it (default resolver: XNNPACK) on a .tflite file's bytes: a
     function that runs it on x (its input resized to x's batch) and returns the output."""
-    from ai_edge_litert import interpreter as litert
-
-    it = litert.Interpreter(model_content=tflite, num_threads=threads)
+    it = litert_interpreter(tflite, threads, {"input": x.shape})
     x_index, y_index = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    if tuple(it.get_input_details()[0]["shape"]) != x.shape:
-        it.resize_tensor_input(x_index, list(x.shape))
-    it.allocate_tensors()
 
     def run():
         it.set_tensor(x_index, x)

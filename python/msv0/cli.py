@@ -241,23 +241,32 @@ def _onnxruntime_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo
     return lambda: sess.run(None, ort_feeds)
 
 
-def _litert_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndarray]):
-    """LiteRT as an application gets it (default op resolver, XNNPACK delegate included)."""
+def litert_interpreter(model: str | bytes, threads: int, shapes: dict[str, tuple[int, ...]]):
+    """LiteRT as an application gets it (default op resolver, XNNPACK delegate included) on a
+    .tflite file (its path, or its bytes), allocated for the shapes fed to the .ms model's inputs
+    (input name -> shape, in the .ms model's order). bench/zoo_models.py builds its peer with it."""
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:
         raise CliError("--compare-tflite needs ai-edge-litert: pip install ai-edge-litert") from None
-    it = Interpreter(model_path=path, num_threads=threads)
+    source = {"model_content": model} if isinstance(model, bytes) else {"model_path": model}
+    it = Interpreter(**source, num_threads=threads)
     details = it.get_input_details()
-    if len(details) != len(ms_inputs):
-        raise CliError(f"the TFLite model has {len(details)} inputs, the .ms model {len(ms_inputs)}")
-    for d, mi in zip(details, ms_inputs):  # by position: the converter keeps their order and layout
-        have, want = tuple(feeds[mi.name].shape), tuple(int(s) for s in d["shape"])
+    if len(details) != len(shapes):
+        raise CliError(f"the TFLite model has {len(details)} inputs, the .ms model {len(shapes)}")
+    for d, (name, have) in zip(details, shapes.items()):  # by position: the converter keeps their order and layout
+        want = tuple(int(s) for s in d["shape"])
         if have != want and (len(have) != len(want) or have[1:] != want[1:]):
-            raise CliError(f"TFLite input '{d['name']}' has shape {list(want)}, the .ms input '{mi.name}' {list(have)}")
+            raise CliError(f"TFLite input '{d['name']}' has shape {list(want)}, the .ms input '{name}' {list(have)}")
         if have != want:  # another batch: LiteRT resizes its input
             it.resize_tensor_input(d["index"], list(have))
     it.allocate_tensors()
+    return it
+
+
+def _litert_runner(path: str, threads: int, ms_inputs: list[msv0.TensorInfo], feeds: dict[str, np.ndarray]):
+    it = litert_interpreter(path, threads, {mi.name: feeds[mi.name].shape for mi in ms_inputs})
+    details = it.get_input_details()
 
     def run():
         for d, mi in zip(details, ms_inputs):

@@ -10,7 +10,7 @@ import numpy as np
 
 from msv0.convert.dft_lowering import dft_matrix, irfft_matrix
 from msv0.convert.emit import Unsupported, Val
-from msv0.convert.onnx_ctx import Ctx, axis_index, dense, handles, khwc_weight, reshaped, table_size, transposed
+from msv0.convert.onnx_ctx import Ctx, axis_index, dense, handles, khwc_weight, reshaped, transposed
 
 
 def _const_int(c: Ctx, k: int, what: str) -> int | None:
@@ -42,7 +42,6 @@ def dft(c: Ctx):
         raise Unsupported(f"DFT length {length}")
     irfft = inverse and onesided
     out_bins, out_parts = (length, 1) if irfft else (length // 2 + 1 if onesided else length, 2)
-    table_size(out_bins * out_parts * n_in * parts, "DFT matrix")
     w = irfft_matrix(n_in, parts, length) if irfft else dft_matrix(n_in, parts, length, out_bins, inverse)
     # the axis moved last (beside the complex dim) and the rest flattened into rows
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
@@ -79,7 +78,6 @@ def stft(c: Ctx):
     if step is None or step < 1 or not 1 <= length <= n:
         raise Unsupported(f"STFT frame_step {step}, frame_length {length} on {n} samples")
     frames, bins = 1 + (n - length) // step, length // 2 + 1 if onesided else length
-    table_size(2 * bins * length * parts, "STFT kernels")
     w = dft_matrix(length, parts, length, bins, False) * window.astype(np.float64)[:, None]
     # The signal as an NHWC image [batch, 1, n, parts]; the conv's 2·bins output channels of
     # each frame are (bin, real/imaginary) in order: [batch, 1, frames, 2·bins] is the result.

@@ -26,7 +26,7 @@ from msv0.convert.tflite_control import CONTROL_HANDLERS
 from msv0.convert.tflite_custom import CUSTOM_HANDLERS, missing_reason, transpose_conv_bias_options
 from msv0.convert.tflite_fold import fold
 from msv0.convert.tflite_index import INDEX_HANDLERS
-from msv0.convert.tflite_math import MATH_HANDLERS
+from msv0.convert.tflite_math import COMPLEX_OPS, MATH_HANDLERS
 from msv0.convert.tflite_rnn import RNN_HANDLERS
 from msv0.convert.tflite_sparse import densify
 from msv0.convert.tflite_state import STATE_HANDLERS, Variables
@@ -50,8 +50,6 @@ OWN_ACT = {TFL_RELU: ActivationType.RELU, TFL_RELU6: ActivationType.RELU6}
 # TensorType -> numpy; quantized int8/uint8 graphs are refused below
 DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 9: np.int8}
 TFL_COMPLEX64 = 8
-# The operators that read or write complex64 tensors, held as float32 pairs [..., 2] (tflite_math).
-COMPLEX_OPS = {"RFFT2D", "COMPLEX_ABS", "REAL", "IMAG"}
 HANDLERS, handles = handler_table()
 HANDLERS.update(ARRAY_HANDLERS)
 HANDLERS.update(CUSTOM_HANDLERS)

@@ -33,6 +33,15 @@ CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (I32, 
 # root is never negative). LiteRT's pooling ignores TANH and SIGN_BIT, so they are refused.
 L2_POOL_CLAMP = {0: None, 1: None, 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 TFL_SAME = 0  # TFLite's Padding
+# The operators that read or write complex64 tensors, held as float32 pairs [..., 2]: filled by
+# handles_complex, so that the frontend lets complex64 tensors through to these handlers alone.
+COMPLEX_OPS: set[str] = set()
+
+
+def handles_complex(*codes: str):
+    """handles(*codes) for handlers of complex64 tensors, which it names in COMPLEX_OPS."""
+    COMPLEX_OPS.update(codes)
+    return handles(*codes)
 
 
 def _expect(o, v: Val, *allowed) -> Val:
@@ -335,7 +344,7 @@ def _pairs(o, k: int) -> Val:
     return v
 
 
-@handles("RFFT2D")
+@handles_complex("RFFT2D")
 def rfft2d(o):
     """The real 2-D FFT over the last two axes at fft_length (h, w), for h = 1 (an audio front end's
     frames): the first row, truncated or zero-padded to w, by a constant DFT matrix in one
@@ -352,14 +361,13 @@ def rfft2d(o):
         x = o.op("Slice", [x], (*lead, 1, w), F32, axes=list(range(len(x.shape))), begin=[0] * len(x.shape),
                  size=[*lead, 1, w])
     rows, bins = int(np.prod(lead, dtype=np.int64)), fw // 2 + 1
-    if 2 * bins * w > 1 << 24:
-        raise Unsupported(f"RFFT2D matrix of {2 * bins * w} values")
+    matrix = dft_matrix(w, 1, fw, bins, False).reshape(2 * bins, w)
     flat = o.op("Reshape", [x], (rows, w), F32, shape=[rows, w])
-    y = dense(o, flat, dft_matrix(w, 1, fw, bins, False).reshape(2 * bins, w))
+    y = dense(o, flat, matrix)
     o.set(o.op("Reshape", [y], (*lead, 1, bins, 2), F32, shape=[*lead, 1, bins, 2]))
 
 
-@handles("COMPLEX_ABS")
+@handles_complex("COMPLEX_ABS")
 def complex_abs(o):
     v = _pairs(o, 0)
     shape, _ = o.out()
@@ -368,7 +376,7 @@ def complex_abs(o):
     o.set(_u(o, "Sqrt", power))
 
 
-@handles("REAL", "IMAG")
+@handles_complex("REAL", "IMAG")
 def real_imag(o):
     v = _pairs(o, 0)
     shape, _ = o.out()
