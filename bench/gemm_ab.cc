@@ -13,7 +13,8 @@
 #include "runtime/dispatch.h"
 
 namespace msv0 {
-// The slot tables the two kernel objects fill (the new one's renamed by the build).
+// The slot tables the two kernel objects fill, and their fillers (the new one's renamed by the
+// build), as MSV0_DECLARE's binding pass defines them.
 KernelSlots<SgemmConfig>& sgemm_f32_slots() {
   static KernelSlots<SgemmConfig> s;
   return s;
@@ -21,6 +22,14 @@ KernelSlots<SgemmConfig>& sgemm_f32_slots() {
 KernelSlots<SgemmConfig>& sgemm_f32_slots_new() {
   static KernelSlots<SgemmConfig> s;
   return s;
+}
+bool sgemm_f32_fill(int isa, const SgemmConfig& entry) {
+  sgemm_f32_slots().entry[isa] = entry;
+  return true;
+}
+bool sgemm_f32_fill_new(int isa, const SgemmConfig& entry) {
+  sgemm_f32_slots_new().entry[isa] = entry;
+  return true;
 }
 }  // namespace msv0
 

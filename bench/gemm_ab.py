@@ -29,7 +29,7 @@ def main() -> None:
         inc = ["-I" + os.path.join(ROOT, "csrc")]
         # The old build keeps the kernel's names; the new one's functions and slot table are renamed.
         objs = {old: [], os.path.join(ROOT, KERNEL): ["-Dsgemm_f32_slots=sgemm_f32_slots_new", "-Dsgemm_f32=sgemm_f32_new",
-                                                      "-Dsgemm_pack_b=sgemm_pack_b_new"]}
+                                                      "-Dsgemm_pack_b=sgemm_pack_b_new", "-Dsgemm_f32_fill=sgemm_f32_fill_new"]}
         for i, (src, extra) in enumerate(objs.items()):
             subprocess.run(["g++", *FLAGS, *inc, *extra, "-c", src, "-o", os.path.join(d, f"{i}.o")], check=True)
         exe = os.path.join(d, "gemm_ab")
