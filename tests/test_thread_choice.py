@@ -52,8 +52,8 @@ def test_a_faster_caller_takes_over_and_hands_back_when_the_pool_wins_again():
 
 
 def test_solo_runs_give_the_pools_results():
-    """The same tasks on the caller alone: bit-equal outputs, at 2 and 3 threads, the choice
-    forced either way."""
+    """The caller alone, splitting as for one thread: bit-equal outputs, at 2 and 3 threads, the
+    choice forced either way."""
     net = zoo.mobilenet_tiny()
     model = msv0.load(net)
     x = np.random.default_rng(0).standard_normal(model.inputs[0].shape).astype(np.float32)

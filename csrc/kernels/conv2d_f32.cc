@@ -419,8 +419,7 @@ class Conv2dGemm : public NativeOp {
   void run_gemm(const ConvArgs& a, const float* r) const {
     const int64_t pixels = a.n * a.oh * a.ow, k = a.kh * a.kw * (a.c / a.group);
     const int64_t panels = (a.oc / a.group + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
-    const ThreadPool* pool = bound_pool();
-    const int64_t threads = pool ? pool->size() : 1;
+    const int64_t threads = bound_threads();
     // Each tile of pixels streams all of B once (the SGEMM packs A per k block, so a large
     // gathered tile costs nothing in L1), so tiles are as large as ~240 rows allow. When there
     // are too few pixels to give every thread a tile of >= 48 rows, the threads split the output
@@ -504,8 +503,7 @@ class Conv2dGemm : public NativeOp {
   void run_winograd(const ConvArgs& a, const float* r) const {
     const int64_t T = wino_tile(algo_), P = (T + 2) * (T + 2), tiles = wino_tiles(s_, T);
     const int64_t panels = (s_.oc + kGemmNr - 1) / kGemmNr, tile = gemm_->nr / kGemmNr;
-    const ThreadPool* pool = bound_pool();
-    const int64_t threads = pool ? pool->size() : 1;
+    const int64_t threads = bound_threads();
     // Up to ~1 MiB of transformed tiles per block (each GEMM touches only its 1/P of it),
     // at least 12 rows per GEMM. With many tiles, the block count is a multiple of the thread
     // count so equal blocks finish together. With few tiles and weights too large for L2 to

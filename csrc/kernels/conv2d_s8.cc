@@ -130,8 +130,7 @@ class ConvS8Core {
   void run_tiles(const int8_t* x, const Epilogue& e) const {
     const int64_t pixels = n_ * oh_ * ow_, panels = cols_ / kGemmS8Nr, tile = kernel_.nr / kGemmS8Nr;
     if (pixels == 0 || og_ == 0) return;
-    const ThreadPool* pool = bound_pool();
-    const int64_t threads = pool ? pool->size() : 1;
+    const int64_t threads = bound_threads();
     // As in conv2d_f32: tiles of up to kTileRows pixels, at least one per thread; with too few
     // pixels for that, the threads split each tile's output channels and stream only their
     // share of the weights (ResNet-50's 7x7 stage: 49 pixels, 2.3 MiB of weights).

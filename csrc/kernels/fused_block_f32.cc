@@ -165,8 +165,7 @@ class FusedBlock : public NativeOp {
     FusedArgs f = f_;
     f.x = static_cast<const float*>(in[0]);
     f.y = static_cast<float*>(out[0]);
-    const ThreadPool* pool = bound_pool();
-    const int64_t threads = pool ? pool->size() : 1, rows = f.n * f.oh;
+    const int64_t threads = bound_threads(), rows = f.n * f.oh;
     // One contiguous share of rows per thread: every share recomputes the rows of e its first
     // band shares with the share before it.
     parallel_for(rows, (rows + threads - 1) / threads, [&](int64_t r0, int64_t r1) {

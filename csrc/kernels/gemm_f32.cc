@@ -24,6 +24,20 @@ constexpr int kNv = static_cast<int>(kGemmNr) / VecF::kLanes;  // vectors per pa
 // NEON (32 registers of 4 lanes): 6 x 16 = 24. Scalar: 4 x 16.
 constexpr int kPt = VecF::kLanes >= 16 ? 2 : 1;  // adjacent panels per tile
 constexpr int kMr = VecF::kLanes >= 16 ? 12 : VecF::kLanes == 8 ? 6 : VecF::kLanes == 4 ? 6 : 4;
+// A tile of few rows (a GEMV, a product's last rows) takes more panels at once, at most 8 (B
+// streams), for kFewRowsAcc accumulators so that the FMA latency stays hidden: 12, or two
+// thirds of a full tile's where that is fewer (AVX2's 16 registers hold 8 beside the B row;
+// with 12 they spilled). It does not split k into interleaved partial sums instead: then every
+// element of C is one chain of multiply-adds per k block, whatever tile holds it, and results
+// do not depend on how rows are split between tiles or threads (a Session gives the same bits
+// at any thread count).
+constexpr int kFewRowsAcc = kMr * kPt * kNv * 2 / 3 < 12 ? kMr * kPt * kNv * 2 / 3 : 12;
+constexpr int panels_for(int rows) {
+  const int want = (kFewRowsAcc + rows * kNv - 1) / (rows * kNv), fit = kMr * kPt / rows;
+  const int p = want < fit ? want : fit;
+  return p < kPt ? kPt : p > 8 ? 8 : p;
+}
+
 constexpr int64_t kKc = kGemmKc;  // k block: packed A is kMr * kc floats (12 KiB on AVX-512)
 constexpr int64_t kLdA = kKc + 16;  // row stride of packed A: 1 KiB + 64 B
 constexpr int64_t kPanels = 32;  // panels per block: kc x 512 columns of B (512 KiB) stay in L2
@@ -41,20 +55,15 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
   if (!first)
     for (int r = 0; r < R; ++r)
       for (int64_t j = 0; j < cols; j += 16) prefetch(g.c + (i + r) * g.ldc + col + j);
-  // A few rows leave too few accumulators to hide the FMA latency (a GEMV keeps kV): then kS
-  // sets take turns along k and are summed at the end.
-  constexpr int kS = R * kV >= 8 ? 1 : R * kV >= 4 ? 2 : 4;
-  VecF acc[kS][R][kV];
+  VecF acc[R][kV];
 #pragma GCC unroll 16
-  for (int s = 0; s < kS; ++s)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-      for (int v = 0; v < kV; ++v) acc[s][r][v] = VecF::zero();
+    for (int v = 0; v < kV; ++v) acc[r][v] = VecF::zero();
   const int64_t panel = kc * kGemmNr;  // distance between adjacent panels of this k block
   const float* b = g.b_packed + k0 * ((g.n + kGemmNr - 1) / kGemmNr) * kGemmNr + p * panel;
   const int64_t lda = Packed ? kLdA : g.lda;
-  auto step = [&](int64_t kk, VecF (&sum)[R][kV]) {
+  for (int64_t kk = 0; kk < kc; ++kk) {
     VecF bv[kV];
 #pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) bv[v] = VecF::load(b + v / kNv * panel + v % kNv * VecF::kLanes);
@@ -70,21 +79,10 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
     for (int r = 0; r < R; ++r) {
       const VecF av = VecF::splat(a[r * lda + kk]);
 #pragma GCC unroll 16
-      for (int v = 0; v < kV; ++v) sum[r][v] = fmadd(av, bv[v], sum[r][v]);
+      for (int v = 0; v < kV; ++v) acc[r][v] = fmadd(av, bv[v], acc[r][v]);
     }
     b += kGemmNr;
-  };
-  int64_t kk = 0;
-  for (; kk + kS <= kc; kk += kS)
-#pragma GCC unroll 16
-    for (int s = 0; s < kS; ++s) step(kk + s, acc[s]);
-  for (; kk < kc; ++kk) step(kk, acc[0]);
-#pragma GCC unroll 16
-  for (int s = 1; s < kS; ++s)
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-      for (int v = 0; v < kV; ++v) acc[0][r][v] = acc[0][r][v] + acc[s][r][v];
+  }
   const VecF lo = VecF::splat(g.lo), hi = VecF::splat(g.hi);
   // Every loop over acc is unrolled completely, so acc stays in registers: left a loop (clang's
   // choice here), it indexes acc, which then lives on the stack, stored at every k step (the
@@ -99,7 +97,7 @@ void tile(const GemmArgs& g, const float* a, int64_t i, int64_t p, int64_t k0, i
                                                     : VecF::load_tail(g.bias + col + v * VecF::kLanes, left);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      VecF x = acc[0][r][v];
+      VecF x = acc[r][v];
       float* c = g.c + (i + r) * g.ldc + col + v * VecF::kLanes;
       if (!first) x = x + (left >= VecF::kLanes ? VecF::load(c) : VecF::load_tail(c, left));
       if (last) x = clamp(x + bias, lo, hi);
@@ -118,20 +116,20 @@ void lone_panel(int vectors, const GemmArgs& g, const float* a, int64_t i, int64
   tile<R, 1, Packed, V>(g, a, i, p, k0, kc, ahead);
 }
 
-// Panels [pb, pe) of row tile i (R rows): kPt panels at a time, a lone last panel on its own.
-// ahead: prefetch the panels after each group (see tile).
-template <int R>
+// Panels [pb, pe) of row tile i (R rows): P panels at a time (panels_for(R), then halves),
+// a lone last panel on its own. ahead: prefetch the panels after each group (see tile).
+template <int R, int P = panels_for(R)>
 void row_tile(const GemmArgs& g, const float* a, bool packed, int64_t i, int64_t pb, int64_t pe, int64_t k0,
               int64_t kc, bool ahead) {
-  auto lone = [&](int64_t p) {
-    const int vectors = static_cast<int>((min_i(kGemmNr, g.n - p * kGemmNr) + VecF::kLanes - 1) / VecF::kLanes);
-    packed ? lone_panel<R, true>(vectors, g, a, i, p, k0, kc, ahead)
-           : lone_panel<R, false>(vectors, g, a, i, p, k0, kc, ahead);
-  };
-  int64_t p = pb;
-  if constexpr (kPt > 1)
-    for (; packed && p + kPt <= pe; p += kPt) tile<R, kPt, true>(g, a, i, p, k0, kc, ahead);
-  for (; p < pe; ++p) lone(p);
+  if constexpr (P > 1) {
+    for (; packed && pb + P <= pe; pb += P) tile<R, P, true>(g, a, i, pb, k0, kc, ahead);
+    return row_tile<R, P / 2>(g, a, packed, i, pb, pe, k0, kc, ahead);
+  }
+  for (; pb < pe; ++pb) {
+    const int vectors = static_cast<int>((min_i(kGemmNr, g.n - pb * kGemmNr) + VecF::kLanes - 1) / VecF::kLanes);
+    packed ? lone_panel<R, true>(vectors, g, a, i, pb, k0, kc, ahead)
+           : lone_panel<R, false>(vectors, g, a, i, pb, k0, kc, ahead);
+  }
 }
 
 template <int R>
@@ -169,16 +167,19 @@ void sgemm_few_rows(const GemmArgs& g, int64_t m0, int64_t m1, int64_t p0, int64
     if (packed)
       for (int64_t i = m0; i < m1; i += kMr)
         pack_a(g, i, static_cast<int>(min_i(kMr, m1 - i)), k0, kc, packed_a + (i - m0) * kLdA);
-    for (int64_t p = p0; p < p1; p += kPt) {
-      const int64_t pe = min_i(p + kPt, p1);
-      for (int64_t i = m0; i < m1; i += kMr) {
-        const float* a = packed ? packed_a + (i - m0) * kLdA : g.a + i * g.lda + k0;
-        // With a single row tile (a GEMV) no other tile reuses the group, and prefetching the
-        // next one only evicts this one from L1: 1x1536x128 on AVX-512 took 11.2 us, 8.7 without.
-        const bool ahead = i == m0 && m1 - m0 > kMr;
-        row_tile_of<kMr>(static_cast<int>(min_i(kMr, m1 - i)), g, a, packed, i, p, pe, k0, kc, ahead);
-      }
-    }
+    // A last row tile that takes more than kPt panels at a time (see panels_for) runs on its own
+    // over all of them, after the others.
+    const int tail = static_cast<int>((m1 - m0) % kMr);
+    const int64_t grouped = tail && panels_for(tail) > kPt ? m1 - tail : m1;
+    const auto rows = [&](int64_t i, int64_t pb, int64_t pe, bool ahead) {
+      const float* a = packed ? packed_a + (i - m0) * kLdA : g.a + i * g.lda + k0;
+      row_tile_of<kMr>(static_cast<int>(min_i(kMr, m1 - i)), g, a, packed, i, pb, pe, k0, kc, ahead);
+    };
+    for (int64_t p = p0; p < p1 && m0 < grouped; p += kPt)
+      // With a single row tile no other tile reuses the group, and prefetching the next one
+      // only evicts this one from L1: 1x1536x128 on AVX-512 took 11.2 us, 8.7 without.
+      for (int64_t i = m0; i < grouped; i += kMr) rows(i, p, min_i(p + kPt, p1), i == m0 && grouped - m0 > kMr);
+    if (grouped < m1) rows(grouped, p0, p1, false);
   }
 }
 

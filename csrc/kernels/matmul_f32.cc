@@ -63,8 +63,7 @@ class MatMul : public NativeOp {
     const auto* b = const_b_ ? nullptr : static_cast<const float*>(in[1]);
     auto* y = static_cast<float*>(out[0]);
     if (batch_ == 0 || m_ == 0 || n_ == 0) return;
-    const ThreadPool* pool = bound_pool();
-    const int64_t threads = pool ? pool->size() : 1;
+    const int64_t threads = bound_threads();
     if (batch_ >= threads && batch_ > 1) {
       parallel_for(batch_, 1, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {

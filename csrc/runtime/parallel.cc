@@ -110,7 +110,7 @@ void ThreadPool::worker_loop(int self) {
 
 void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   if (tasks <= 0) return;
-  if (workers_.empty() || tasks == 1 || solo_) {
+  if (workers_.empty() || tasks == 1) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }
@@ -211,10 +211,14 @@ float* thread_scratch(size_t floats) {
   return scratch.data() + (64 - addr % 64) % 64 / sizeof(float);
 }
 
+int bound_threads() {
+  const ThreadPool* pool = bound_pool();
+  return pool && !pool->solo() ? pool->size() : 1;
+}
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  ThreadPool* pool = bound_pool();
-  const int threads = pool ? pool->size() : 1;
+  const int threads = bound_threads();
   if (grain < 1) grain = 1;
   const int64_t units = (n + grain - 1) / grain;
   // A few chunks per thread balance uneven work without paying much per chunk, and as many per
@@ -227,7 +231,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-  pool->run(chunks, [&](int64_t t) { fn(t * n / chunks, (t + 1) * n / chunks); });
+  bound_pool()->run(chunks, [&](int64_t t) { fn(t * n / chunks, (t + 1) * n / chunks); });
 }
 
 }  // namespace msv0

@@ -25,9 +25,9 @@ class ThreadPool {
   // The caller and each worker not benched (see note_job) first run a contiguous block of
   // them, in thread order.
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
-  // Solo: the caller runs every job's tasks itself, in order, the workers left idle (the same
-  // tasks, so the same results). Set between runs by the one caller that holds the pool; the
-  // Session sets it where its runs measure faster so (see msv0.thread_choice).
+  // Solo: the caller runs every job itself, the workers left idle, split as for one thread
+  // (bound_threads), which changes no result. Set between runs by the one caller that holds the
+  // pool; the Session sets it where its runs measure faster so (see msv0.thread_choice).
   void set_solo(bool solo) { solo_ = solo; }
   bool solo() const { return solo_; }
 
@@ -90,6 +90,9 @@ class ThreadPool {
 
 ThreadPool* bound_pool();
 void bind_pool(ThreadPool* pool);  // thread-local
+// The threads that run a job of the bound pool: 1 without one, or where it runs solo. Kernels
+// split their work by it; the splits change no result (a solo pool runs as one thread does).
+int bound_threads();
 
 // A buffer of at least `floats` floats owned by the calling thread, valid until its next call
 // on this thread: kernels' per-task scratch (im2col rows, Winograd tiles), which as a fresh

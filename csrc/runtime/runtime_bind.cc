@@ -45,8 +45,8 @@ MSV0_BIND(m) {
            }), py::arg("num_threads"))
       .def_property_readonly("num_threads", &ThreadPool::size)
       .def_property("solo", &ThreadPool::solo, &ThreadPool::set_solo,
-                    "Whether the caller runs every job's tasks itself, the workers idle (the same tasks: the same "
-                    "results); set it only while no run holds the pool.")
+                    "Whether the caller runs every job itself, the workers idle, split as for one thread (the "
+                    "same results); set it only while no run holds the pool.")
       .def("bind", [](ThreadPool& p) { bind_pool(&p); },
            "Make this pool the one kernels called from this thread use.")
       .def_static("unbind", [] { bind_pool(nullptr); });

@@ -8,8 +8,8 @@ runs of one Context at one input signature: most in its current mode and, every 
 probe of two runs in the other mode (the first only wakes the workers and warms the caches; the
 second is timed). It keeps whichever mode's recent median is lower. A probe that confirms the
 choice doubles the interval (the slower mode's runs cost less), one that overturns it resets it. A
-solo pool deals the same tasks to its caller (ThreadPool.solo), so a run's results never depend
-on the choice.
+solo pool's caller runs every job as one thread would (ThreadPool.solo); results do not depend on
+the thread count (tests/test_thread_invariance.py), so a run's results never depend on the choice.
 """
 from __future__ import annotations
 
