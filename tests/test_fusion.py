@@ -385,8 +385,14 @@ def test_with_binary_takes_only_what_it_can_run(rng):
     flat = _core.Binary(4, 0, 2, 8, [25, 8], [1], shape)
     assert _core.with_binary(_core.Gemm(w.reshape(8, 4), True, None, [25, 4], [25, 8]), flat, one, 1) is None
     relu = _core.Activation(_core.ACTIVATION_KINDS["relu"], shape)
+    # a Binary that runs a post-op of its own brings it along: conv, + constant, ReLU
     add = _core.Binary(0, 0, 0, 8, shape, shape, shape)
-    assert _core.with_binary(conv, _core.with_activation(add, relu), np.zeros(shape, np.float32), 1) is None
+    constant = rng.standard_normal(shape).astype(np.float32)
+    x = rng.standard_normal((1, 5, 5, 4)).astype(np.float32)
+    y, got = np.empty(shape, np.float32), np.empty(shape, np.float32)
+    conv([x], [y])
+    _core.with_binary(conv, _core.with_activation(add, relu), constant, 1)([x], [got])
+    np.testing.assert_array_equal(got, np.maximum(y + constant, 0))
     with pytest.raises(ValueError, match="constant: 2 values"):
         _core.with_binary(conv, maximum, np.zeros(2, np.float32), 1)
     with pytest.raises(ValueError, match="constant_pos"):

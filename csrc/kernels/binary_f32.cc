@@ -61,7 +61,6 @@ MSV0_EXPORT(binary_f32)
 }  // namespace msv0
 
 #else  // binding pass
-#include <optional>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
@@ -98,12 +97,10 @@ class Binary : public NativeOp {
   }
   const char* name() const override { return "binary"; }
   const BinaryArgs* args() const { return post_ ? nullptr : &g_; }
-  // This Binary as a post-op of the kernel that writes its operand `1 - constant_pos` (of the
-  // output's shape), with a copy of `constant` as the other; none where this object has a
-  // post-op of its own.
-  std::optional<PostOp> post_op(const py::array_t<float, py::array::c_style | py::array::forcecast>& constant,
-                                int constant_pos) const {
-    if (post_) return std::nullopt;
+  // This Binary, then its own post-op, as a post-op of the kernel that writes its operand
+  // `1 - constant_pos` (of the output's shape), with a copy of `constant` as the other.
+  PostOp post_op(const py::array_t<float, py::array::c_style | py::array::forcecast>& constant,
+                 int constant_pos) const {
     if (constant.size() != elements(inputs()[static_cast<size_t>(constant_pos)].shape))
       throw ArgError("constant: " + std::to_string(constant.size()) + " values, the operand takes " +
                      std::to_string(elements(inputs()[static_cast<size_t>(constant_pos)].shape)));
@@ -112,7 +109,7 @@ class Binary : public NativeOp {
     st.b = g_;
     st.data_first = constant_pos == 0;
     st.data = std::make_shared<const std::vector<float>>(constant.data(), constant.data() + constant.size());
-    return PostOp{{std::move(st)}};
+    return PostOp{{std::move(st)}}.then(post_);
   }
   // A residual Add followed by PReLU (MediaPipe's blocks) applies the PReLU to each chunk.
   std::shared_ptr<NativeOp> with_post(const PostOp& post) const override {
@@ -155,8 +152,7 @@ MSV0_BIND(m) {
           // The fused object writes the producer's shape in place: an operand broadcast to the
           // output, or of another rank, stays a step of its own.
           if (operand.shape != b->outputs()[0].shape) return nullptr;
-          const std::optional<PostOp> post = b->post_op(constant, constant_pos);
-          return post ? producer.with_post(*post) : nullptr;
+          return producer.with_post(b->post_op(constant, constant_pos));
         },
         py::arg("producer"), py::arg("binary"), py::arg("constant"), py::arg("constant_pos"),
         "A copy of the producer kernel object (sharing its packed weights) that runs the Binary object on each "
