@@ -366,7 +366,7 @@ class Conv2dGemm : public NativeOp {
     const ConvArgs a{static_cast<const float*>(in[0]), static_cast<float*>(out[0]), b.w.data(), group_stride_,
                      gemm_->fn, b.bias_or_null(), s_.n, s_.h, s_.w, s_.c, s_.oh, s_.ow, s_.oc, s_.group,
                      s_.kh, s_.kw, s_.sh, s_.sw, s_.dh, s_.dw, s_.pt, s_.pl, s_.lo, s_.hi};
-    const float* r = residual_fn_ ? static_cast<const float*>(in[1]) : nullptr;
+    const float* r = inputs().size() > 1 ? static_cast<const float*>(in[1]) : nullptr;  // with_residual's
     if (winograd()) return run_winograd(a, r);
     run_gemm(a, r);
   }
@@ -377,20 +377,22 @@ class Conv2dGemm : public NativeOp {
     return c;
   }
   // A copy that also runs the Binary `binary` on each block of output it writes, y = y op r
-  // (then clamped as the Binary clamps), before any post-op: r is the Binary's other operand, of
-  // the output's shape, read as this object's second input. Null once a post-op is set (it
-  // would run first).
+  // (then clamped as the Binary clamps), as its first post-op stage: r is the Binary's other
+  // operand, of the output's shape, read as this object's second input. Null once a post-op
+  // is set (it would run first).
   std::shared_ptr<NativeOp> with_residual(const BinaryArgs& binary) const {
-    if (post_ || residual_fn_) return nullptr;
+    if (post_) return nullptr;
     auto c = std::make_shared<Conv2dGemm>(*this);
-    c->residual_ = binary;
-    c->residual_fn_ = binary_f32_slots().get();
+    PostOp::Stage st;
+    st.binary = binary_f32_slots().get();
+    st.b = binary;
+    c->post_ = PostOp{{std::move(st)}};
     c->set_operands({inputs()[0], outputs()[0]}, outputs());
     return c;
   }
   // A fused block absorbs the plain 1x1 object only (it has no stages after the GEMM).
   const PointwiseParts* pointwise() const {
-    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_ && !residual_fn_ ? &parts_ : nullptr;
+    return algo_ == Conv2dAlgorithm::kGemm1x1 && !post_ ? &parts_ : nullptr;
   }
 
  private:
@@ -400,21 +402,12 @@ class Conv2dGemm : public NativeOp {
   // (each then repeats the input transform, which small layers cannot afford).
   static constexpr int64_t kWinoBigWeights = 1 << 20;
 
-  // The stages after the GEMM on channels [c0, c1) of pixels [p0, p1), while they are in cache:
-  // the residual Binary (r: its other operand), then the post-op.
+  // The post-op on channels [c0, c1) of pixels [p0, p1), while they are in cache (r: the
+  // residual Binary's other operand).
   void finish_pixels(float* y, const float* r, int64_t p0, int64_t p1, int64_t c0, int64_t c1) const {
-    const int64_t oc = s_.oc;
-    if (residual_fn_) {
-      BinaryArgs g = residual_;
-      g.a = y, g.b = r, g.y = y;
-      if (c0 == 0 && c1 == oc)
-        residual_fn_(g, p0 * oc, p1 * oc);
-      else
-        for (int64_t p = p0; p < p1; ++p) residual_fn_(g, p * oc + c0, p * oc + c1);
-    }
-    post_.apply_pixels(y, oc, p0, p1, c0, c1);
+    post_.apply_pixels(y, s_.oc, p0, p1, c0, c1, r);
   }
-  bool finishes() const { return post_ || residual_fn_; }
+  bool finishes() const { return static_cast<bool>(post_); }
 
   void run_gemm(const ConvArgs& a, const float* r) const {
     const int64_t pixels = a.n * a.oh * a.ow, k = a.kh * a.kw * (a.c / a.group);
@@ -536,8 +529,6 @@ class Conv2dGemm : public NativeOp {
   int64_t group_stride_ = 0;
   PointwiseParts parts_;  // the packed weights, bias and clamp
   PostOp post_;
-  BinaryArgs residual_{};  // with_residual's Binary (pointers set per block)
-  BinaryFn residual_fn_ = nullptr;
 };
 
 // Checks a Conv2D's arguments and geometry (the op layer has already turned a model's bad
