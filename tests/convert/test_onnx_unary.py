@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto as T, helper as h  # noqa: E402
+from onnx import TensorProto as T, helper as h, numpy_helper  # noqa: E402
 
 import msv0  # noqa: E402
 from msv0.convert import convert  # noqa: E402
@@ -149,10 +149,23 @@ def test_refused(op, elem, attrs, why):
 def test_center_crop_pad(x_shape, sizes, axes):
     """Crop and pad about the centre (odd differences put the extra cell at the end), 4-D inputs
     held NHWC; the target sizes an initializer, as exporters write them."""
-    from onnx import numpy_helper
     attrs = {} if axes is None else {"axes": list(axes)}
     g = h.make_graph([h.make_node("CenterCropPad", ["x", "shape"], ["y"], **attrs)], "g",
                      [h.make_tensor_value_info("x", T.FLOAT, x_shape)], [h.make_tensor_value_info("y", T.FLOAT, None)],
                      [numpy_helper.from_array(np.array(sizes, np.int64), "shape")])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=IR_VERSION)
     compare(m, {"x": R.standard_normal(x_shape).astype(np.float32)}, exact=True)
+
+
+@pytest.mark.parametrize("sizes,axes", [((3, 9, 4), (1, 2, 3)), ((8, 1), (-2, 0))])
+def test_center_crop_pad_after_conv(sizes, axes):
+    """On a Conv's NHWC result the crop and pad are done in place: no Transpose to ONNX's order."""
+    w = R.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    g = h.make_graph([h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                      h.make_node("CenterCropPad", ["c", "shape"], ["y"], axes=list(axes))], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, (2, 3, 6, 7))],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(sizes, np.int64), "shape")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=IR_VERSION)
+    compare(m, {"x": R.standard_normal((2, 3, 6, 7)).astype(np.float32)})
+    assert "Transpose" not in {n.op for n in msv0.load(convert(m.SerializeToString())).nodes}

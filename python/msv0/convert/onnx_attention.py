@@ -70,6 +70,26 @@ def _bias(c: Ctx, mask: Val | None, causal: bool, sq: int, skv: int, past: int) 
     return bias
 
 
+def _lift_masked_rows(c: Ctx, bias: Val | None) -> tuple[Val | None, Val | None]:
+    """A row the bias masks entirely gives zeros: its bias is lifted to 0 (finite scores, no NaN
+    from SoftMax) and its probabilities multiplied by 0. Returns (live, lifted): live [.., Sq, 1]
+    is 1 where some key is left to a query row, else 0 (None when every row keeps a key); lifted
+    is the bias so lifted (the bias itself when live is None, None when nothing masks)."""
+    if bias is None:
+        return None, None
+    if bias.const is not None:
+        ok = bias.const.max(axis=-1, keepdims=True) > NEG_INF
+        if ok.all():
+            return None, bias
+        return Val.of(ok.astype(np.float32)), Val.of(np.maximum(bias.const, np.where(ok, NEG_INF, np.float32(0))))
+    row_max = c.op("Reduce", [bias], (*bias.shape[:-1], 1), F32, axes=[len(bias.shape) - 1], keepDims=True,
+                   mode=ReduceMode.ReduceMax)
+    alive = emit_binary(c, "Greater", row_max, Val.of(np.array([NEG_INF])), row_max.shape, np.dtype(np.bool_))
+    live = c.op("Where", [alive, c.scalar(1.0, F32), c.scalar(0.0, F32)], row_max.shape, F32)
+    floor = c.op("Where", [alive, Val.of(np.array([NEG_INF])), c.scalar(0.0, F32)], row_max.shape, F32)
+    return live, emit_binary(c, "Maximum", bias, floor, bias.shape, F32)
+
+
 @handles("Attention")
 def attention(c: Ctx):
     if c.inp(6) is not None:
@@ -110,33 +130,22 @@ def attention(c: Ctx):
                         s.shape, F32)
         logits = emit_binary(c, "Mul", s, c.scalar(softcap, F32), s.shape, F32)
     bias = _bias(c, c.inp(3), bool(c.attr("is_causal", 0)), sq, skv, past)
-
-    def scores():
-        return logits if bias is None else emit_binary(c, "Add", logits, bias, logits.shape, F32)
-
-    live = None  # [.., Sq, 1]: 1 where some key is left to a query row, else 0
-    if bias is not None:
-        # A row the bias masks entirely gives zeros: its bias is lifted to 0 (finite scores, no
-        # NaN from SoftMax) and its probabilities multiplied by 0.
-        if bias.const is not None:
-            ok = bias.const.max(axis=-1, keepdims=True) > NEG_INF
-            if not ok.all():
-                live = Val.of(ok.astype(np.float32))
-                lifted = Val.of(np.maximum(bias.const, np.where(ok, NEG_INF, np.float32(0))))
-        else:
-            row_max = c.op("Reduce", [bias], (*bias.shape[:-1], 1), F32, axes=[len(bias.shape) - 1], keepDims=True,
-                           mode=ReduceMode.ReduceMax)
-            alive = emit_binary(c, "Greater", row_max, Val.of(np.array([NEG_INF])), row_max.shape, np.dtype(np.bool_))
-            live = c.op("Where", [alive, c.scalar(1.0, F32), c.scalar(0.0, F32)], row_max.shape, F32)
-            floor = c.op("Where", [alive, Val.of(np.array([NEG_INF])), c.scalar(0.0, F32)], row_max.shape, F32)
-            lifted = emit_binary(c, "Maximum", bias, floor, bias.shape, F32)
-    safe = scores() if live is None else emit_binary(c, "Add", logits, lifted, logits.shape, F32)
+    live, lifted = _lift_masked_rows(c, bias)
+    safe = logits if lifted is None else emit_binary(c, "Add", logits, lifted, logits.shape, F32)
     probs = c.op("SoftMax", [safe], safe.shape, F32, axis=3)
     if live is not None:
         probs = emit_binary(c, "Mul", probs, live, probs.shape, F32)
     if c.used(3):
         mode = int(c.attr("qk_matmul_output_mode", 0))
-        c.set(3, probs if mode == 3 else (safe if live is None else scores()) if mode == 2 else logits)
+        if mode == 3:
+            qk = probs
+        elif mode == 2 and live is None:  # the scores SoftMax read: logits plus the bias
+            qk = safe
+        elif mode == 2:  # the scores before lifting: −inf across a fully masked row
+            qk = emit_binary(c, "Add", logits, bias, logits.shape, F32)
+        else:  # 0 and 1: the logits, softcapped where softcap is set, as onnx's reference has them
+            qk = logits
+        c.set(3, qk)
     y = _bmm(c, probs, _repeat_heads(c, v, hq // hkv), False)
     if rank == 3:
         dv = y.shape[3]

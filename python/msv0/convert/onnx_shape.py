@@ -282,8 +282,8 @@ def tile(c: Ctx):
 @handles("CenterCropPad")
 def center_crop_pad(c: Ctx):
     """Each named axis cropped or zero-padded to its size about the centre (an odd difference puts
-    the extra cell at the end): one Slice, then one Pad."""
-    v = c.e.plain(c.inp(0), c.name)
+    the extra cell at the end): one Slice, then one Pad, on the stored layout."""
+    v = c.inp(0)
     sizes = c.const(1, "shape")
     rank = len(v.shape)
     axes = [axis_index(a, rank) for a in c.attr("axes", range(rank))]
@@ -297,9 +297,12 @@ def center_crop_pad(c: Ctx):
             begin[a], cut[a] = d // 2, size
         else:
             pads[2 * a], pads[2 * a + 1] = d // 2, d - d // 2
+    order = TO_NHWC if v.nhwc else range(rank)
     if cut != list(v.shape):
-        v = c.op("Slice", [v], tuple(cut), v.dtype, axes=list(range(rank)), begin=begin, size=cut)
+        v = c.op("Slice", [v], tuple(cut), v.dtype, v.nhwc, axes=list(range(rank)), begin=[begin[p] for p in order],
+                 size=[cut[p] for p in order])
     if any(pads):
         grown = tuple(n + pads[2 * a] + pads[2 * a + 1] for a, n in enumerate(v.shape))
-        v = c.op("Pad", [v], grown, v.dtype, paddings=pads, paddingMode=PaddingMode.CONSTANT, constantValue=0.0)
+        v = c.op("Pad", [v], grown, v.dtype, v.nhwc, paddings=[x for p in order for x in pads[2 * p:2 * p + 2]],
+                 paddingMode=PaddingMode.CONSTANT, constantValue=0.0)
     c.set(0, v)
