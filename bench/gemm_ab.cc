@@ -1,4 +1,4 @@
-// Two builds of the avx512 SGEMM (csrc/kernels/gemm_f32.cc at a git revision, "old", and as in
+// Two builds of an x86 tier's SGEMM (csrc/kernels/gemm_f32.cc at a git revision, "old", and as in
 // the working tree, "new") in one process, timed alternately on the same operands. On a machine
 // shared with other jobs, separate runs of each drift by 20-30 %; alternating calls see the same
 // load, so a few percent between two kernel versions shows. Built and run by bench/gemm_ab.py.
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   using namespace msv0;
   if (argc < 5) return 2;
   const int64_t m = atol(argv[1]), n = atol(argv[2]), k = atol(argv[3]);
-  const int runs = atoi(argv[4]), isa = kIsa_avx512;
+  const int runs = atoi(argv[4]), isa = MSV0_ISA_INDEX;  // the tier both objects were built for
   const SgemmConfig* cfg[2] = {&sgemm_f32_slots().entry[isa], &sgemm_f32_slots_new().entry[isa]};
   std::vector<float> a(m * k), b(k * n), c(m * n), ref(m * n), packed[2];
   for (auto& x : a) x = rand() / float(RAND_MAX) - .5f;
