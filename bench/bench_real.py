@@ -7,7 +7,7 @@
 Each model is converted once; the models that do not convert yet are listed with the reason.
 The peers run as an application gets them: LiteRT with its default op resolver (XNNPACK
 delegate included) for .tflite, ONNX Runtime's CPU provider (intra-op threads = N, sequential)
-for .onnx. Per model and thread count, the engines alternate in blocks of runs (each engine in
+for .onnx. Per model, the engines at each thread count alternate in blocks of runs (each engine in
 its own blocks, a pause between blocks so that one engine's spinning workers do not steal the
 next one's cores). Each model is measured in a fresh process: threads an earlier model's peer
 left behind made later models read slower at 2 threads than at 1 in a shared one. Each engine's
@@ -68,12 +68,18 @@ def block(run, runs: int) -> list[tuple[float, float]]:
     return out
 
 
-def compare(m: rm.RealModel, prepared, threads: int, rounds: int, block_s: float, pause: float):
-    """{engine: (median wall s, median thread-CPU s)}."""
+def compare(m: rm.RealModel, prepared, threads: list[int], rounds: int, block_s: float, pause: float):
+    """{threads: {engine: (median wall s, median thread-CPU s)}}. Every round runs a block of each
+    engine at each thread count, so that the thread counts, like the engines, are measured
+    alternately: this VM's speed moves by up to 1.5x from one second to the next, which made a
+    model measured at 2 threads seconds after 1 thread read faster or slower by as much."""
     ms, data, feeds, ms_feeds = prepared
-    session = msv0.Session(msv0.load(ms), num_threads=threads)
-    peer = rm.SourceRuntime(m, data, threads, reference=False)
-    engines = {"msv0": lambda: session.run(ms_feeds), "peer": lambda: peer.run(feeds)}
+    engines = {}
+    for t in threads:
+        session = msv0.Session(msv0.load(ms), num_threads=t)
+        peer = rm.SourceRuntime(m, data, t, reference=False)
+        engines[t, "msv0"] = lambda s=session: s.run(ms_feeds)
+        engines[t, "peer"] = lambda p=peer: p.run(feeds)
     for run in engines.values():  # warm-up, and a first estimate of a run's time
         run()
     once = min(min(w for w, _ in block(run, 3)) for run in engines.values())
@@ -83,7 +89,10 @@ def compare(m: rm.RealModel, prepared, threads: int, rounds: int, block_s: float
         for k, run in engines.items():
             times[k] += block(run, runs_per_block)
             time.sleep(pause)
-    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
+    result = {t: {} for t in threads}
+    for (t, engine), v in times.items():
+        result[t][engine] = (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+    return result
 
 
 def profile(ms: bytes, ms_feeds: dict[str, np.ndarray], repeats: int = 20):
@@ -155,7 +164,7 @@ def measure(name: str, threads: list[int], rounds: int, block_s: float, pause: f
         p = prepare(m)
     except rm.Unavailable as e:
         return f"skipped ({e})"
-    return p if isinstance(p, str) else {t: compare(m, p, t, rounds, block_s, pause) for t in threads}
+    return p if isinstance(p, str) else compare(m, p, threads, rounds, block_s, pause)
 
 
 def main() -> None:
