@@ -244,7 +244,10 @@ class _Rewriter:
     """Rewrites the main graph of `g` into its quantized form: activations with `params`, weights
     from `weights` (by tensor index) or quantized here symmetric per channel. Layout ops
     (SAME_PARAMS) copy their input's param unless own_params (an imported model's own params;
-    pooling copies it always)."""
+    pooling copies it always). With own_params, a float node's output that the model quantizes
+    is quantized and dequantized at once, as ONNX Runtime runs its Q/DQ pair: onnxruntime's
+    quantizer folds a Relu or Clip after an op into the pair's range (PP-OCRv4's detection head,
+    BatchNormalization then a dropped Relu, ran without its ReLU here)."""
 
     def __init__(self, model: Model, g: MetaGraphT, params: dict[int, Params], keep_float: set[int],
                  weights: dict[int, Weight], quant_type: int, own_params: bool):
@@ -256,6 +259,7 @@ class _Rewriter:
         self.int8: set[int] = set()  # tensors now holding int8 activations
         self.as_int8: dict[int, int] = {}  # float tensor -> its quantized copy
         self.as_float: dict[int, int] = {}  # int8 tensor -> its dequantized copy
+        self.through: dict[int, int] = {}  # a float node's output -> its quantized-dequantized copy
         self.uses = np.zeros(len(g.allTensors), np.int64)
         for i in model.main_nodes:
             for k in model.nodes[i].inputs:
@@ -296,7 +300,7 @@ class _Rewriter:
 
     def float_of(self, k: int) -> int:
         if k not in self.int8:
-            return k
+            return self.through.get(k, k)
         if k not in self.as_float:
             t = self.g.allTensors[k]
             f = self.tensor(f"{_name(t)}/float", F32, t)
@@ -320,6 +324,15 @@ class _Rewriter:
             return False
         if node.op == "Activation" and node.attrs.type not in _INT8_ACTIVATIONS:
             return False
+        if node.op == "Pooling" and self.own_params:
+            # A converted model's pooling whose output has other params than its input runs in
+            # float: r1.1's int8 pooling keeps its input's grid (it requantizes without a clamp),
+            # half an input step from the model's value (PP-OCRv4's squeeze-excite averages, on an
+            # output grid 200x finer, were ~100 steps off and its detection map unrelated to ONNX
+            # Runtime's).
+            src, dst = self.params.get(node.inputs[0]), self.params.get(node.outputs[0])
+            if src is not None and dst is not None and src[:2] != dst[:2]:
+                return False
         tensors = self.model.tensors
         first = tensors[node.inputs[0]] if node.inputs else None
         if first is None or first.type_id != F32 or first.is_const:
@@ -374,14 +387,26 @@ class _Rewriter:
         for i in model.main_nodes:
             n = g.nodes[i]
             n.inputIndex = [int(k) for k in n.inputIndex]  # the reader's arrays are read-only views
-            if self.quantizable(i):
+            quantized = self.quantizable(i)
+            if quantized:
                 self.quantize_node(i, n)
             else:
                 n.inputIndex = [self.float_of(k) for k in n.inputIndex]
             self.origin[len(self.nodes)] = i
             self.nodes.append(n)
+            if self.own_params and not quantized:
+                for k in n.outputIndex:
+                    if k in self.params and g.allTensors[k].dataType == F32:
+                        q = self.activation(k)
+                        self.int8.add(q)
+                        self.through[k] = self.float_of(q)
         outputs = []
         for k in model.graph_outputs:
+            if k in self.through:  # the quantized-dequantized copy takes the output's name
+                t, f = g.allTensors[k], g.allTensors[self.through[k]]
+                f.name, t.name = _name(t), f"{_name(t)}/unquantized"
+                outputs.append(self.through[k])
+                continue
             if k not in self.int8:
                 outputs.append(k)
                 continue

@@ -5,11 +5,10 @@ ONNX Runtime on the quantized model.
 
 ONNX Runtime requantizes in float (scale product, round half to even) where r1.1 uses fixed
 point (format-v0.md §3.1), so each op is held to one output quantization step on 99.9 % of its
-outputs. Two differences are r1.1's own: its int8 average pooling keeps the input's params (its
-requantization wraps instead of clamping), so where the model gives the pooled output a finer
-scale the result lies on the input's grid, up to half the scale ratio away; and through a
-network the one-step differences compound, so the nets are held to one step on 85 % and six
-steps everywhere. The rates are printed at the end of the run."""
+outputs (a pool whose output the model quantizes with other params than its input runs in float
+between casts: r1.1's int8 pooling keeps its input's grid). Through a network the one-step
+differences compound, so the nets are held to one step on 85 % and six steps everywhere. The
+rates are printed at the end of the run."""
 from __future__ import annotations
 
 import functools
@@ -66,6 +65,25 @@ def resnet():
     return _model(n, [1, 3, 18, 18], [n.head(f, 24, classes=7), f], "resnet")
 
 
+def paddle_head():
+    """PP-OCR's patterns as Paddle2ONNX writes them: weights as Constant nodes (quantize_static
+    puts a QuantizeLinear behind each), Conv + BatchNormalization + Relu (the quantizer folds the
+    Relu into the BN's output range; msv0 has no int8 BatchNormalization), a squeeze-excite block
+    (its average on a much finer grid than its input's) and a ConvTranspose upsampling head."""
+    n = Net(6)
+    x = n.conv("input", 3, 16, 3, 2, act="hswish", bn=False, bias=True)
+    x = n.se(x, 16, 8)
+    x = n.conv(x, 16, 24, 3, act="relu", bn=True, bias=True)
+    w = n.const(n._w(24, 8, 2, 2, fan_in=24 * 4, gain=1.0), "w")
+    y = n.node("Sigmoid", [n.node("ConvTranspose", [x, w], kernel_shape=[2, 2], strides=[2, 2])])
+    m = _model(n, [1, 3, 20, 18], [y], "paddle_head")
+    consts = [helper.make_node("Constant", [], [t.name], value=t) for t in m.graph.initializer]
+    nodes = consts + list(m.graph.node)
+    del m.graph.initializer[:], m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
 def single(kind):
     """One quantizable op on a [1, 13, 9, 9] input (a 1x1 conv in front of the two-input ones)."""
     n = Net(5)
@@ -91,7 +109,8 @@ def single(kind):
 
 OPS = ["conv3x3", "conv1x1", "depthwise", "add", "mul", "concat", "max_pool", "average_pool", "global_average_pool",
        "gemm", "matmul"]
-NETS = {"mobilenet_v2": mobilenet_v2, "resnet": resnet, **{k: functools.partial(single, k) for k in OPS}}
+NETS = {"mobilenet_v2": mobilenet_v2, "resnet": resnet, "paddle_head": paddle_head,
+        **{k: functools.partial(single, k) for k in OPS}}
 
 
 def _shape(m):
@@ -174,16 +193,15 @@ def test_quantized_op_matches_onnxruntime(kind, fmt, per_channel, dtype, tmp, is
     if kind.startswith("conv") and (fmt, dtype) == ("QOperator", "uint8") and ORT_BEFORE_1_25:
         pytest.skip("onnxruntime before 1.25 gets u8 x u8 QLinearConv wrong (1.23.2, 1.24.4: outputs up to 239 "
                     "steps off a NumPy reference that msv0 matches)")
-    total, far, worst, ratio = _check(kind, fmt, per_channel, dtype, tmp)
-    if kind.endswith("average_pool"):
-        assert worst <= 0.5 * ratio + 1 + 1e-6, f"up to {worst:.2f} steps for a scale ratio of {ratio:.2f}"
-    else:
-        assert far <= total * 0.001, f"{far} of {total} outputs off by more than one step (up to {worst:.2f})"
+    total, far, worst, _ = _check(kind, fmt, per_channel, dtype, tmp)
+    assert far <= total * 0.001, f"{far} of {total} outputs off by more than one step (up to {worst:.2f})"
 
 
 @pytest.mark.parametrize("fmt,per_channel,dtype", CASES, ids=["-".join(map(str, c)) for c in CASES])
-@pytest.mark.parametrize("net", ["mobilenet_v2", "resnet"])
+@pytest.mark.parametrize("net", ["mobilenet_v2", "resnet", "paddle_head"])
 def test_quantized_net_matches_onnxruntime(net, fmt, per_channel, dtype, tmp, isa):
+    if net == "paddle_head" and fmt == "QOperator":
+        pytest.skip("onnxruntime's QOperator quantizer fails on weights held by Constant nodes (AttributeError)")
     total, far, worst, _ = _check(net, fmt, per_channel, dtype, tmp)
     assert far <= total * 0.15 and worst <= 6 + 1e-6, f"{far} of {total} outputs off by more than one step (up to {worst})"
 
@@ -227,6 +245,26 @@ def test_float_op_between_dq_and_q_stays_float():
     want = ort.InferenceSession(_qdq_graph(), providers=["CPUExecutionProvider"]).run(
         None, {"input": x.transpose(0, 3, 1, 2)})[0]
     np.testing.assert_allclose(msv0.Session(m).run({"input": x})["output"].transpose(0, 3, 1, 2), want, atol=1e-6)
+
+
+def test_scalar_quantized_constant():
+    """A 0-d int8 constant behind a DequantizeLinear (magika's scalars; the conversion divided by
+    its rank)."""
+    inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.int8(0), "z"),
+             numpy_helper.from_array(np.int8(37), "c_q"), numpy_helper.from_array(np.float32(0.02), "s_c")]
+    nodes = [helper.make_node("QuantizeLinear", ["input", "s", "z"], ["x_q"]),
+             helper.make_node("DequantizeLinear", ["x_q", "s", "z"], ["x"]),
+             helper.make_node("DequantizeLinear", ["c_q", "s_c", "z"], ["c"]),
+             helper.make_node("Add", ["x", "c"], ["y"]),
+             helper.make_node("QuantizeLinear", ["y", "s", "z"], ["y_q"]),
+             helper.make_node("DequantizeLinear", ["y_q", "s", "z"], ["output"])]
+    g = helper.make_graph(nodes, "scalar", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 7])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)], inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    x = np.random.default_rng(3).uniform(-4, 4, (2, 7)).astype(np.float32)
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    got = msv0.Session(convert(data)).run({"input": x})["output"]
+    assert np.abs(got - want).max() <= 0.05 + 1e-6
 
 
 def convert_report() -> str:

@@ -64,6 +64,13 @@ class _Twin:
         from onnx import numpy_helper
         self.g = model.graph
         self.inits = {t.name: numpy_helper.to_array(t) for t in self.g.initializer}
+        # Paddle2ONNX writes weights as Constant nodes, which quantize_static leaves in front of
+        # their QuantizeLinear: read as activations, their int8 values were lost.
+        for n in self.g.node:
+            if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1:
+                value = _constant_value(n)
+                if value is not None:
+                    self.inits.setdefault(n.output[0], value)
         self.ref: dict[str, str] = {}  # a name of the quantized graph -> the float twin's name
         self.act: dict[str, tuple[float, int]] = {}  # float tensor -> its int8 (scale, zero point)
         self.int8: set[str] = set()  # names of the quantized graph that hold int8 activations
@@ -103,15 +110,18 @@ class _Twin:
 
     def dequantized(self, q: np.ndarray, scales, zps, shift, axis: int, name: str) -> str:
         """A float initializer for the int8/uint8/int32 constant q; int8 weights are remembered."""
+        axis = axis % q.ndim if q.ndim else 0  # a scalar (magika's quantized constants) has no axis
         shape = [1] * q.ndim
         if len(scales) > 1:
-            shape[axis % q.ndim] = -1
+            if len(scales) != (q.shape[axis] if q.ndim else 1):
+                raise Unsupported(f"'{name}' has {len(scales)} scales for its shape {list(q.shape)}")
+            shape[axis] = -1
         q8 = q.astype(np.int64) + shift
         f = ((q8 - zps.reshape(shape)) * scales.reshape(shape).astype(np.float64)).astype(np.float32)
         out = name + "/dequantized"
         self.new_inits[out] = f
         if q.dtype != np.int32:
-            self.weights[out] = (scales, zps, axis % q.ndim)
+            self.weights[out] = (scales, zps, axis)
         return out
 
     def input(self, n, k: int, what: str, axis: int = 0) -> str:
@@ -247,6 +257,17 @@ class _Twin:
             if len(scales) > 1 and axis != want:
                 self.bad.append((n.name, n.op_type, f"weight quantized per channel along axis {axis}; r1.1 takes "
                                  f"per-channel params only along the output channels (axis {want})"))
+
+
+def _constant_value(n):
+    """A Constant node's value as an array, or None for forms a quantization never reads (sparse)."""
+    from onnx import helper, numpy_helper
+    for a in n.attribute:
+        if a.name == "value":
+            return numpy_helper.to_array(a.t)
+        if a.name in ("value_float", "value_floats", "value_int", "value_ints"):
+            return np.asarray(helper.get_attribute_value(a), np.float32 if "float" in a.name else np.int64)
+    return None
 
 
 def _identity(x: str, y: str):
