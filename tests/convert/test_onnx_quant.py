@@ -97,6 +97,8 @@ def single(kind):
     elif kind in ("max_pool", "average_pool"):
         op = "MaxPool" if kind == "max_pool" else "AveragePool"
         y = n.node(op, [n.conv(x, 13, 13, 1, act=None, bn=False, bias=True)], kernel_shape=[3, 3], strides=[2, 2])
+    elif kind == "leaky_relu":  # its input's zero point is not 0
+        y = n.node("LeakyRelu", [n.conv(x, 13, 13, 1, act=None, bn=False, bias=True)], alpha=0.2)
     elif kind == "global_average_pool":
         y = n.node("GlobalAveragePool", [n.conv(x, 13, 13, 1, act=None, bn=False, bias=True)])
     elif kind == "gemm":
@@ -108,7 +110,7 @@ def single(kind):
 
 
 OPS = ["conv3x3", "conv1x1", "depthwise", "add", "mul", "concat", "max_pool", "average_pool", "global_average_pool",
-       "gemm", "matmul"]
+       "leaky_relu", "gemm", "matmul"]
 NETS = {"mobilenet_v2": mobilenet_v2, "resnet": resnet, "paddle_head": paddle_head,
         **{k: functools.partial(single, k) for k in OPS}}
 
