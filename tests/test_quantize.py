@@ -141,3 +141,23 @@ def test_layer_snr_worst_first_and_last_layer_is_the_output(tiny):
     ref = np.concatenate([msv0.Session(fp32).run(v)["logits"].ravel() for v in feeds])
     got = np.concatenate([msv0.Session(int8).run(v)["logits"].ravel() for v in feeds])
     assert dict((n, v) for n, _, v in rows)[last.name] == pytest.approx(snr_db(ref, got), abs=1e-3)
+
+
+def test_calibration_keeps_an_integer_input():
+    """Token ids stay int32 through calibration (they were cast to float32, which the Session
+    refused)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from msv0.convert import convert
+    r = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(r.standard_normal((50, 16)).astype(np.float32), "table"),
+             numpy_helper.from_array(r.standard_normal((16, 8)).astype(np.float32), "w")]
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"]), helper.make_node("MatMul", ["e", "w"], ["y"])]
+    g = helper.make_graph(nodes, "ids", [helper.make_tensor_value_info("ids", TensorProto.INT32, [1, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    fp32 = convert(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString())
+    ids = r.integers(0, 50, (5, 1, 6)).astype(np.int32)
+    for data in ({"ids": ids}, [{"ids": x} for x in ids]):
+        int8 = quantize(fp32, data)
+        assert snr_db(msv0.Session(fp32).run([ids[0]])["y"], msv0.Session(int8).run([ids[0]])["y"]) > 25

@@ -89,14 +89,14 @@ def samples(model: Model, calibration) -> Iterable[list[np.ndarray]]:
     infos = model.inputs
     if not isinstance(calibration, Mapping):
         for feeds in calibration:
-            yield [np.asarray(feeds[i.name] if isinstance(feeds, Mapping) else feeds[j], np.float32)
+            yield [np.asarray(feeds[i.name] if isinstance(feeds, Mapping) else feeds[j], i.dtype)
                    for j, i in enumerate(infos)]
         return
     arrays = []
     for info in infos:
         if info.name not in calibration:
             raise InputError(f"calibration data has no array for input '{info.name}'")
-        a = np.asarray(calibration[info.name], np.float32)
+        a = np.asarray(calibration[info.name], info.dtype)  # an int32 input (token ids) stays int32
         shape = tuple(info.shape)
         if a.shape[1:] != shape and shape[:1] == (1,) and a.shape[1:] == shape[1:]:
             a = a[:, None]
