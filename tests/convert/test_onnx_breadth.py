@@ -100,6 +100,7 @@ def test_if_branch_problems_are_reported_with_node_names():
     with pytest.raises(UnsupportedOpError) as err:
         convert(m.SerializeToString())
     assert [n[:2] for n in err.value.nodes] == [("branch_bernoulli", "Bernoulli"), ("If_3", "If")]
+    assert "input_values for x would fold it" in str(err.value)  # the inputs its condition reads
 
 
 @pytest.mark.parametrize("sr", [16000, 2 ** 40])

@@ -26,6 +26,22 @@ def outer_reads(graph) -> list[str]:
     return reads
 
 
+def condition_inputs(graph, name: str) -> list[str]:
+    """The graph inputs the value `name` is computed from (silero-vad's If on its sample rate)."""
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    found, seen, todo = [], set(), [name]
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in graph.inputs:
+            found.append(x)
+        elif x in producer:
+            todo.extend(i for i in producer[x].inputs if i)
+    return sorted(found)
+
+
 @handles("If")
 def if_(c: Ctx):
     then, other = c.attrs["then_branch"], c.attrs["else_branch"]
@@ -38,7 +54,9 @@ def if_(c: Ctx):
         raise Unsupported("its branches read no run-time value (v0's Switch needs one to route)")
     branches = c.branches([then, other], routed, reads)
     if branches is None:
-        raise Unsupported("a branch has nodes that cannot be converted (listed)")
+        deciding = [] if c.graph.in_branch else condition_inputs(c.graph, c.node.inputs[0])
+        hint = f"; --value / input_values for {', '.join(deciding)} would fold it to one branch" if deciding else ""
+        raise Unsupported(f"a branch has nodes that cannot be converted (listed){hint}")
     (then_index, then_outs), (else_index, else_outs) = branches
     for k, (a, b) in enumerate(zip(then_outs, else_outs)):
         if a.shape != b.shape or a.dtype != b.dtype:

@@ -64,6 +64,7 @@ class OGraph:
     outputs: list[str]
     opset: int
     name: str
+    in_branch: bool = False  # an If branch's graph, whose inputs are the outer values it reads
 
     def uses(self) -> dict[str, int]:
         """How many node inputs and graph outputs read each tensor name."""
@@ -660,7 +661,7 @@ def _emit_branches(e: Emitter, outer: OGraph, outer_vals: dict[str, Val], protos
                               initializer=list(proto.initializer) + consts)
         model = helper.make_model(g, opset_imports=[helper.make_opsetid("", outer.opset)])
         sub = load_graph(model.SerializeToString())
-        sub.name = f"{outer.name}/{proto.name}"
+        sub.name, sub.in_branch = f"{outer.name}/{proto.name}", True
         fuse_unrolled(sub, ONode)
         _fuse(sub)
         vals = {name: Val(tuple(v.shape), v.dtype, const=v) for name, v in sub.consts.items()}
