@@ -72,6 +72,19 @@ def test_if_with_constant_condition(batch):
     check(g, {"x": f32(batch, 3, 5)}, batch=batch)
 
 
+def test_if_listed_before_what_its_branch_reads():
+    """onnxruntime's quantizer can write an If before the node that makes a value its branch reads:
+    once the If is inlined, what follows must still get its shapes (here a Reshape's target)."""
+    nodes = _if([const("cond", True)], [N("Identity", ["t"], ["t_out"])], [N("Neg", ["t"], ["e_out"])])
+    nodes += [N("Relu", ["x"], ["t"]), N("Shape", ["y"], ["s"]), const("i0", np.array([0], np.int64)),
+              N("Gather", ["s", "i0"], ["b"], axis=0), const("m1", np.array([-1], np.int64)),
+              N("Concat", ["b", "m1"], ["shp"], axis=0), N("Reshape", ["y", "shp"], ["z"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 5])],
+                     [h.make_tensor_value_info("z", T.FLOAT, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION)
+    check(m, {"x": f32(2, 3, 5)})
+
+
 def _runtime_if(then_extra=()):
     """y = If(sum(x) > 0) then [t1 = x * k; If(max(t1) > 0.5) sigmoid(t1) else -t1] + b else relu(x)
     on a 4-D x (stored NHWC inside), k read from the outer scope, b the then-branch's own."""

@@ -13,6 +13,7 @@ emit each remaining node.
 """
 from __future__ import annotations
 
+import heapq
 import os
 import select
 import signal
@@ -254,6 +255,40 @@ def _evaluate(node, values: list[np.ndarray | None], opset: int) -> list[np.ndar
     return [np.asarray(r) for r in res]
 
 
+def _sort_nodes(g) -> None:
+    """g's nodes, in place, each after the producers of what it reads, its subgraphs' reads of
+    outer names included (otherwise in file order). onnxruntime's quantizer sorts by explicit
+    inputs only and can put an If before the producer of a value its branch reads (silero-vad
+    after quantize_dynamic): once the If was inlined, onnx's shape inference saw that value read
+    before it was written and left everything after it without shapes."""
+    producer = {o: k for k, n in enumerate(g.node) for o in n.output if o}
+    users: list[list[int]] = [[] for _ in g.node]
+    missing = [0] * len(g.node)
+    for k, n in enumerate(g.node):
+        nested = [sg for a in n.attribute for sg in ([a.g] if a.HasField("g") else a.graphs)]
+        deps = {producer[x] for x in [*n.input, *(r for sg in nested for r in onnx_control.outer_reads(sg))]
+                if x in producer} - {k}
+        missing[k] = len(deps)
+        for j in deps:
+            users[j].append(k)
+    ready = [k for k, m in enumerate(missing) if m == 0]
+    order: list[int] = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(k)
+        for u in users[k]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) < len(g.node) or order == sorted(order):  # a cycle is reported later; sorted: nothing to do
+        return
+    nodes = [type(g.node[k])() for k in order]
+    for node, k in zip(nodes, order):
+        node.CopyFrom(g.node[k])
+    del g.node[:]
+    g.node.extend(nodes)
+
+
 def load_graph(src, batch=None, input_shapes=None, input_values=None) -> OGraph:
     onnx = _onnx()
     from onnx import numpy_helper
@@ -261,6 +296,7 @@ def load_graph(src, batch=None, input_shapes=None, input_values=None) -> OGraph:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     widen_fp16(model)
     _fix_inputs(model, batch, input_shapes or {}, input_values or {})
+    _sort_nodes(model.graph)
     declared = _loose_outputs(model)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
