@@ -201,6 +201,51 @@ def test_uint8_edges_are_casts():
     assert model.inputs[0].dtype == np.uint8 and model.outputs[0].dtype == np.uint8
 
 
+def _hybrid(dequantized: bool) -> bytes:
+    """TFLiteConverter's dynamic-range quantization: CONV_2D, DEPTHWISE_CONV_2D and
+    FULLY_CONNECTED with int8 weights (per channel) on float activations; or, dequantized, the
+    same net with those weights in float."""
+    r = np.random.default_rng(8)
+    w = TFLiteWriter()
+
+    def weight(shape, axis):
+        q = r.integers(-127, 128, shape).astype(np.int8)
+        scales = r.uniform(0.002, 0.02, shape[axis]).astype(np.float32)  # as the file stores them
+        if not dequantized:
+            return w.const(q, quant=(scales.tolist(), [0] * shape[axis], axis))
+        view = [1] * len(shape)
+        view[axis] = -1
+        return w.const(q.astype(np.float32) * scales.reshape(view))
+
+    x = w.input("x", [1, 9, 7, 3])
+    h = w.op("CONV_2D", [x, weight((8, 3, 3, 3), 0), w.const(r.standard_normal(8).astype(np.float32))],
+             [1, 9, 7, 8], "Conv2DOptions", padding=SAME, stride_h=1, stride_w=1, fused_activation_function=RELU,
+             dilation_h_factor=1, dilation_w_factor=1)
+    h = w.op("DEPTHWISE_CONV_2D", [h, weight((1, 3, 3, 8), 3), w.const(np.zeros(8, np.float32))], [1, 5, 4, 8],
+             "DepthwiseConv2DOptions", padding=SAME, stride_h=2, stride_w=2, depth_multiplier=1,
+             fused_activation_function=NONE, dilation_h_factor=1, dilation_w_factor=1)
+    h = w.op("RESHAPE", [h, w.const(np.array([1, 160], np.int32))], [1, 160], "ReshapeOptions", new_shape=[1, 160])
+    y = w.op("FULLY_CONNECTED", [h, weight((10, 160), 0), w.const(np.zeros(10, np.float32))], [1, 10],
+             "FullyConnectedOptions", fused_activation_function=NONE, weights_format=0)
+    w.output(y)
+    return w.finish()
+
+
+def test_hybrid_weights_dequantized_once():
+    """A dynamic-range quantized .tflite runs as its float twin with the weights dequantized
+    (bit for bit), within LiteRT's own activation rounding of its hybrid kernels."""
+    x = np.random.default_rng(2).uniform(-1, 1, (1, 9, 7, 3)).astype(np.float32)
+    hybrid = msv0.Session(convert(_hybrid(False)))
+    got = next(iter(hybrid.run({"x": x}).values()))
+    assert [n.op for n in hybrid.model.nodes] == [n.op for n in msv0.load(convert(_hybrid(True))).nodes]
+    np.testing.assert_array_equal(got, next(iter(msv0.Session(convert(_hybrid(True))).run({"x": x}).values())))
+    it = interpreter(_hybrid(False))
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    want = it.get_tensor(it.get_output_details()[0]["index"])
+    assert np.abs(got - want).max() <= 0.02 * np.abs(want).max()
+
+
 def _tiny(act_dtype=np.int8, w_axis=0, act_scales=1, fused=RELU):
     """x -> CONV_2D 1x1 -> y with hand-set quantization, for the refusals."""
     w = TFLiteWriter()

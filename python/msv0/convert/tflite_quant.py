@@ -188,9 +188,6 @@ def _weight(o: Op, k: int, channel_axis: int, what: str) -> QVal:
     i = o.inputs[k]
     v = o.inp(k)
     if v is None or v.const is None or not isinstance(v, QVal):
-        x = o.inp(0)
-        if x is not None and x.dtype == np.float32:
-            raise Unsupported(f"{what} is quantized but the activations are float (hybrid models are not converted)")
         raise Unsupported(f"{what} must be a quantized constant")
     if i in o.conv.axis and o.conv.axis[i] != channel_axis:
         raise Unsupported(f"{what} is quantized per channel along axis {o.conv.axis[i]}; r1.1 takes only the "
@@ -295,17 +292,44 @@ def pad(o: Op):
     HANDLERS["PAD"](o)
 
 
-def _quantized(handler):
+# The ops TFLiteConverter's dynamic-range quantization gives int8 weights that convert here
+# (its hybrid LSTMs stay refused, by the recurrent handlers).
+HYBRID = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+
+
+def _hybrid(o: Op) -> bool:
+    """Whether o is a float op over quantized constant operands (TFLiteConverter's dynamic-range
+    quantization: int8 weights, float activations). If so, those operands become float constants,
+    dequantized per channel, and o converts as the float op it is: TFLite's hybrid kernels also
+    quantize the activations at run time, so its results differ from these by that rounding."""
+    x = o.inp(0) if o.inputs else None
+    quantized = [k for k, i in enumerate(o.inputs) if k and isinstance(o.inp(k), QVal) and o.inp(k).dtype == I8]
+    if x is None or x.dtype != np.float32 or not quantized:
+        return False
+    conv = o.conv
+    for k in quantized:
+        i = o.inputs[k]
+        q, params = conv.consts[i], conv.quant[i]
+        shape = [1] * q.ndim
+        if len(params) > 1:
+            shape[conv.axis[i]] = -1
+        scale = np.array([p["scale"] for p in params], np.float32).reshape(shape)
+        zp = np.array([p["zeroPoint"] for p in params], np.float32).reshape(shape)
+        conv.vals[i] = Val.of(((q.astype(np.float32) - zp) * scale).astype(np.float32))
+    return True
+
+
+def _quantized(code: str, handler):
     def run(o: Op):
         b = o.e.b
         t0, n0 = len(b.graph.allTensors), len(b.graph.nodes)
-        handler(o)
+        (HANDLERS[code] if code in HYBRID and _hybrid(o) else handler)(o)
         o.conv.finish_op(o, t0, n0)
 
     return run
 
 
-QuantConverter.handlers = {code: _quantized(fn) for code, fn in {
+QuantConverter.handlers = {code: _quantized(code, fn) for code, fn in {
     **HANDLERS, "CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "FULLY_CONNECTED": fully_connected,
     "QUANTIZE": quantize, "DEQUANTIZE": dequantize, "SOFTMAX": softmax, "PAD": pad, "PADV2": pad}.items()}
 
