@@ -303,7 +303,7 @@ def _hybrid(o: Op) -> bool:
     dequantized per channel, and o converts as the float op it is: TFLite's hybrid kernels also
     quantize the activations at run time, so its results differ from these by that rounding."""
     x = o.inp(0) if o.inputs else None
-    quantized = [k for k, i in enumerate(o.inputs) if k and isinstance(o.inp(k), QVal) and o.inp(k).dtype == I8]
+    quantized = [k for k in range(1, len(o.inputs)) if isinstance(o.inp(k), QVal) and o.inp(k).dtype == I8]
     if x is None or x.dtype != np.float32 or not quantized:
         return False
     conv = o.conv
