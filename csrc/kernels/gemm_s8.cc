@@ -121,12 +121,15 @@ void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, i
     alignas(64) int32_t sums[R][V * kLanes];
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
+      if (v * kLanes >= cols) break;  // per-column arrays end at the last whole panel
       const VecI32 b_zp = g.b_zp ? VecI32::load(g.b_zp + col + v * kLanes) : VecI32::zero();
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
+        if (r >= rows) break;
         (g.b_zp ? acc[r][v] - b_zp * VecI32::splat(row_term[r]) : acc[r][v]).store(sums[r] + v * kLanes);
+      }
     }
-    for (int v = 0; v < V && v * kLanes < cols; ++v)
+    for (int v = 0; v * kLanes < cols; ++v)
       requant_rows(g, sums[0] + v * kLanes, V * kLanes, i, col + v * kLanes, cols - v * kLanes, rows);
     return;
   }
