@@ -117,17 +117,22 @@ void requant_rows(const GemmS8Args& g, const int32_t* sums, int64_t stride, int6
 template <int R, int V>
 void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, int64_t i, int64_t col, int64_t cols,
             int rows) {
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) {
+    if (!g.b_zp || v * kLanes >= cols) break;  // per-column arrays end at the last whole panel
+    const VecI32 b_zp = VecI32::load(g.b_zp + col + v * kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+      if (r < rows) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
+  }
   if (g.c8) {
     alignas(64) int32_t sums[R][V * kLanes];
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
-      if (v * kLanes >= cols) break;  // per-column arrays end at the last whole panel
-      const VecI32 b_zp = g.b_zp ? VecI32::load(g.b_zp + col + v * kLanes) : VecI32::zero();
+      if (v * kLanes >= cols) break;
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        if (r >= rows) break;
-        (g.b_zp ? acc[r][v] - b_zp * VecI32::splat(row_term[r]) : acc[r][v]).store(sums[r] + v * kLanes);
-      }
+      for (int r = 0; r < R; ++r)
+        if (r < rows) acc[r][v].store(sums[r] + v * kLanes);
     }
     for (int v = 0; v * kLanes < cols; ++v)
       requant_rows(g, sums[0] + v * kLanes, V * kLanes, i, col + v * kLanes, cols - v * kLanes, rows);
@@ -137,12 +142,6 @@ void finish(const GemmS8Args& g, VecI32 (&acc)[R][V], const int32_t* row_term, i
   for (int v = 0; v < V; ++v) {
     const int64_t left = cols - v * kLanes, c0 = col + v * kLanes;
     if (left <= 0) break;
-    if (g.b_zp) {
-      const VecI32 b_zp = VecI32::load(g.b_zp + c0);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-        if (r < rows) acc[r][v] = acc[r][v] - b_zp * VecI32::splat(row_term[r]);
-    }
     if (g.c32) {
       int32_t* c = g.c32 + i * g.ldc + c0;
 #pragma GCC unroll 16

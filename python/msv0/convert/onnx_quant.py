@@ -145,6 +145,8 @@ class _Twin:
 
     def node(self, n) -> None:
         op = _op(n)
+        if op == "Constant" and n.output[0] in self.inits:  # the twin's initializer where read
+            return
         if op in ("QuantizeLinear", MS + "QuantizeLinear"):
             return self.quantize(n)
         if op in ("DequantizeLinear", MS + "DequantizeLinear"):

@@ -268,10 +268,7 @@ def dequantize(o: Op):
         raise Unsupported(f"DEQUANTIZE of {x.dtype}")
     shape, dtype = o.out()
     if x.const is not None:  # a constant: folded to float
-        if len(q) != 1:
-            raise Unsupported("per-channel DEQUANTIZE of a constant")
-        a = ((x.const.astype(np.float32) - q[0]["zeroPoint"]) * np.float32(q[0]["scale"])).astype(np.float32)
-        o.set(Val.of(a))
+        o.set(Val.of(_dequantized(x.const, q, o.conv.axis.get(o.inputs[0]))))
         return
     o.set(o.op("QuantDTypeCast", [x], shape, dtype, srcT=TypeId.kNumberTypeInt8, dstT=TypeId.kNumberTypeFloat32))
 
@@ -309,14 +306,18 @@ def _hybrid(o: Op) -> bool:
     conv = o.conv
     for k in quantized:
         i = o.inputs[k]
-        q, params = conv.consts[i], conv.quant[i]
-        shape = [1] * q.ndim
-        if len(params) > 1:
-            shape[conv.axis[i]] = -1
-        scale = np.array([p["scale"] for p in params], np.float32).reshape(shape)
-        zp = np.array([p["zeroPoint"] for p in params], np.float32).reshape(shape)
-        conv.vals[i] = Val.of(((q.astype(np.float32) - zp) * scale).astype(np.float32))
+        conv.vals[i] = Val.of(_dequantized(conv.consts[i], conv.quant[i], conv.axis.get(i)))
     return True
+
+
+def _dequantized(q: np.ndarray, params: list[dict], axis: int | None) -> np.ndarray:
+    """Int8 constant q in float32: (q − zp)·scale, per channel along axis where params has several."""
+    shape = [1] * q.ndim
+    if len(params) > 1:
+        shape[axis] = -1
+    scale = np.array([p["scale"] for p in params], np.float32).reshape(shape)
+    zp = np.array([p["zeroPoint"] for p in params], np.float32).reshape(shape)
+    return ((q.astype(np.float32) - zp) * scale).astype(np.float32)
 
 
 def _quantized(code: str, handler):
