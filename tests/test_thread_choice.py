@@ -6,7 +6,7 @@ import numpy as np
 
 import msv0
 from msv0 import _core, zoo
-from msv0.thread_choice import MIN_SAMPLES, PROBE_MAX, PROBE_MIN, ThreadChoice
+from msv0.thread_choice import MIN_SAMPLES, PROBE_MAX, PROBE_MIN, PROBES, ThreadChoice
 
 
 def drive(choice: ThreadChoice, runs: int, pooled_s: float, solo_s: float) -> list[tuple[bool, bool]]:
@@ -26,9 +26,10 @@ def fresh() -> ThreadChoice:
 
 
 def test_probes_are_two_runs_of_the_other_mode_the_second_timed():
-    seen = drive(fresh(), PROBE_MIN, pooled_s=1.0, solo_s=2.0)
-    assert seen[:PROBE_MIN - 3] == [(False, False)] * (PROBE_MIN - 3)
-    assert seen[PROBE_MIN - 3:] == [(False, True), (True, False), (True, True)]
+    seen = drive(fresh(), PROBE_MIN + 1, pooled_s=1.0, solo_s=2.0)
+    assert seen[0] == (False, False)  # the signature's first run
+    assert seen[1:PROBE_MIN - 2] == [(False, True)] * (PROBE_MIN - 3)
+    assert seen[PROBE_MIN - 2:] == [(True, False), (True, True), (False, False)]
 
 
 def test_a_faster_pool_stays_and_probes_less_often():
@@ -49,6 +50,33 @@ def test_a_faster_caller_takes_over_and_hands_back_when_the_pool_wins_again():
     # the host moved the vCPUs: a few probes later the pool is back, and probed often again
     drive(choice, 4 * PROBE_MAX, pooled_s=0.6, solo_s=1.0)
     assert not choice.solo
+
+
+def test_a_pool_that_turns_slow_is_left_within_a_few_runs():
+    """The host takes the second vCPU: the pool's runs slow down between two probes."""
+    choice = fresh()
+    drive(choice, 4000, pooled_s=1.0, solo_s=1.5)
+    assert not choice.solo and choice.every == PROBE_MAX
+    choice.left = PROBE_MAX  # far from the next probe
+    seen = drive(choice, PROBES + 2, pooled_s=2.0, solo_s=1.5)
+    assert [solo for solo, _ in seen] == [False] * PROBES + [True] * 2
+    assert choice.solo and choice.every == PROBE_MIN  # probed often again
+    drive(choice, 4 * PROBE_MIN, pooled_s=2.0, solo_s=1.5)
+    assert choice.solo
+
+
+def test_the_slow_runs_after_a_pause_keep_the_choice():
+    """The first runs after the caller paused are slow in either mode, up to ~8x; a probe right
+    after them still compares like with like."""
+    choice = fresh()
+    drive(choice, 4000, pooled_s=1.0, solo_s=1.5)
+    colds = (8.0, 2.0, 1.6, 1.0)
+    choice.left = len(colds) + 2  # the probe follows them
+    for cold in colds:
+        assert choice.next_run() is False
+        choice.record(False, cold)
+    assert drive(choice, 3, pooled_s=1.0, solo_s=1.5) == [(True, False), (True, True), (False, False)]
+    assert not choice.solo and choice.every == PROBE_MAX
 
 
 def test_solo_runs_give_the_pools_results():
