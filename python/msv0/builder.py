@@ -77,9 +77,12 @@ class Builder:
         return len(self.graph.allTensors) - 1
 
     def input(self, name: str, shape: Sequence[int], dtype=np.float32, format: int = Format.NHWC,
-              quant=None) -> int:
-        """A graph input (ValueNode without data, as r1.1 wrote them). Returns its tensor index."""
-        i = self._tensor(name, NodeType.ValueNode, dtypes.type_id(dtype), shape, format, quant=quant)
+              quant=None, default=None) -> int:
+        """A graph input (ValueNode without data, as r1.1 wrote them; with `default`, its data is
+        the value a run takes when the input is not fed: a streaming model's initial state).
+        Returns its tensor index."""
+        data = None if default is None else np.ascontiguousarray(default, dtype).reshape(shape).tobytes()
+        i = self._tensor(name, NodeType.ValueNode, dtypes.type_id(dtype), shape, format, data=data, quant=quant)
         self.inputs.append(i)
         return i
 

@@ -83,7 +83,7 @@ def collect_feeds(model: msv0.Model, inputs: Sequence[str], npz: str | None, ran
             raise CliError(f"--input expects name=file.npy, got {spec!r}")
         feeds[name] = np.load(path)
     rng = np.random.default_rng(seed)
-    missing = [t for t in model.inputs if t.name not in feeds]
+    missing = [t for t in model.inputs if t.name not in feeds and t.name not in model.input_defaults]
     if missing and not random:
         raise CliError(f"no feed for input(s) {[t.name for t in missing]}: use --input, --inputs or --random")
     for t in missing:
@@ -100,6 +100,8 @@ def cmd_info(args) -> None:
         print(f"{title}:")
         table(["name", "shape", "dtype", "format"],
               [(t.name, _shape(t.shape), t.dtype, FORMATS.get(t.format, t.format)) for t in infos])
+        if title == "inputs" and m.input_defaults:
+            print(f"with a default that a run takes when not fed: {', '.join(m.input_defaults)}")
         print()
     hist = collections.Counter(n.op for n in m.nodes)
     supported = set(msv0.supported_ops())

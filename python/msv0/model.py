@@ -13,13 +13,15 @@ import functools
 import importlib
 import math
 import os
+import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from msv0 import _core, dtypes
+from msv0.errors import ModelError
 from msv0.fb.NodeType import NodeType
 from msv0.fb.PrimitiveType import PrimitiveType
 from msv0.fb.QuantParam import QuantParamT
@@ -206,6 +208,9 @@ class Model:
     graph_inputs: tuple[int, ...]
     graph_outputs: tuple[int, ...]
     main_nodes: tuple[int, ...]  # execution order of the main graph
+    # Inputs whose tensor carries data: name -> that value (read-only), which a run takes when
+    # the input is not fed (a streaming model's initial state, as msv0 convert writes it).
+    input_defaults: Mapping[str, np.ndarray]
     _core_model: Any = field(repr=False)
 
     @property
@@ -243,9 +248,9 @@ def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
     for c in columns.values():
         c.flags.writeable = False
     offsets = offsets.tolist()
-    tensors = tuple(Tensor(i, t_name, type_id, dims, fmt, node_type, None if at < 0 else buf[at:at + size],
-                           QuantParams(columns, offsets[i], offsets[i + 1]), clusters)
-                    for i, (t_name, type_id, dims, fmt, node_type, at, size, clusters) in enumerate(tensor_rows))
+    tensors = [Tensor(i, t_name, type_id, dims, fmt, node_type, None if at < 0 else buf[at:at + size],
+                      QuantParams(columns, offsets[i], offsets[i + 1]), clusters)
+               for i, (t_name, type_id, dims, fmt, node_type, at, size, clusters) in enumerate(tensor_rows)]
     nodes = []
     for i, (n_name, primitive, present, inputs, outputs, quant_type) in enumerate(node_rows):
         op = PRIMITIVE_NAMES[primitive]
@@ -260,5 +265,15 @@ def load(source: str | os.PathLike | bytes | bytearray | memoryview) -> Model:
         order = tuple(range(len(nodes)))
     for i in graph_inputs + graph_outputs:
         tensors[i].dtype  # an input or output of unknown dtype is a ModelError now, not at run
-    return Model(name, version, tensors, tuple(nodes), tuple(subgraphs), graph_inputs,
-                 graph_outputs, order, core)
+    defaults = {}
+    for i in graph_inputs:  # an input's data is its default, not a constant: the tensor keeps none
+        t = tensors[i]
+        if t.raw is not None:
+            value = t.data
+            if value.shape != t.shape or value.dtype != t.dtype:
+                raise ModelError(f"graph input {t.label}: its data ({t.raw.size} bytes) is not one {t.dtype} "
+                                 f"value of shape {list(t.shape)}")
+            defaults[t.name] = value
+            tensors[i] = replace(t, raw=None)
+    return Model(name, version, tuple(tensors), tuple(nodes), tuple(subgraphs), graph_inputs,
+                 graph_outputs, order, types.MappingProxyType(defaults), core)

@@ -150,7 +150,9 @@ class Session:
         return self.model.outputs
 
     def run(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once. Feeds by input name, or positionally; returns {output name: array}."""
+        """Run once. Feeds by input name, or positionally; returns {output name: array}. By name,
+        an input with a default (Model.input_defaults: a streaming model's initial state) may be
+        left out."""
         return self._run(feeds, None)
 
     def profile(self, feeds: Mapping[str, np.ndarray] | Sequence[np.ndarray]
@@ -242,6 +244,8 @@ class Session:
     def _check_feeds(self, feeds) -> list[np.ndarray]:
         tensors, names = self._input_tensors, self._input_names
         if isinstance(feeds, dict) or isinstance(feeds, Mapping):  # dict first: the cheap check
+            if len(feeds) != len(names) and self.model.input_defaults:
+                feeds = {**self.model.input_defaults, **feeds}
             if len(feeds) != len(names) or feeds.keys() != self._input_name_set:
                 missing = [n for n in names if n not in feeds]
                 extra = [n for n in feeds if n not in names]

@@ -96,3 +96,43 @@ def test_tflite_input_with_dynamic_dims_is_converted_at_its_stored_shape_with_a_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         convert(embedding)
+
+
+@pytest.mark.parametrize("name", ["okay_nabu", "hey_jarvis", "alexa", "hey_mycroft"])
+def test_micro_wakeword_streams_with_its_state_fed_back(name):
+    """pymicro-wakeword's int8 streaming models keep their state in resource variables that a
+    CALL_ONCE init sets. Converted, each variable is an input with the init's value as its default
+    and an output `<name>/next`: the first call leaves the states out, later ones feed them back,
+    against LiteRT, which keeps the variables itself. r1.1's requantization rounds differently
+    from LiteRT's kernels, and the deeper states carry those steps from call to call."""
+    import warnings
+    import zipfile
+    from ai_edge_litert.interpreter import Interpreter
+    try:
+        wheel = rm.wheel_path("micro_wakeword")
+    except rm.Unavailable as e:
+        pytest.skip(str(e))
+    data = zipfile.ZipFile(wheel).read(f"pymicro_wakeword/models/{name}.tflite")
+    with warnings.catch_warnings():  # "intended for debugging": reading the states is that
+        warnings.simplefilter("ignore", UserWarning)
+        it = Interpreter(model_content=data, experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    names = {d["index"]: d["name"] for d in it.get_tensor_details()}
+    assigned = {names[op["inputs"][0]]: op["inputs"][1] for op in it._get_ops_details()
+                if op["op_name"] == "ASSIGN_VARIABLE"}  # variable -> the tensor it is set to
+    model = msv0.load(convert(data))
+    assert set(model.input_defaults) == set(assigned)
+    session = msv0.Session(model)
+    x, y = it.get_input_details()[0], it.get_output_details()[0]
+    rng = np.random.default_rng(0)
+    state, worst = {}, 0
+    for step in range(30):  # log-mel-like int8 frames: louder and quieter stretches
+        frame = np.clip(rng.normal(-60 + 40 * np.sin(step / 7), 30, x["shape"]), -128, 127).astype(np.int8)
+        it.set_tensor(x["index"], frame)
+        it.invoke()
+        out = session.run({x["name"]: frame, **state})
+        state = {k: out[k + "/next"] for k in assigned}
+        for k, t in assigned.items():
+            worst = max(worst, int(np.abs(state[k].astype(int) - it.get_tensor(t)).max()))
+        assert abs(int(out[y["name"]][0, 0]) - int(it.get_tensor(y["index"])[0, 0])) <= 6, step
+    assert worst <= 6  # measured: 4 steps (okay_nabu), with LiteRT 2.3

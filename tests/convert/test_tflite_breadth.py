@@ -371,16 +371,17 @@ def test_resource_variables_become_state_inputs_and_outputs():
     it.allocate_tensors()
     model = msv0.load(convert(data))
     assert [n.op for n in model.nodes if n.op not in ("Mul", "Add")] == []  # the read-only variable is a constant
+    np.testing.assert_array_equal(model.input_defaults["h"], h0)  # "scale" is no input
     s = msv0.Session(model)
-    state = h0
+    state = {}  # the first call takes the default
     for step in range(3):
         x = f32(1, 4)
         it.set_tensor(it.get_input_details()[0]["index"], x)
         it.invoke()
         want = it.get_tensor(it.get_output_details()[0]["index"])
-        out = s.run({"x": x, "h": state})
+        out = s.run({"x": x, **state})
         np.testing.assert_allclose(out[w.tensors[w.outputs[0]][0]], want, rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
-        state = out["h/next"]
+        state = {"h": out["h/next"]}
 
 
 

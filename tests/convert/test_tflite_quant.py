@@ -284,6 +284,53 @@ def test_shuffled_fully_connected_refused(dtype):
         convert(w.finish())
 
 
+def test_quantized_streaming_model_keeps_its_state_in_inputs_with_defaults():
+    """A micro-wakeword-shaped int8 streaming model (pymicro_wakeword's models are such): a
+    CALL_ONCE init sets the state variable to its zero point, each call concatenates the state and
+    the new frame, keeps the last frames as the next state and runs a depthwise conv over them.
+    The first call leaves the state out (its default is the init's value); later calls feed back
+    `<name>/next`, against LiteRT, which keeps the variable itself."""
+    from tflitewriter import RESOURCE
+    q_x, q_y = ([0.1], [-128], 0), ([0.05], [3], 0)
+    r = np.random.default_rng(4)
+    w = TFLiteWriter()
+    init = w.subgraph()
+    w.multi_op("ASSIGN_VARIABLE", [w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="frames"),
+                                   w.const(np.full((1, 2, 1, 4), -128, np.int8), quant=q_x)], [])
+    w.use(0)
+    x = w.input("x", [1, 1, 1, 4], np.int8, quant=q_x)
+    w.multi_op("CALL_ONCE", [], [], "CallOnceOptions", init_subgraph_index=init)
+    h = w.op("VAR_HANDLE", [], [], "VarHandleOptions", RESOURCE, shared_name="frames")
+    state = w.op("READ_VARIABLE", [h], [1, 2, 1, 4], out_dtype=np.int8, quant=q_x)
+    cat = w.op("CONCATENATION", [state, x], [1, 3, 1, 4], "ConcatenationOptions", out_dtype=np.int8, quant=q_x,
+               axis=1, fused_activation_function=NONE)
+    i32 = lambda *v: w.const(np.array(v, np.int32))  # noqa: E731
+    keep = w.op("STRIDED_SLICE", [cat, i32(0, 1, 0, 0), i32(1, 3, 1, 4), i32(1, 1, 1, 1)], [1, 2, 1, 4],
+                "StridedSliceOptions", out_dtype=np.int8, quant=q_x)
+    w.multi_op("ASSIGN_VARIABLE", [h, keep], [])
+    scales = r.uniform(0.005, 0.02, 4)
+    weight = w.const(r.integers(-127, 128, (1, 3, 1, 4), dtype=np.int8), quant=(scales, np.zeros(4, np.int64), 3))
+    bias = w.const(r.integers(-500, 500, 4).astype(np.int32), quant=(scales * 0.1, np.zeros(4, np.int64), 0))
+    w.output(w.op("DEPTHWISE_CONV_2D", [cat, weight, bias], [1, 1, 1, 4], "DepthwiseConv2DOptions", out_dtype=np.int8,
+                  quant=q_y, padding=VALID, stride_h=1, stride_w=1, depth_multiplier=1,
+                  fused_activation_function=NONE, dilation_h_factor=1, dilation_w_factor=1))
+    data = w.finish()
+    it = interpreter(data)
+    model = msv0.load(convert(data))
+    np.testing.assert_array_equal(model.input_defaults["frames"], np.full((1, 2, 1, 4), -128, np.int8))
+    s = msv0.Session(model)
+    y_name = w.tensors[w.outputs[0]][0]
+    feeds = {}
+    for step in range(5):
+        frame = r.integers(-128, 128, (1, 1, 1, 4), dtype=np.int8)
+        it.set_tensor(it.get_input_details()[0]["index"], frame)
+        it.invoke()
+        out = s.run({"x": frame, **feeds})
+        want = it.get_tensor(it.get_output_details()[0]["index"]).astype(int)
+        assert np.abs(out[y_name].astype(int) - want).max() <= 1, f"step {step}"
+        feeds = {"frames": out["frames/next"]}
+
+
 def convert_report() -> str:
     if not RATES:
         return ""

@@ -153,7 +153,7 @@ class QuantConverter(_Converter):
             v = self.vals.get(t)
             if t in self.quant and v is not None and v.index is not None and v.index >= t0:
                 g.allTensors[v.index].quantParams = _quant_params(self.quant[t])
-        first = self.quant.get(o.outputs[0])
+        first = self.quant.get(o.outputs[0]) if o.outputs else None  # ASSIGN_VARIABLE, CALL_ONCE: none
         for k in range(t0, len(g.allTensors)):
             t = g.allTensors[k]
             if t.nodeType == NodeType.CNode and t.dataType == TypeId.kNumberTypeInt8 and not t.quantParams:

@@ -3,9 +3,10 @@ CALL_ONCE init subgraph), as streaming models keep their state between calls.
 
 v0 has no state that outlives a run, so each variable becomes a graph input named after it
 (its shared_name) holding the value before the call, and a graph output `<name>/next` with
-the value after it: feed `<name>/next` back as `<name>` on the next call, and on the first
-call the value the init subgraph assigns. Reads and assignments keep their order within the
-graph. A variable the graph reads but never assigns is the init subgraph's constant.
+the value after it: feed `<name>/next` back as `<name>` on the next call. The input's data is
+the value the init subgraph assigns, its default (Model.input_defaults): a first call may leave
+it out. Reads and assignments keep their order within the graph. A variable the graph reads but
+never assigns is the init subgraph's constant.
 """
 from __future__ import annotations
 
@@ -73,7 +74,12 @@ def read_variable(o):
     if name not in v.current:  # first read: the value from before this call
         shape, dtype = o.out()
         if name in v.assigned:
-            v.current[name] = v.inputs[name] = Val(shape, dtype, index=e.b.input(name, shape, dtype))
+            start = v.initial.get(name)
+            if start is not None and (start.dtype != dtype or start.size != np.prod(shape, dtype=np.int64)):
+                raise Unsupported(f"variable '{name}' starts as {list(start.shape)} {start.dtype}, is read as "
+                                  f"{list(shape)} {np.dtype(dtype)}")
+            index = e.b.input(name, shape, dtype, default=start)
+            v.current[name] = v.inputs[name] = Val(shape, dtype, index=index)
         elif name in v.initial:
             a = np.asarray(v.initial[name], dtype).reshape(shape)
             v.current[name] = Val.of(a)
