@@ -91,6 +91,21 @@ CASES = {
                                                 ("ax", np.array([2, 3], np.int64)),
                                                 ("pads", np.array([0, 0, 1, 0, 0, 0, 1, 0], np.int64)),
                                                 ("b2", f32(2, 1, 1))]),
+    # torch.flip and x[::-2] export as Slices stepping down through index 0: a Reverse, then a
+    # Slice upwards (r1.1's StridedSlice reads a negative end from the back)
+    "slice_down_through_zero": ([N("Slice", ["x", "st", "en", "ax", "sp"], ["a"]), N("Relu", ["a"], ["r"]),
+                                 N("Slice", ["r", "st1", "en1", "ax0", "sp1"], ["y"])],
+                                [("x", [2, 4, 5, 6])], [("st", np.array([-1, 4], np.int64)),
+                                                        ("en", np.array([-2**63 + 1, -100], np.int64)),
+                                                        ("ax", np.array([1, 3], np.int64)), ("sp", np.array([-1, -2], np.int64)),
+                                                        ("st1", np.array([-1], np.int64)), ("en1", np.array([-2**63], np.int64)),
+                                                        ("ax0", np.array([0], np.int64)), ("sp1", np.array([-1], np.int64))]),
+    "flip_rank2": ([N("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [("x", [3, 7])],
+                   [("st", np.array([5], np.int64)), ("en", np.array([-9], np.int64)), ("ax", np.array([1], np.int64)),
+                    ("sp", np.array([-3], np.int64))]),
+    # 1-D BatchNorm (N, C, L) after an op it cannot fold into, as torch's BatchNorm1d exports
+    "batchnorm_1d": ([N("Add", ["x", "x"], ["a"]), N("BatchNormalization", ["a", "g", "be", "m", "v"], ["y"])],
+                     [("x", [2, 5, 9])], [("g", f32(5)), ("be", f32(5)), ("m", f32(5)), ("v", np.abs(f32(5)) + 0.5)]),
     # magika: [1, L, C] to NCHW [1, C, L, 1] through a Transpose, then a 5x1 conv. Stored NHWC the
     # transposed tensor is x's data as it is, so nothing is moved.
     "transpose_into_conv": ([N("Unsqueeze", ["x", "ax3"], ["u"]), N("Transpose", ["u"], ["t"], perm=[0, 2, 1, 3]),

@@ -295,6 +295,7 @@ def matmul(c: Ctx):
 
 
 @handles("BatchNormalization")
+@one_d
 def batch_norm(c: Ctx):
     if any(c.used(k) for k in range(1, 5)):
         raise Unsupported("training-mode BatchNormalization outputs")

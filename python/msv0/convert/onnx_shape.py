@@ -89,12 +89,19 @@ def slice_(c: Ctx):
         steps = c.const(4, "steps")
         steps = [1] * len(starts) if steps is None else steps
     begin, end, stride = [0] * rank, list(v.shape), [1] * rank
+    flipped = []
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = axis_index(a, rank)
-        b_, e_, st_ = slice(int(s), int(e), int(st)).indices(v.shape[a])
+        n = v.shape[a]
+        b_, e_, st_ = slice(int(s), int(e), int(st)).indices(n)
         if st_ < 0 and e_ < 0:
-            raise Unsupported("negative-step slice through index 0 (r1.1 StridedSlice adds dim to a negative end)")
+            # Down through index 0 (x[::-1], torch.flip): r1.1's StridedSlice reads a negative end
+            # as counted from the back, so the axis is reversed and sliced upwards instead.
+            flipped.append(a)
+            b_, e_, st_ = n - 1 - b_, n, -st_
         begin[a], end[a], stride[a] = b_, e_, st_
+    if flipped:
+        v = c.op("Reverse", [v], v.shape, v.dtype, v.nhwc, axis=[v.axis(a) for a in flipped])
     order = [p for p in (TO_NHWC if v.nhwc else range(rank))]
     if all(s == 1 for s in stride):
         c.set(0, c.op("Slice", [v], shape, dtype, v.nhwc, axes=list(range(rank)), begin=[begin[p] for p in order],
