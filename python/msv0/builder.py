@@ -89,7 +89,8 @@ class Builder:
     def const(self, name: str, value, format: int = Format.NHWC, quant=None, type_id: int | None = None,
               clusters=None, dims: Sequence[int] | None = None) -> int:
         """A constant tensor holding `value` (any array-like). Returns its tensor index."""
-        a = np.ascontiguousarray(value)
+        a = np.asarray(value)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # ascontiguousarray alone makes a scalar 1-D
         tid = dtypes.type_id(a.dtype) if type_id is None else type_id
         shape = a.shape if dims is None else dims
         return self._tensor(name, NodeType.ValueNode, tid, shape, format, a.tobytes(), quant, clusters)

@@ -79,9 +79,10 @@ def test_control_flow_models_run_their_if_as_one_step(name, monkeypatch):
 
 
 def test_tflite_input_with_dynamic_dims_is_converted_at_its_stored_shape_with_a_warning():
-    """openWakeWord's melspectrogram.tflite stores [1, 1] for its [-1, -1] input (LiteRT resizes it
-    to 1280 samples): the v0 file takes the stored shapes, and the converter says so. A dynamic
-    batch alone (openWakeWord's embedding model, [-1, 76, 32, 1]) is not worth a warning."""
+    """openWakeWord's melspectrogram.tflite stores [1, 1] for its [-1, -1] input (its package
+    resizes it to 1280 samples): the v0 file takes the stored shapes, and the converter says so;
+    with input_shapes it converts at 1280 samples and matches LiteRT there. A dynamic batch alone
+    (openWakeWord's embedding model, [-1, 76, 32, 1]) is not worth a warning."""
     import warnings
     import zipfile
     try:
@@ -96,6 +97,19 @@ def test_tflite_input_with_dynamic_dims_is_converted_at_its_stored_shape_with_a_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         convert(embedding)
+        model = msv0.load(convert(mel, input_shapes={"serving_default_input:0": [1, 1280]}))
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_content=mel)
+    x = it.get_input_details()[0]
+    it.resize_tensor_input(x["index"], [1, 1280])
+    it.allocate_tensors()
+    audio = rm.audio(1280)[None]
+    it.set_tensor(x["index"], audio)
+    it.invoke()
+    want = it.get_tensor(it.get_output_details()[0]["index"])
+    got = next(iter(msv0.Session(model).run([audio]).values()))
+    assert got.shape == want.shape == (1, 1, 5, 32)
+    assert rm.max_rel_error(got, want) < 1e-5
 
 
 @pytest.mark.parametrize("name", ["okay_nabu", "hey_jarvis", "alexa", "hey_mycroft"])

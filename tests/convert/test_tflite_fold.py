@@ -111,6 +111,14 @@ CASES = {
     "reduce_min": _reduce("REDUCE_MIN", [0, -1], True),
     "fill": lambda w, dt: w.op("FILL", [w.const(np.array([2, 3], dt)), w.scalar(-7, dt)], [2, 3], out_dtype=dt),
     "tile": lambda w, dt: w.op("TILE", [w.const(_x([1, 3], dt)), w.const(np.array([2, 2], dt))], [2, 6], out_dtype=dt),
+    "split": lambda w, dt: w.multi_op("SPLIT", [w.scalar(-1, I32), w.const(_x([2, 6], dt))], [[2, 2]] * 3,
+                                      "SplitOptions", out_dtype=dt, num_splits=3)[1],
+    "split_v": lambda w, dt: w.multi_op("SPLIT_V", [w.const(_x([5, 2], dt)), w.const(np.array([1, -1, 2], I32)),
+                                                    w.scalar(0, I32)], [[1, 2], [2, 2], [2, 2]], "SplitVOptions",
+                                        out_dtype=dt, num_splits=3)[1],
+    # BirdNET's RESHAPE to a scalar reads its shape from an empty tensor nothing writes
+    "reshape_empty_shape": lambda w, dt: w.op("RESHAPE", [w.const(_x([1], dt)), w._tensor("shape", [0], I32)], [],
+                                              out_dtype=dt),
     "broadcast_to": lambda w, dt: w.op("BROADCAST_TO", [w.const(_x([3], dt)), w.const(np.array([2, 3], dt))], [2, 3],
                                        out_dtype=dt),
 }

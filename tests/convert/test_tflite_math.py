@@ -400,6 +400,17 @@ def test_rfft2d_abs_real_imag(shape, fft_w):
     check(w, {"x": f32(*shape, lo=-1, hi=1)}, rtol=1e-4, atol=2e-5 * np.sqrt(fft_w))
 
 
+def test_rfft2d_squeezed_and_cast():
+    """BirdNET's spectrogram: RFFT2D, SQUEEZE of its unit row, CAST complex64 -> float32 (the real
+    part, as LiteRT's static_cast of std::real)."""
+    w = Writer()
+    x = w.input("x", [3, 1, 16])
+    spec = w.op("RFFT2D", [x, w.const(np.array([1, 16], np.int32))], [3, 1, 9], out_dtype=np.complex64)
+    flat = w.op("SQUEEZE", [spec], [3, 9], "SqueezeOptions", out_dtype=np.complex64, squeeze_dims=[1])
+    w.output(w.op("CAST", [flat], [3, 9]))
+    check(w, {"x": f32(3, 1, 16, lo=-1, hi=1)}, rtol=1e-4, atol=1e-4)
+
+
 def test_complex_graph_output_is_reported():
     w = Writer()
     x = w.input("x", [2, 1, 8])

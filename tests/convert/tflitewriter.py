@@ -40,6 +40,7 @@ class TFLiteWriter:
         self.codes: list[tuple[int, str | None]] = []  # (builtin code, custom code)
         self.graphs = []
         self.variables: set[tuple[int, int]] = set()  # (subgraph, tensor) with is_variable set
+        self.signatures: dict[tuple[int, int], list[int]] = {}  # (subgraph, tensor) -> shape_signature
         self.subgraph()
 
     def subgraph(self) -> int:
@@ -189,6 +190,8 @@ class TFLiteWriter:
             nm = b.CreateString(name)
             sh = self._ivec(b, T.TensorStartShapeVector, shape)
             sp = self._sparsity(b, *sparsity) if sparsity else None
+            sig = self.signatures.get((k, i))
+            sg = self._ivec(b, T.TensorStartShapeSignatureVector, sig) if sig is not None else None
             qp = self._quant(b, quant) if quant is not None else None
             T.TensorStart(b)
             if qp is not None:
@@ -196,6 +199,8 @@ class TFLiteWriter:
             if sp is not None:
                 T.TensorAddSparsity(b, sp)
             T.TensorAddShape(b, sh)
+            if sg is not None:
+                T.TensorAddShapeSignature(b, sg)
             T.TensorAddType(b, typ)
             T.TensorAddBuffer(b, buf)
             T.TensorAddName(b, nm)

@@ -132,6 +132,26 @@ def _cast(o, ins):
     return [x.astype(dtype)]
 
 
+def _split(o, ins):
+    """SPLIT (axis, x) into num_splits equal parts; SPLIT_V (x, size_splits, axis), one size -1
+    taking what the others leave."""
+    if o.code == "SPLIT":
+        (axis,), x = ins[0].reshape(-1), ins[1]
+        parts = _flag(o.options("SplitOptions"), "NumSplits")
+        if not -x.ndim <= axis < x.ndim or parts < 1 or x.shape[axis] % parts:
+            return None
+        return np.split(x, parts, axis=int(axis))
+    x, sizes, (axis,) = ins[0], [int(n) for n in ins[1].reshape(-1)], ins[2].reshape(-1)
+    if not -x.ndim <= axis < x.ndim:
+        return None
+    n = x.shape[axis]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = n - (sum(sizes) + 1)
+    if sum(sizes) != n or min(sizes) < 0:
+        return None
+    return np.split(x, np.cumsum(sizes)[:-1], axis=int(axis))
+
+
 def _tile(o, ins):
     x, reps = ins[0], ins[1].reshape(-1)
     if len(reps) != x.ndim or (reps < 0).any():
@@ -166,6 +186,8 @@ FOLDS = {
     "REDUCE_MIN": (_reduce(np.minimum), INTS),
     "FILL": (lambda o, ins: [np.full([int(d) for d in ins[0].reshape(-1)], ins[1].reshape(()))], DATA),
     "TILE": (_tile, DATA),
+    "SPLIT": (_split, DATA),
+    "SPLIT_V": (_split, DATA),
     "BROADCAST_TO": (lambda o, ins: [np.broadcast_to(ins[0], [int(d) for d in ins[1].reshape(-1)])], DATA),
 }
 
@@ -178,10 +200,13 @@ def fold(o) -> bool:
     if entry is None:
         return False
     f, kinds = entry
-    try:
-        vals = [o.inp(k) for k in range(len(o.inputs))]
-    except Unsupported:  # an input nothing produces, which the handler may not read (RESHAPE's shape)
-        return False
+    vals = []
+    for k in range(len(o.inputs)):
+        try:
+            vals.append(o.inp(k))
+        except Unsupported:  # an input nothing produces, which the handler may not read
+            if o.code != "RESHAPE" or k != 1:
+                return False  # RESHAPE's shape (an empty tensor, BirdNET's) is in its options or output
     if any(v is not None and v.const is None for v in vals):
         return False
     ins = [v.const for v in vals if v is not None]  # none of these ops has an optional input

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from msv0.convert import tflite_shapes
 from msv0.convert.emit import Emitter, Unsupported, Val, handler_table
 from msv0.convert.resize_lowering import gather_nearest, r11_nearest_index, resize_bilinear
 from msv0.convert.tflite_array import ARRAY_HANDLERS
@@ -326,6 +327,8 @@ def prelu(o: Op):
 @handles("RESHAPE", "SQUEEZE")
 def reshape(o: Op):
     shape, dtype = o.out()
+    if o.conv.bad_dtypes.get(o.outputs[0]) == "complex64":  # RFFT2D's float32 pairs [..., 2]
+        shape, dtype = (*shape, 2), np.dtype(np.float32)
     o.set(o.op("Reshape", [o.inp(0)], shape, dtype, shape=list(shape)))
 
 
@@ -462,7 +465,10 @@ class _Converter:
 
     handlers = HANDLERS
 
-    def __init__(self, model, tfl, index=0, parent: _Converter | None = None):
+    def __init__(self, model, tfl, index=0, parent: _Converter | None = None,
+                 shapes: dict[int, tuple[int, ...]] | None = None):
+        """shapes: the main subgraph's dynamic tensors' shapes (tflite_shapes.resolved), which
+        replace the placeholders the file stores."""
         self.tfl = tfl
         self.model = model
         g = model.Subgraphs(index)
@@ -482,6 +488,7 @@ class _Converter:
         for i in range(g.TensorsLength()):
             t = g.Tensors(i)
             shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+            shape = shapes.get(i, shape) if shapes and index == 0 else shape
             q = t.Quantization()
             if t.Type() not in DTYPES or (q is not None and q.ScaleLength() > 0):
                 self.bad_dtypes[i] = "quantized" if q is not None and q.ScaleLength() else \
@@ -599,22 +606,8 @@ class _Converter:
         self.claimed.update(nodes)
         return b.subgraph(name, inputs, outputs, nodes)
 
-    def _warn_dynamic_inputs(self) -> None:
-        """A file stores one shape per tensor, traced from each input's stored shape; an input whose
-        signature has a dynamic dim past the batch stores a placeholder there (openWakeWord's
-        melspectrogram.tflite: [1, 1] for [-1, -1], where LiteRT's resize_tensor_input sets 1280
-        samples). The v0 file takes the stored shapes: say which."""
-        for i in map(int, self.g.InputsAsNumpy()):
-            t = self.g.Tensors(i)
-            signature = [int(d) for d in t.ShapeSignatureAsNumpy()] if t.ShapeSignatureLength() else []
-            if any(d < 0 for d in signature[1:]):
-                warnings.warn(f"TFLite input '{self.tensor_name(i)}' has dynamic dims {signature}: converted at the "
-                              f"shape the file stores, {list(self.tensors[i][0])}; export the model with that input's "
-                              "shape fixed to convert another", stacklevel=6)  # at the caller of msv0.convert.convert
-
     def run(self) -> bytes:
         g = self.g
-        self._warn_dynamic_inputs()
         self._inputs(self.e.b.input)
         self.convert_ops("")
         self.bad += [(self.tensor_name(i), "graph output", "complex64") for i in map(int, g.OutputsAsNumpy())
@@ -634,8 +627,10 @@ class _Converter:
         return self.e.b.finish()
 
 
-def convert_tflite(src, converter=_Converter) -> bytes:
-    """`converter(model, tfl)` makes the graph converter (tflite_quant's for quantized graphs)."""
+def convert_tflite(src, converter=_Converter, input_shapes=None) -> bytes:
+    """`converter(model, tfl, shapes)` makes the graph converter (tflite_quant's for quantized
+    graphs); input_shapes ({input name: shape}) resizes inputs, LiteRT recomputing the shapes that
+    follow (tflite_shapes)."""
     tfl = _tflite()
     if isinstance(src, (bytes, bytearray)):
         data = bytes(src)
@@ -648,8 +643,25 @@ def convert_tflite(src, converter=_Converter) -> bytes:
         model = tfl.Model.GetRootAsModel(data, 0)
         if model.SubgraphsLength() < 1:
             raise ModelError("TFLite model without subgraphs")
-        return converter(model, tfl).run()
+        shapes = tflite_shapes.resolved(data, model, input_shapes)
+        _warn_dynamic_inputs(model.Subgraphs(0), input_shapes or {}, shapes or {})
+        return converter(model, tfl, shapes).run()
     except Error:
         raise
     except Exception as err:  # a malformed flatbuffer surfaces as struct/index errors
         raise ModelError(f"cannot read TFLite model: {err}") from err
+
+
+def _warn_dynamic_inputs(g, input_shapes, shapes) -> None:
+    """An input whose signature has a dynamic dim past the batch, left to the shape the file
+    stores, converts at that placeholder (openWakeWord's melspectrogram.tflite: [1, 1] for
+    [-1, -1], where its package feeds 1280 samples): say so."""
+    for i in map(int, g.InputsAsNumpy()):
+        t = g.Tensors(i)
+        name = t.Name().decode() if t.Name() else f"tensor {i}"
+        signature = [int(d) for d in t.ShapeSignatureAsNumpy()] if t.ShapeSignatureLength() else []
+        if any(d < 0 for d in signature[1:]) and name not in input_shapes:
+            stored = shapes.get(i) or [int(d) for d in t.ShapeAsNumpy()]
+            warnings.warn(f"TFLite input '{name}' has dynamic dims {signature}: converted at the shape the file "
+                          f"stores, {list(stored)}; pass input_shapes (msv0 convert --shape) to convert another",
+                          stacklevel=5)  # at the caller of msv0.convert.convert

@@ -34,8 +34,9 @@ CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (I32, 
 L2_POOL_CLAMP = {0: None, 1: None, 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 TFL_SAME = 0  # TFLite's Padding
 # The operators that read or write complex64 tensors, held as float32 pairs [..., 2]: filled by
-# handles_complex, so that the frontend lets complex64 tensors through to these handlers alone.
-COMPLEX_OPS: set[str] = set()
+# handles_complex, so that the frontend lets complex64 tensors through to these handlers alone;
+# and the frontend's RESHAPE/SQUEEZE handler, which moves the pairs as they are.
+COMPLEX_OPS: set[str] = {"RESHAPE", "SQUEEZE"}
 
 
 def handles_complex(*codes: str):
@@ -74,10 +75,14 @@ def _cast(o, x: Val, dtype) -> Val:
     return o.op("Cast", [x], x.shape, dtype, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype))
 
 
-@handles("CAST")
+@handles_complex("CAST")
 def cast(o):
     x, dtype = o.inp(0), o.out()[1]
-    if x.dtype == dtype:
+    if o.conv.bad_dtypes.get(o.inputs[0]) == "complex64":
+        if dtype != F32:
+            raise Unsupported(f"CAST complex64 -> {dtype}")
+        o.set(_part(o, _pairs(o, 0), 0))  # static_cast of std::real, as LiteRT's kernel casts
+    elif x.dtype == dtype:
         o.set(x)
     elif dtype == BOOL:  # static_cast<bool>: nonzero (NaN too) is true
         o.set(_b(o, "NotEqual", _expect(o, x, F32, I32, I64, U8), o.scalar(0, x.dtype)))
@@ -378,8 +383,12 @@ def complex_abs(o):
 
 @handles_complex("REAL", "IMAG")
 def real_imag(o):
-    v = _pairs(o, 0)
+    o.set(_part(o, _pairs(o, 0), int(o.code == "IMAG")))
+
+
+def _part(o, v: Val, k: int) -> Val:
+    """Part k of the float32 pairs v (0: real, 1: imaginary), shaped as o's output."""
     shape, _ = o.out()
-    part = o.op("Slice", [v], (*shape, 1), F32, axes=list(range(len(v.shape))), begin=[0] * len(shape) + [int(o.code == "IMAG")],
+    part = o.op("Slice", [v], (*shape, 1), F32, axes=list(range(len(v.shape))), begin=[0] * len(shape) + [k],
                 size=[*shape, 1])
-    o.set(o.op("Reshape", [part], shape, F32, shape=list(shape)))
+    return o.op("Reshape", [part], shape, F32, shape=list(shape))

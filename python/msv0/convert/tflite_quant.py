@@ -67,8 +67,8 @@ def is_quantized(model) -> bool:
 
 
 class QuantConverter(_Converter):
-    def __init__(self, model, tfl):
-        super().__init__(model, tfl)
+    def __init__(self, model, tfl, shapes=None):
+        super().__init__(model, tfl, shapes=shapes)
         self.e = _QuantEmitter(self.e.b.graph.name)
         self.quant: dict[int, list[dict]] = {}  # tensor -> its v0 QuantParams (uint8 already shifted)
         self.axis: dict[int, int] = {}  # tensor -> TFLite quantized_dimension, when per channel
@@ -335,10 +335,11 @@ QuantConverter.handlers = {code: _quantized(code, fn) for code, fn in {
     "QUANTIZE": quantize, "DEQUANTIZE": dequantize, "SOFTMAX": softmax, "PAD": pad, "PADV2": pad}.items()}
 
 
-def _converter(model, tfl):
-    return (QuantConverter if is_quantized(model) else _Converter)(model, tfl)
+def _converter(model, tfl, shapes):
+    return (QuantConverter if is_quantized(model) else _Converter)(model, tfl, shapes=shapes)
 
 
-def convert_tflite(src) -> bytes:
-    """Convert a float or quantized .tflite (path or bytes) to v0 bytes."""
-    return _convert(src, converter=_converter)
+def convert_tflite(src, input_shapes=None) -> bytes:
+    """Convert a float or quantized .tflite (path or bytes) to v0 bytes; input_shapes: see
+    tflite_frontend.convert_tflite."""
+    return _convert(src, converter=_converter, input_shapes=input_shapes)
