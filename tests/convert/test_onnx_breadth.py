@@ -206,6 +206,8 @@ def test_external_data(tmp_path):
     import msv0
     got = msv0.Session(msv0.load(convert(str(path)))).run({"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(msv0.ModelError, match=r"weights \(w\) are in an external data file: convert it by its path"):
+        convert(path.read_bytes())  # its bytes alone hold no weights
 
 
 def _chain(n, bad=()):

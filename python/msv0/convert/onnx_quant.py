@@ -341,6 +341,10 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None, i
         proto = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
     except Exception as err:
         raise ModelError(f"cannot read the ONNX model: {type(err).__name__}: {err}") from err
+    external = [t.name for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    if external:  # onnx.load reads them from beside the file; bytes have no beside
+        raise ModelError(f"the model's weights ({', '.join(external[:3])}{', ...' if len(external) > 3 else ''}) "
+                         "are in an external data file: convert it by its path")
     if not is_static_quantized(proto):
         return onnx_frontend.convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes,
                                           input_values=input_values)
