@@ -80,3 +80,21 @@ def test_input_shapes_resize_a_dynamic_input():
 def test_input_shapes_naming_no_input_is_a_model_error():
     with pytest.raises(msv0.ModelError, match="'y', not an input of the model"):
         convert(first_half(4, dynamic_input=True), input_shapes={"y": [1, 10]})
+
+
+def test_batch_resizes_a_dynamic_batch():
+    """batch= sets the first dim of inputs whose signature leaves it dynamic, and LiteRT the rest:
+    a RESHAPE to [-1, 2, 2] stored as [1, 2, 2] converts at [3, 2, 2]."""
+    w = Writer()
+    x = w.input("x", [1, 4])
+    y = w.op("RESHAPE", [x, w.const(np.array([-1, 2, 2], I32))], [1, 2, 2])
+    out = w.op("MUL", [y, w.const(np.float32([2.0]))], [1, 2, 2], "MulOptions")
+    w.output(out)
+    for t, signature in ((x, [-1, 4]), (y, [-1, 2, 2]), (out, [-1, 2, 2])):
+        w.signatures[(0, t)] = signature
+    data = w.finish()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = msv0.Session(msv0.load(convert(data, batch=3))).run({"x": x})
+    (name, want), = _resized_litert(data, x).items()
+    assert got[name].shape == want.shape == (3, 2, 2)
+    np.testing.assert_array_equal(got[name], want)

@@ -20,15 +20,15 @@ from msv0.errors import ModelError, UnsupportedOpError
 
 def convert(src, dst=None, *, keep_nchw_input=False, batch=None, input_shapes=None, input_values=None) -> bytes:
     """Convert `src` (a .onnx or .tflite path, or bytes) to v0; write it to `dst` when given; return
-    the bytes. input_shapes ({name: shape}) sets the whole shape of the inputs it names (dynamic
-    dims and the sizes the model fixes; for TFLite, LiteRT recomputes the shapes that follow). ONNX
-    only: batch sets every input's dynamic first dimension, input_values ({name: value}) makes the
+    the bytes. batch sets every input's dynamic first dimension, input_shapes ({name: shape}) the
+    whole shape of the inputs it names (dynamic dims and the sizes the model fixes); for TFLite,
+    LiteRT recomputes the shapes that follow. ONNX only: input_values ({name: value}) makes the
     inputs it names constants (a sample rate, a threshold) that fold."""
     is_bytes = isinstance(src, (bytes, bytearray))
     path = "" if is_bytes else os.fspath(src)
     if path.endswith(".tflite") or is_bytes and bytes(src[4:8]) == b"TFL3":
         from msv0.convert.tflite_quant import convert_tflite
-        data = convert_tflite(src, input_shapes)  # already NHWC: keep_nchw_input, batch, input_values do not apply
+        data = convert_tflite(src, input_shapes, batch)  # already NHWC: keep_nchw_input, input_values do not apply
     else:
         from msv0.convert.onnx_quant import convert_onnx
         data = convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes,

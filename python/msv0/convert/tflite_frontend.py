@@ -627,10 +627,11 @@ class _Converter:
         return self.e.b.finish()
 
 
-def convert_tflite(src, converter=_Converter, input_shapes=None) -> bytes:
+def convert_tflite(src, converter=_Converter, input_shapes=None, batch=None) -> bytes:
     """`converter(model, tfl, shapes)` makes the graph converter (tflite_quant's for quantized
-    graphs); input_shapes ({input name: shape}) resizes inputs, LiteRT recomputing the shapes that
-    follow (tflite_shapes)."""
+    graphs); input_shapes ({input name: shape}) resizes inputs, and batch the first dim of the
+    others where their signature leaves it dynamic, LiteRT recomputing the shapes that follow
+    (tflite_shapes)."""
     tfl = _tflite()
     if isinstance(src, (bytes, bytearray)):
         data = bytes(src)
@@ -643,8 +644,9 @@ def convert_tflite(src, converter=_Converter, input_shapes=None) -> bytes:
         model = tfl.Model.GetRootAsModel(data, 0)
         if model.SubgraphsLength() < 1:
             raise ModelError("TFLite model without subgraphs")
+        input_shapes = tflite_shapes.with_batch(model.Subgraphs(0), input_shapes, batch)
         shapes = tflite_shapes.resolved(data, model, input_shapes)
-        _warn_dynamic_inputs(model.Subgraphs(0), input_shapes or {}, shapes or {})
+        _warn_dynamic_inputs(model.Subgraphs(0), input_shapes, shapes or {})
         return converter(model, tfl, shapes).run()
     except Error:
         raise

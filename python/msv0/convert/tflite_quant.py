@@ -339,7 +339,7 @@ def _converter(model, tfl, shapes):
     return (QuantConverter if is_quantized(model) else _Converter)(model, tfl, shapes=shapes)
 
 
-def convert_tflite(src, input_shapes=None) -> bytes:
-    """Convert a float or quantized .tflite (path or bytes) to v0 bytes; input_shapes: see
-    tflite_frontend.convert_tflite."""
-    return _convert(src, converter=_converter, input_shapes=input_shapes)
+def convert_tflite(src, input_shapes=None, batch=None) -> bytes:
+    """Convert a float or quantized .tflite (path or bytes) to v0 bytes; input_shapes and batch:
+    see tflite_frontend.convert_tflite."""
+    return _convert(src, converter=_converter, input_shapes=input_shapes, batch=batch)

@@ -27,6 +27,17 @@ def dynamic(g) -> bool:
     return False
 
 
+def with_batch(g, input_shapes: Mapping[str, Sequence[int]] | None, batch: int | None) -> dict[str, list[int]]:
+    """input_shapes, and batch as the first dim of every other input whose signature leaves it dynamic."""
+    out = {k: list(v) for k, v in (input_shapes or {}).items()}
+    for i in map(int, g.InputsAsNumpy()) if batch is not None else ():
+        t = g.Tensors(i)
+        name = t.Name().decode() if t.Name() else ""
+        if name not in out and t.ShapeSignatureLength() and t.ShapeSignatureAsNumpy()[0] < 0:
+            out[name] = [int(batch), *(int(d) for d in t.ShapeAsNumpy()[1:])]
+    return out
+
+
 def resolved(data: bytes, model, input_shapes: Mapping[str, Sequence[int]] | None
              ) -> dict[int, tuple[int, ...]] | None:
     """{tensor index: shape} of the main subgraph's tensors whose signature is dynamic, as LiteRT
