@@ -83,6 +83,22 @@ def test_quantize_dynamic_models(tmp_path, name, weight_type, isa):
     check_close((tmp_path / "q.onnx").read_bytes(), {"x": R.standard_normal(shape).astype(np.float32)})
 
 
+def test_dequantized_embedding_lookup():
+    """quantize_dynamic's Gather (text2tashkeel, pyfrspell): a uint8 table, and a DequantizeLinear on
+    each reader of the lookup, here one direct and one through a Transpose: msv0 gathers from the
+    table dequantized once (v0's Gather takes no uint8 data)."""
+    nodes = [N("Gather", ["table", "ids"], ["e_q"]), N("DequantizeLinear", ["e_q", "s", "zp"], ["e"]),
+             N("Transpose", ["e_q"], ["t_q"], perm=[1, 0, 2]), N("DequantizeLinear", ["t_q", "s", "zp"], ["t"]),
+             N("Relu", ["e"], ["y"]), N("MatMul", ["t", "w"], ["z"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("ids", T.INT64, [2, 5])],
+                     [h.make_tensor_value_info(n, T.FLOAT, None) for n in ("y", "z")],
+                     [nh.from_array(R.integers(0, 256, (11, 8)).astype(np.uint8), "table"),
+                      nh.from_array(np.float32(0.037), "s"), nh.from_array(np.uint8(131), "zp"),
+                      nh.from_array(R.standard_normal((8, 3)).astype(np.float32), "w")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=IR_VERSION)
+    check_close(m, {"ids": R.integers(0, 11, (2, 5))}, tol=1e-6)
+
+
 def test_integer_output_read_as_int32():
     """A MatMulInteger result read by something other than a float Cast stays int32."""
     nodes = [N("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"]), N("MatMulInteger", ["q", "w"], ["y"])]

@@ -11,6 +11,8 @@ DequantizeLinear on constant weights becomes an fp32 constant (onnx's reference 
 load_graph folds with, has no DequantizeLinear before opset 19).
 com.microsoft.DynamicQuantizeLSTM runs as the v0 Lstm with dequantized weights, so its inputs and
 hidden states are not requantized as ONNX Runtime does (README, converter: the error that gives).
+A DequantizeLinear of a Gather from a constant table (quantize_dynamic's embedding lookups) reads
+a table dequantized once instead (dequantized_tables).
 """
 from __future__ import annotations
 
@@ -27,6 +29,64 @@ from msv0.fb.ReduceMode import ReduceMode
 
 F32 = np.dtype(np.float32)
 INTEGER_OPS = {"ConvInteger": "Conv", "MatMulInteger": "MatMul"}
+
+
+# Ops that move data without reading it: a per-tensor DequantizeLinear after them equals one before.
+MOVES = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"}
+
+
+def dequantized_tables(g) -> None:
+    """In the onnx GraphProto g: a Gather from a constant integer table whose every reader, through
+    MOVES, is a per-tensor DequantizeLinear with the same params reads the table dequantized once,
+    and those DequantizeLinears become Identities. Exact (the dequantization is elementwise,
+    (q − zp)·scale in float32 either way); v0's Gather takes no uint8 data, and the
+    DequantizeLinear no run-time input."""
+    from onnx import numpy_helper
+    inits = {t.name: t for t in g.initializer}
+    readers: dict[str, list] = {}
+    for n in g.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    outputs = {o.name for o in g.output}
+
+    def params(n):
+        if n.op_type != "DequantizeLinear" or n.domain not in ("", "ai.onnx") or len(n.input) < 2:
+            return None
+        scale, zp = n.input[1], n.input[2] if len(n.input) > 2 else ""
+        if scale not in inits or zp and zp not in inits:
+            return None
+        s = numpy_helper.to_array(inits[scale])
+        z = numpy_helper.to_array(inits[zp]) if zp else np.zeros(1, np.int64)
+        return (float(s.reshape(-1)[0]), int(z.reshape(-1)[0])) if s.size == 1 and z.size == 1 else None
+
+    for p in g.node:
+        if p.op_type != "Gather" or p.input[0] not in inits:
+            continue
+        table = numpy_helper.to_array(inits[p.input[0]])
+        if table.dtype.kind not in "iu":
+            continue
+        dqs, todo, ok = [], [p.output[0]], True
+        while todo and ok:
+            t = todo.pop()
+            ok = t not in outputs
+            for r in readers.get(t, []):
+                if r.op_type in MOVES and r.input[0] == t:
+                    todo.append(r.output[0])
+                elif r.input[0] == t and params(r) is not None:
+                    dqs.append(r)
+                else:
+                    ok = False
+        if not ok or not dqs or len({params(n) for n in dqs}) != 1:
+            continue
+        scale, zp = params(dqs[0])
+        name = p.input[0] + "/dequantized"
+        f = (table.astype(F32) - F32.type(zp)) * F32.type(scale)
+        g.initializer.append(numpy_helper.from_array(f.astype(F32), name))
+        p.input[0] = name
+        for n in dqs:
+            n.op_type = "Identity"
+            del n.input[1:]
+            del n.attribute[:]
 
 
 def _readers(c: Ctx, k: int) -> list[str]:

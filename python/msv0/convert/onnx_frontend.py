@@ -297,6 +297,7 @@ def load_graph(src, batch=None, input_shapes=None, input_values=None) -> OGraph:
     widen_fp16(model)
     _fix_inputs(model, batch, input_shapes or {}, input_values or {})
     _sort_nodes(model.graph)
+    onnx_dynq.dequantized_tables(model.graph)
     declared = _loose_outputs(model)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
