@@ -411,3 +411,25 @@ def test_absurd_sizes_for_index_tables_are_reported(case):
         m = model([N("ArgMax", ["x"], ["y"], axis=1, select_last_index=1)], [("x", [1, 1 << 40])], out_elem=T.INT64)
     with pytest.raises(UnsupportedOpError, match=r"a table of \d+ positions \(over 16777216\)"):
         convert(m.SerializeToString())
+
+
+@pytest.mark.parametrize("src,dst", [(T.BOOL, T.INT32), (T.BOOL, T.INT64), (T.UINT8, T.INT32), (T.FLOAT16, T.INT32),
+                                     (T.FLOAT, T.BOOL), (T.INT32, T.BOOL), (T.INT64, T.BOOL)])
+def test_cast_pairs_v0_lacks_go_through_float32(src, dst):
+    """tf2onnx's Keras masks (Less -> Cast to int32): bool, uint8 and float16 go through float32,
+    which holds their values exactly; a cast to bool is x != 0."""
+    np_src = {T.BOOL: np.bool_, T.UINT8: np.uint8, T.FLOAT16: np.float16, T.FLOAT: np.float32, T.INT32: np.int32,
+              T.INT64: np.int64}[src]
+    x = np.array([[0, 1, 2, 3, 255, -7, 0.5, -0.0, 65504]], np.float32).astype(np_src) if src != T.BOOL else \
+        np.array([[True, False, True]])
+    m = model([N("Cast", ["x"], ["y"], to=dst)], [("x", list(x.shape))], elem=src, out_elem=dst)
+    want, got = run_ort(m.SerializeToString(), {"x": x}), run_msv0(m.SerializeToString(), {"x": x})
+    assert got["y"].dtype == want["y"].dtype
+    np.testing.assert_array_equal(got["y"], want["y"])
+
+
+def test_cast_of_run_time_int64_to_float_is_refused_at_conversion():
+    """r1.1's Cast takes no int64, and no exact path reaches float32: reported, nothing written."""
+    m = model([N("Cast", ["x"], ["y"], to=T.FLOAT)], [("x", [1, 4])], elem=T.INT64)
+    with pytest.raises(UnsupportedOpError, match="Cast int64 -> float32 of a run-time tensor"):
+        convert(m.SerializeToString())

@@ -236,14 +236,34 @@ def identity(c: Ctx):
     c.set(0, c.inp(0))
 
 
+# The (from, to) pairs v0's Cast converts (r1.1's kernels, ops/cast.py).
+CAST_PAIRS = {(np.dtype(a), np.dtype(b)) for a, b in [
+    (np.float32, np.int32), (np.float32, np.int64), (np.float32, np.float16), (np.float16, np.float32),
+    (np.int32, np.int64), (np.bool_, np.float32), (np.uint8, np.float32), (np.int32, np.float32)]}
+F32 = np.dtype(np.float32)
+
+
 @handles("Cast")
 def cast(c: Ctx):
+    """A pair v0's Cast lacks goes through float32 where that is exact (bool, uint8 and float16
+    values are float32 values: Keras masks' bool -> int32); to bool, as x != 0."""
     x = c.inp(0)
     shape, dtype = c.out()
     if x.dtype not in dtypes.FROM_NUMPY or dtype not in dtypes.FROM_NUMPY or np.float64 in (x.dtype, dtype):
         raise Unsupported(f"cast {x.dtype} -> {dtype}")
     if x.dtype == dtype:
         c.set(0, x)
-        return
-    c.set(0, c.op("Cast", [x], shape, dtype, x.nhwc, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype)))
+    elif dtype == np.bool_ and x.dtype in (F32, np.int32, np.int64):
+        c.set(0, emit_binary(c, "NotEqual", x, c.scalar(0, x.dtype), shape, dtype))
+    elif (x.dtype, dtype) in CAST_PAIRS:
+        c.set(0, _cast(c, x, dtype))
+    elif (x.dtype, F32) in CAST_PAIRS and (F32, dtype) in CAST_PAIRS and x.dtype in (np.bool_, np.uint8, np.float16):
+        c.set(0, _cast(c, _cast(c, x, F32), dtype))
+    else:
+        raise Unsupported(f"Cast {x.dtype} -> {dtype} of a run-time tensor: r1.1's Cast has no such pair, nor an "
+                          "exact path through float32")
+
+
+def _cast(c: Ctx, x: Val, dtype) -> Val:
+    return c.op("Cast", [x], x.shape, dtype, x.nhwc, srcT=dtypes.type_id(x.dtype), dstT=dtypes.type_id(dtype))
 
