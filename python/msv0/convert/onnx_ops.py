@@ -13,6 +13,7 @@ from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import Ctx, align_layouts, broadcast, emit_binary, handles
 from msv0.fb.ActivationType import ActivationType
 from msv0.gelu import ERFC_A, ERFC_P, INV_SQRT2, TANH_C1, TANH_C2
+from msv0.ops.cast import CAST_PAIRS
 
 FLT_MAX = 3.4028234663852886e38
 BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Max": "Maximum", "Min": "Minimum",
@@ -236,10 +237,6 @@ def identity(c: Ctx):
     c.set(0, c.inp(0))
 
 
-# The (from, to) pairs v0's Cast converts (r1.1's kernels, ops/cast.py).
-CAST_PAIRS = {(np.dtype(a), np.dtype(b)) for a, b in [
-    (np.float32, np.int32), (np.float32, np.int64), (np.float32, np.float16), (np.float16, np.float32),
-    (np.int32, np.int64), (np.bool_, np.float32), (np.uint8, np.float32), (np.int32, np.float32)]}
 F32 = np.dtype(np.float32)
 
 

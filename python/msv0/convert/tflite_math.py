@@ -22,13 +22,12 @@ from msv0.fb.PadMode import PadMode
 from msv0.fb.PoolMode import PoolMode
 from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.RoundMode import RoundMode
+from msv0.ops.cast import CAST_PAIRS  # on each, TFLite's static_cast agrees
 
 MATH_HANDLERS, handles = handler_table()
 F16, F32, I32, I64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64)
 U8, BOOL = np.dtype(np.uint8), np.dtype(np.bool_)
 COMPARISONS = {"Equal", "NotEqual", "Less", "Greater"}
-# The (from, to) pairs v0's Cast converts (r1.1's kernels); on each, TFLite's static_cast agrees.
-CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (I32, F32), (BOOL, F32), (U8, F32)}
 # TFLite's ActivationFunctionType on L2_POOL_2D -> the clamp after the square root (RELU: none, a
 # root is never negative). LiteRT's pooling ignores TANH and SIGN_BIT, so they are refused.
 L2_POOL_CLAMP = {0: None, 1: None, 2: (-1.0, 1.0), 3: (0.0, 6.0)}

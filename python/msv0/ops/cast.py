@@ -12,8 +12,9 @@ F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 I8, U8, I32, I64 = np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
 
-# The pairs r1.1's Cast kernels convert (same-type copies aside).
-_CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (BOOL, F32), (U8, F32), (I32, F32)}
+# The pairs r1.1's Cast kernels convert (same-type copies aside); the converters' Cast handlers
+# write only these.
+CAST_PAIRS = {(F32, I32), (F32, I64), (F32, F16), (F16, F32), (I32, I64), (BOOL, F32), (U8, F32), (I32, F32)}
 
 
 def _dtype(node, type_id: int, what: str) -> np.dtype:
@@ -30,7 +31,7 @@ def cast(node, ins):
     if a.srcT != TypeId.kTypeUnknown and _dtype(node, a.srcT, "srcT") != x.dtype:
         raise fail(node, f"srcT {a.srcT} does not match the input dtype {x.dtype}")
     dst = _dtype(node, a.dstT, "dstT")
-    if dst != x.dtype and (x.dtype, dst) not in _CAST_PAIRS:
+    if dst != x.dtype and (x.dtype, dst) not in CAST_PAIRS:
         raise fail(node, f"Cast from {x.dtype} to {dst} is not supported in r1.1")
 
     # To float32: exact, or C's round-to-nearest for int32. float32 to int32: C's truncation,
