@@ -152,12 +152,32 @@ def test_scatter_add_out_of_range_is_a_run_time_error():
         run_msv0(m, {"x": f32(3, 4), "i": np.array([[0, 1], [4, 0], [2, 3]]), "u": f32(3, 2)})
 
 
-@pytest.mark.parametrize("op", ["ScatterND", "ScatterElements"])
 @pytest.mark.parametrize("reduction", ["mul", "max", "min"])
-def test_scatter_reductions_are_refused(op, reduction):
-    unsupported(N(op, ["x", "i", "u"], ["y"], reduction=reduction),
-                {"x": f32(3, 4), "i": np.array([[1, 0, 1, 2]] * 3 if op == "ScatterElements" else [[1]]),
-                 "u": f32(3, 4) if op == "ScatterElements" else f32(1, 4)}, match=f"reduction '{reduction}'")
+def test_scatter_reductions_fold_every_update_into_x(reduction):
+    """max, min, mul (torch's scatter_reduce amax, a graph network's per-graph readout; minimol):
+    repeated indices all land, a slot no update reaches keeps x; slices for ScatterND."""
+    check(N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction=reduction),
+          {"x": f32(3, 4), "i": np.array([[1, 0, 1, 2], [1, 1, 1, 2], [0, -3, 1, 2], [1, 1, 1, 1]]),
+           "u": f32(4, 4)})  # along the axis only: a mask [3, 4, 4]
+    check(N("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction=reduction),
+          {"x": f32(2, 3, 4), "i": R.integers(-3, 3, (2, 5, 4)), "u": f32(2, 5, 4)})
+    check(N("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction=reduction),
+          {"x": f32(3, 4), "i": np.array([[1, 0], [3, 3]]), "u": f32(2, 2)})  # a corner of x: every element
+    check(N("ScatterND", ["x", "i", "u"], ["y"], reduction=reduction),
+          {"x": f32(2, 3, 5), "i": np.array([[1, 2], [0, 0], [1, 2], [1, -1]]), "u": f32(4, 5)})
+
+
+def test_scatter_reduction_on_integers_is_refused():
+    unsupported(N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="max"),
+                {"x": R.integers(-9, 9, (3, 4)), "i": np.zeros((1, 4), np.int64), "u": R.integers(-9, 9, (1, 4))},
+                match="reduction 'max' on int64")
+
+
+def test_scatter_reduction_out_of_range_is_a_run_time_error():
+    m = model(N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="max"),
+              {"x": f32(3, 4), "i": np.zeros((2, 4), np.int64), "u": f32(2, 4)})
+    with pytest.raises(msv0.ModelError, match="out of range"):
+        run_msv0(m, {"x": f32(3, 4), "i": np.array([[0, 1, 2, 3], [0, 0, 0, 0]]), "u": f32(2, 4)})
 
 
 @pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])

@@ -8,6 +8,7 @@ from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import (Ctx, align_layouts, axis_index, broadcast, emit_binary, handles, reshaped,
                                    table_size)
 from msv0.convert.scan_lowering import running_sum
+from msv0.fb.ReduceMode import ReduceMode
 from msv0.fb.TypeId import TypeId
 
 _CAST_FROM_F32 = {np.dtype(np.int32): TypeId.kNumberTypeInt32, np.dtype(np.int64): TypeId.kNumberTypeInt64}
@@ -54,9 +55,39 @@ def _scatter(c: Ctx, x: Val, coords: Val, upd: Val):
     reduction = c.attr("reduction", "none")
     if reduction == "add":
         return _scatter_add(c, x, coords, upd)
+    if reduction in REDUCED:
+        return _scatter_reduce(c, x, coords, upd, reduction)
     if reduction != "none":
         raise Unsupported(f"reduction '{reduction}' (v0 ScatterND copies each update; nothing accumulates)")
     _scatter_copy(c, x, coords, upd)
+
+
+# reduction -> (v0 Reduce mode, the Binary that joins it to x, the value an update does not change)
+REDUCED = {"max": (ReduceMode.ReduceMax, "Maximum", -np.inf), "min": (ReduceMode.ReduceMin, "Minimum", np.inf),
+           "mul": (ReduceMode.ReduceProd, "Mul", 1.0)}
+
+
+def _scatter_reduce(c: Ctx, x: Val, coords: Val, upd: Val, reduction: str):
+    """max, min, mul (a graph network's per-graph readout): every update against every slot, as a
+    [slots, updates] mask; each slot's updates reduced (the neutral value where none lands) and
+    joined to x, so a slot no update reaches keeps x's value."""
+    shape, dtype = c.out()
+    if dtype != np.float32:
+        raise Unsupported(f"reduction '{reduction}' on {dtype} (float32 only)")
+    mode, join, neutral = REDUCED[reduction]
+    q, n = coords.shape[-1], int(np.prod(coords.shape[:-1], dtype=np.int64))
+    slots, rest = int(np.prod(shape[:q], dtype=np.int64)), tuple(shape[q:])
+    table_size(slots * n * int(np.prod(rest, dtype=np.int64)), f"reduction '{reduction}'")
+    unit = (1,) * len(rest)
+    table = Val.of(np.arange(slots, dtype=np.int32).reshape(shape[:q]))
+    ids = c.op("GatherNd", [table, c.e.plain(coords, c.name)], tuple(coords.shape[:-1]), np.int32)
+    hit = emit_binary(c, "Equal", reshaped(c, ids, (1, n, *unit)),
+                      Val.of(np.arange(slots, dtype=np.int32).reshape(slots, 1, *unit)), (slots, n, *unit), np.bool_)
+    full = (slots, n, *rest)
+    picked = c.op("Where", [broadcast(c, hit, full), broadcast(c, reshaped(c, c.e.plain(upd, c.name), (1, n, *rest)), full),
+                            c.scalar(neutral, dtype)], full, dtype)
+    reduced = c.op("Reduce", [picked], (slots, *rest), dtype, axes=[1], keepDims=0, mode=mode)
+    c.set(0, emit_binary(c, join, c.e.plain(x, c.name), reshaped(c, reduced, shape), shape, dtype))
 
 
 def _scatter_copy(c: Ctx, x: Val, coords: Val, upd: Val):
@@ -86,9 +117,38 @@ def _scatter_add(c: Ctx, x: Val, coords: Val, upd: Val):
 
 @handles("ScatterElements", "Scatter")
 def scatter_elements(c: Ctx):
-    x = c.inp(0)
+    x, ind, upd = c.inp(0), c.inp(1), c.inp(2)
     axis = axis_index(c.attr("axis", 0), len(x.shape))
-    _scatter(c, x, _coords(c, c.inp(1), axis, x.shape[axis]), c.inp(2))
+    if c.attr("reduction", "none") in REDUCED and all(
+            u == n for k, (u, n) in enumerate(zip(upd.shape, x.shape)) if k != axis):
+        return _scatter_reduce_axis(c, x, ind, upd, axis)
+    _scatter(c, x, _coords(c, ind, axis, x.shape[axis]), upd)
+
+
+def _scatter_reduce_axis(c: Ctx, x: Val, ind: Val, upd: Val, axis: int):
+    """_scatter_reduce along the one axis the indices choose on (the updates span x's other dims):
+    a mask [x.shape[axis], *updates] instead of one over every element of x."""
+    shape, dtype = c.out()
+    reduction = c.attr("reduction")
+    if dtype != np.float32:
+        raise Unsupported(f"reduction '{reduction}' on {dtype} (float32 only)")
+    mode, join, neutral = REDUCED[reduction]
+    n, u = shape[axis], tuple(upd.shape)
+    table_size(n * int(np.prod(u, dtype=np.int64)), f"reduction '{reduction}'")
+    unit = (1,) * len(u)
+    table = Val.of(np.arange(n, dtype=np.int32))  # GatherNd reports an index out of range at run time
+    ids = c.op("GatherNd", [table, reshaped(c, _wrapped(c, ind, n), u + (1,))], u, np.int32)
+    hit = emit_binary(c, "Equal", reshaped(c, ids, (1, *u)), Val.of(np.arange(n, dtype=np.int32).reshape(n, *unit)),
+                      (n, *u), np.bool_)
+    full = (n, *u)
+    picked = c.op("Where", [broadcast(c, hit, full), broadcast(c, reshaped(c, c.e.plain(upd, c.name), (1, *u)), full),
+                            c.scalar(neutral, dtype)], full, dtype)
+    rest = u[:axis] + u[axis + 1:]
+    y = c.op("Reduce", [picked], (n, *rest), dtype, axes=[1 + axis], keepDims=0, mode=mode)
+    if axis:
+        perm = [*range(1, axis + 1), 0, *range(axis + 1, len(shape))]
+        y = c.op("Transpose", [y], shape, dtype, perm=perm)
+    c.set(0, emit_binary(c, join, c.e.plain(x, c.name), y, shape, dtype))
 
 
 @handles("ScatterND")
