@@ -428,8 +428,18 @@ def test_cast_pairs_v0_lacks_go_through_float32(src, dst):
     np.testing.assert_array_equal(got["y"], want["y"])
 
 
-def test_cast_of_run_time_int64_to_float_is_refused_at_conversion():
-    """r1.1's Cast takes no int64, and no exact path reaches float32: reported, nothing written."""
-    m = model([N("Cast", ["x"], ["y"], to=T.FLOAT)], [("x", [1, 4])], elem=T.INT64)
-    with pytest.raises(UnsupportedOpError, match="Cast int64 -> float32 of a run-time tensor"):
-        convert(m.SerializeToString())
+@pytest.mark.parametrize("dst", [T.FLOAT, T.INT32])
+def test_cast_of_run_time_int64_is_a_table_lookup(dst):
+    """r1.1's Cast reads no int64 (ALBERT's int64 attention mask cast to float): a Gather from a table
+    of 0 .. 65535, exact there, and a run-time error on any other value, not a wrong one."""
+    import msv0
+    m = model([N("Unsqueeze", ["x", "ax"], ["u"]), N("Cast", ["u"], ["y"], to=dst)], [("x", [2, 5])],
+              inits=[("ax", np.array([1], np.int64))], elem=T.INT64, out_elem=dst)
+    x = np.array([[1, 1, 1, 0, 0], [0, 7, 65535, 12345, 1]], np.int64)
+    want, got = run_ort(m.SerializeToString(), {"x": x}), run_msv0(m.SerializeToString(), {"x": x})
+    assert got["y"].dtype == want["y"].dtype and got["y"].shape == (2, 1, 5)
+    np.testing.assert_array_equal(got["y"], want["y"])
+    session = msv0.Session(convert(m.SerializeToString()))
+    for bad in (65536, -1):
+        with pytest.raises(msv0.Error, match="Gather|out of range|index"):
+            session.run({"x": np.full((2, 5), bad, np.int64)})

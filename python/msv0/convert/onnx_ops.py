@@ -238,6 +238,7 @@ def identity(c: Ctx):
 
 
 F32 = np.dtype(np.float32)
+INT64_TABLE = 1 << 16  # int64 values a Cast to float32 or int32 takes (a 256 KiB table)
 
 
 @handles("Cast")
@@ -256,6 +257,11 @@ def cast(c: Ctx):
         c.set(0, _cast(c, x, dtype))
     elif (x.dtype, F32) in CAST_PAIRS and (F32, dtype) in CAST_PAIRS and x.dtype in (np.bool_, np.uint8, np.float16):
         c.set(0, _cast(c, _cast(c, x, F32), dtype))
+    elif x.dtype == np.int64 and dtype in (F32, np.int32):
+        # r1.1's Cast reads no int64 (an attention mask, position ids): a lookup in a table of
+        # 0 .. INT64_TABLE - 1, exact there; Gather raises at run time on any other value.
+        table = Val.of(np.arange(INT64_TABLE).astype(dtype))
+        c.set(0, c.op("Gather", [table, x], shape, dtype, x.nhwc, axis=0))
     else:
         raise Unsupported(f"Cast {x.dtype} -> {dtype} of a run-time tensor: r1.1's Cast has no such pair, nor an "
                           "exact path through float32")
