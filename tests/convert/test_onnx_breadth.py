@@ -443,3 +443,25 @@ def test_cast_of_run_time_int64_is_a_table_lookup(dst):
     for bad in (65536, -1):
         with pytest.raises(msv0.Error, match="Gather|out of range|index"):
             session.run({"x": np.full((2, 5), bad, np.int64)})
+
+
+def test_value_info_with_symbolic_dims_does_not_hide_inferred_shapes():
+    """onnx-asr's resamplers declare value_info [1, ''] for a Range's unsqueezed output, whose length
+    the input's shape decides: onnx's inference kept the empty dim, and the Less after it had no
+    static shape. The declared value_info is dropped and inferred again."""
+    def c(name, v):
+        return nh.from_array(np.array(v, np.int64), name)
+    nodes = [N("Shape", ["x"], ["s"], start=1, end=2), N("Squeeze", ["s"], ["n"]), N("Add", ["n", "five"], ["a"]),
+             N("Sub", ["a", "one"], ["b"]), N("Div", ["b", "five"], ["len"]), N("Range", ["zero", "len", "one"], ["r"]),
+             N("Unsqueeze", ["r", "ax0"], ["ru"]), N("Unsqueeze", ["lens", "ax1"], ["lu"]), N("Less", ["ru", "lu"], ["mask"]),
+             N("Cast", ["mask"], ["y"], to=T.FLOAT)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["batch", "N"]),
+                                  h.make_tensor_value_info("lens", T.INT64, ["batch"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [c("five", 5), c("one", 1), c("zero", 0), c("ax0", [0]), c("ax1", [1])],
+                     value_info=[h.make_tensor_value_info("ru", T.INT64, [1, ""])])
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=IR_VERSION).SerializeToString()
+    feeds = {"x": f32(1, 16), "lens": np.array([2], np.int64)}
+    import msv0
+    got = msv0.Session(convert(data, input_shapes={"x": [1, 16], "lens": [1]})).run(feeds)["y"]
+    np.testing.assert_array_equal(got, run_ort(data, feeds)["y"])

@@ -165,14 +165,14 @@ def _pin(vi, dims: list[int]) -> None:
 
 
 def _loose_outputs(model) -> dict:
-    """Clears the shapes the graph declares for its outputs, which inference then gives from the
-    nodes, and returns those that were static: exporters write wrong ones (ddddocr's OCR model
-    declares [1, seqlen] for a [20, 1, 8210] output), which ONNX Runtime merges leniently and onnx's
-    inference would keep, leaving the output without a shape. A declared static shape serves where
-    inference finds none."""
+    """Clears the shapes the graph declares for its outputs and other values (value_info), which
+    inference then gives from the nodes, and returns those that were static: exporters write wrong
+    ones (ddddocr's OCR model declares [1, seqlen] for a [20, 1, 8210] output; onnx-asr's resamplers
+    symbolic dims for a mask), which ONNX Runtime merges leniently and onnx's inference would keep,
+    leaving the value without a shape. A declared static shape serves where inference finds none."""
     from onnx import helper
     declared = {}
-    for vi in model.graph.output:
+    for vi in list(model.graph.output) + list(model.graph.value_info):
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
             continue
@@ -180,6 +180,7 @@ def _loose_outputs(model) -> dict:
         if tt.elem_type and all(d >= 0 for d in dims):
             declared[vi.name] = (tuple(dims), np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type)))
         tt.ClearField("shape")
+    del model.graph.value_info[:]  # their types too: inference infers them with the shapes
     return declared
 
 
