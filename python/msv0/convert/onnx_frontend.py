@@ -327,10 +327,28 @@ def load_graph(src, batch=None, input_shapes=None, input_values=None) -> OGraph:
     return graph
 
 
-def _lstm_shapes(n: ONode, shapes: dict) -> list | None:
+def _stft_shapes(n: ONode, graph: OGraph) -> list | None:
+    """STFT's [batch, frames, bins, 2], also of a rank-2 signal, which ONNX Runtime takes as
+    [batch, length, 1] and onnx's inference leaves unknown, and with onesided missing, which the
+    spec and ONNX Runtime take as 1 and onnx's inference as 0 (onnx-asr's preprocessors)."""
+    x = graph.shapes.get(n.inputs[0])
+    step, length = (graph.consts.get(n.inputs[k]) if len(n.inputs) > k else None for k in (1, 3))
+    window = graph.shapes.get(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] else None
+    if x is None or len(x[0]) not in (2, 3) or step is None:
+        return None
+    (batch, samples, *_), dtype = x
+    frame = int(length.reshape(-1)[0]) if length is not None else window[0][0] if window else samples
+    onesided = n.attrs.get("onesided", 1)
+    if not 1 <= frame <= samples or int(step.reshape(-1)[0]) < 1:
+        return None
+    frames = 1 + (samples - frame) // int(step.reshape(-1)[0])
+    return [((batch, frames, frame // 2 + 1 if onesided else frame, 2), dtype)]
+
+
+def _lstm_shapes(n: ONode, graph: OGraph) -> list | None:
     """An LSTM's output shapes (Y [seq, dirs, batch, H], Y_h and Y_c [dirs, batch, H]) from its
     time-major X's, or None while X has none."""
-    x = shapes.get(n.inputs[0])
+    x = graph.shapes.get(n.inputs[0])
     if x is None or len(x[0]) != 3 or "hidden_size" not in n.attrs:
         return None
     (seq, batch, _), dtype = x
@@ -338,29 +356,32 @@ def _lstm_shapes(n: ONode, shapes: dict) -> list | None:
     return [((seq, dirs, batch, hid), dtype), ((dirs, batch, hid), dtype), ((dirs, batch, hid), dtype)]
 
 
-def _input_shape(n: ONode, shapes: dict) -> list | None:
-    x = shapes.get(n.inputs[0])
+def _input_shape(n: ONode, graph: OGraph) -> list | None:
+    x = graph.shapes.get(n.inputs[0])
     return None if x is None else [x]
 
 
 # Output shapes that onnx's inference leaves unknown, and with them everything downstream: operators
 # of other domains, and GroupNormalization and MeanVarianceNormalization (with default axes), whose
 # function bodies it fails on.
-CUSTOM_SHAPES = {"com.microsoft.DynamicQuantizeLSTM": _lstm_shapes,
+CUSTOM_SHAPES = {"com.microsoft.DynamicQuantizeLSTM": _lstm_shapes, "STFT": _stft_shapes,
                  "GroupNormalization": _input_shape, "MeanVarianceNormalization": _input_shape}
 
 
 def _declare_custom_shapes(graph: OGraph, g) -> bool:
     """Gives the outputs of CUSTOM_SHAPES operators their shapes, in graph.shapes and as value_info
-    of g for the next inference to start from. Whether any was new."""
+    of g for the next inference to start from (STFT's replacing onnx's, which takes a missing
+    onesided as 0). Whether any changed."""
     from onnx import helper
     added = False
     for n in graph.nodes:
         rule = CUSTOM_SHAPES.get(n.op)
-        outs = rule(n, graph.shapes) if rule else None
+        outs = rule(n, graph) if rule else None
         for name, (shape, dtype) in zip(n.outputs, outs or []):
-            if name and name not in graph.shapes:
-                graph.shapes[name] = (shape, dtype)
+            if name and graph.shapes.get(name, (None,))[0] != tuple(shape) and (name not in graph.shapes or n.op == "STFT"):
+                graph.shapes[name] = (tuple(shape), dtype)
+                for vi in [vi for vi in g.value_info if vi.name == name]:
+                    g.value_info.remove(vi)
                 g.value_info.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape))
                 added = True
     return added

@@ -60,6 +60,8 @@ def dft(c: Ctx):
 def stft(c: Ctx):
     x = c.e.plain(c.inp(0), c.name)
     shape, dtype = c.out()
+    if len(x.shape) == 2:  # [batch, length], as ONNX Runtime takes it: a real signal
+        x = reshaped(c, x, (*x.shape, 1))
     if dtype != np.float32 or len(x.shape) != 3 or x.shape[-1] not in (1, 2):
         raise Unsupported(f"STFT of a {x.dtype} signal shaped {list(x.shape)} (float32 [batch, length, 1 or 2] only)")
     batch, n, parts = x.shape
@@ -89,7 +91,5 @@ def stft(c: Ctx):
              group=1, channelIn=parts, channelOut=2 * bins)
     y = Val((batch, 1, frames, 2 * bins), dtype, index=y.index)
     if (batch, frames, bins, 2) != tuple(shape):
-        why = " (onnx's shape inference takes a missing onesided as 0; the spec and ONNX Runtime take 1)" \
-            if "onesided" not in c.attrs else ""
-        raise Unsupported(f"STFT output {[batch, frames, bins, 2]} where shape inference has {list(shape)}{why}")
+        raise Unsupported(f"STFT output {[batch, frames, bins, 2]} where shape inference has {list(shape)}")
     c.set(0, reshaped(c, y, shape))
