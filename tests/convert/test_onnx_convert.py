@@ -85,6 +85,11 @@ CASES = {
                            [("shape", np.array([2, -1], np.int64))]),
     "concat_softmax_nhwc": ([N("Relu", ["x"], ["r"]), N("Concat", ["r", "x"], ["c"], axis=1),
                              N("Softmax", ["c"], ["y"], axis=1)], [("x", [1, 3, 4, 5])], []),
+    # negative pads crop (kaldi-style framing in onnx-asr's preprocessors), then the rest pads
+    "pad_negative": ([N("Pad", ["x", "pads"], ["p"], mode="reflect"), N("Relu", ["p"], ["y"])], [("x", [1, 3, 6, 7])],
+                     [("pads", np.array([0, 0, -1, 2, 0, -1, 1, -3], np.int64))]),
+    "pad_negative_constant": ([N("Pad", ["x", "pads"], ["y"])], [("x", [2, 9])],
+                              [("pads", np.array([-1, 3, 0, -4], np.int64))]),
     "split_slice_pad": ([N("Split", ["x"], ["a", "b"], axis=1), N("Slice", ["a", "st", "en", "ax"], ["s"]),
                          N("Pad", ["s", "pads"], ["p"], mode="reflect"), N("Add", ["p", "b2"], ["y"])],
                         [("x", [1, 4, 6, 6])], [("st", np.array([1, 0], np.int64)), ("en", np.array([5, 6], np.int64)),

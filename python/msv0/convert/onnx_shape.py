@@ -132,8 +132,15 @@ def pad(c: Ctx):
                 a = axis_index(a, rank)
                 full[a], full[a + rank] = pads[k], pads[k + len(axes)]
             pads = full
-    if any(p < 0 for p in pads):
-        raise Unsupported("negative pads")
+    if any(p < 0 for p in pads):  # a crop there, first (as ONNX Runtime does): a Slice
+        begin = [max(0, -pads[a]) for a in range(rank)]
+        size = [v.shape[a] - begin[a] - max(0, -pads[a + rank]) for a in range(rank)]
+        if min(size) < 1:
+            raise Unsupported(f"negative pads {pads} crop all of an axis of {list(v.shape)}")
+        order = TO_NHWC if v.nhwc else range(rank)
+        v = c.op("Slice", [v], tuple(size), dtype, v.nhwc, axes=list(range(rank)), begin=[begin[p] for p in order],
+                 size=[size[p] for p in order])
+        pads = [max(0, p) for p in pads]
     if mode in ("edge", "wrap"):
         # r1.1's Pad has no such mode (its SYMMETRIC repeats the edge too): one Gather per padded
         # axis, of the positions each output index copies (clamped, or modulo the axis).
