@@ -85,6 +85,13 @@ CASES = {
                            [("shape", np.array([2, -1], np.int64))]),
     "concat_softmax_nhwc": ([N("Relu", ["x"], ["r"]), N("Concat", ["r", "x"], ["c"], axis=1),
                              N("Softmax", ["c"], ["y"], axis=1)], [("x", [1, 3, 4, 5])], []),
+    # a 3-D conv, BatchNorm and pool over a unit depth (invisible-watermark's RivaGAN) as 2-D ones
+    "unit_depth_3d": ([N("Conv", ["x", "w", "cb"], ["c"], kernel_shape=[1, 3, 3], pads=[0, 1, 1, 0, 1, 1],
+                        strides=[2, 1, 2]),
+                       N("BatchNormalization", ["c", "g", "be", "m", "v"], ["b"]),
+                       N("MaxPool", ["b"], ["y"], kernel_shape=[1, 2, 2], strides=[1, 2, 2])],
+                      [("x", [1, 3, 1, 9, 8])], [("w", f32(4, 3, 1, 3, 3)), ("cb", f32(4)), ("g", f32(4)),
+                                                  ("be", f32(4)), ("m", f32(4)), ("v", np.abs(f32(4)) + 0.5)]),
     # negative pads crop (kaldi-style framing in onnx-asr's preprocessors), then the rest pads
     "pad_negative": ([N("Pad", ["x", "pads"], ["p"], mode="reflect"), N("Relu", ["p"], ["y"])], [("x", [1, 3, 6, 7])],
                      [("pads", np.array([0, 0, -1, 2, 0, -1, 1, -3], np.int64))]),
