@@ -378,12 +378,14 @@ def _declare_custom_shapes(graph: OGraph, g) -> bool:
         rule = CUSTOM_SHAPES.get(n.op)
         outs = rule(n, graph) if rule else None
         for name, (shape, dtype) in zip(n.outputs, outs or []):
-            if name and graph.shapes.get(name, (None,))[0] != tuple(shape) and (name not in graph.shapes or n.op == "STFT"):
-                graph.shapes[name] = (tuple(shape), dtype)
-                for vi in [vi for vi in g.value_info if vi.name == name]:
-                    g.value_info.remove(vi)
-                g.value_info.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape))
-                added = True
+            known = graph.shapes.get(name)
+            if not name or known is not None and (n.op != "STFT" or known[0] == tuple(shape)):
+                continue
+            graph.shapes[name] = (tuple(shape), dtype)
+            for vi in [vi for vi in g.value_info if vi.name == name]:
+                g.value_info.remove(vi)
+            g.value_info.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape))
+            added = True
     return added
 
 

@@ -68,26 +68,37 @@ REDUCED = {"max": (ReduceMode.ReduceMax, "Maximum", -np.inf), "min": (ReduceMode
 
 
 def _scatter_reduce(c: Ctx, x: Val, coords: Val, upd: Val, reduction: str):
-    """max, min, mul (a graph network's per-graph readout): every update against every slot, as a
-    [slots, updates] mask; each slot's updates reduced (the neutral value where none lands) and
-    joined to x, so a slot no update reaches keeps x's value."""
+    """max, min, mul (a graph network's per-graph readout) at coordinates into x's leading dims:
+    _reduced_slots over every such slot, joined to x."""
     shape, dtype = c.out()
-    if dtype != np.float32:
-        raise Unsupported(f"reduction '{reduction}' on {dtype} (float32 only)")
-    mode, join, neutral = REDUCED[reduction]
     q, n = coords.shape[-1], int(np.prod(coords.shape[:-1], dtype=np.int64))
     slots, rest = int(np.prod(shape[:q], dtype=np.int64)), tuple(shape[q:])
-    table_size(slots * n * int(np.prod(rest, dtype=np.int64)), f"reduction '{reduction}'")
-    unit = (1,) * len(rest)
     table = Val.of(np.arange(slots, dtype=np.int32).reshape(shape[:q]))
     ids = c.op("GatherNd", [table, c.e.plain(coords, c.name)], tuple(coords.shape[:-1]), np.int32)
-    hit = emit_binary(c, "Equal", reshaped(c, ids, (1, n, *unit)),
-                      Val.of(np.arange(slots, dtype=np.int32).reshape(slots, 1, *unit)), (slots, n, *unit), np.bool_)
-    full = (slots, n, *rest)
-    picked = c.op("Where", [broadcast(c, hit, full), broadcast(c, reshaped(c, c.e.plain(upd, c.name), (1, n, *rest)), full),
+    ids = broadcast(c, reshaped(c, ids, (n, *(1,) * len(rest))), (n, *rest))
+    y = _reduced_slots(c, ids, reshaped(c, c.e.plain(upd, c.name), (n, *rest)), slots, 0, reduction, dtype)
+    _join(c, x, reshaped(c, y, shape), reduction)
+
+
+def _reduced_slots(c: Ctx, ids: Val, upd: Val, slots: int, axis: int, reduction: str, dtype) -> Val:
+    """upd (ids' shape) reduced along `axis` per slot 0 .. slots - 1 that ids names, the neutral
+    value where none lands: every update against every slot, as a mask [slots, *upd.shape]."""
+    if dtype != np.float32:
+        raise Unsupported(f"reduction '{reduction}' on {dtype} (float32 only)")
+    mode, _, neutral = REDUCED[reduction]
+    u = tuple(upd.shape)
+    table_size(slots * int(np.prod(u, dtype=np.int64)), f"reduction '{reduction}'")
+    slot = Val.of(np.arange(slots, dtype=np.int32).reshape(slots, *(1,) * len(u)))
+    full = (slots, *u)
+    hit = emit_binary(c, "Equal", reshaped(c, ids, (1, *u)), slot, full, np.bool_)
+    picked = c.op("Where", [broadcast(c, hit, full), broadcast(c, reshaped(c, upd, (1, *u)), full),
                             c.scalar(neutral, dtype)], full, dtype)
-    reduced = c.op("Reduce", [picked], (slots, *rest), dtype, axes=[1], keepDims=0, mode=mode)
-    c.set(0, emit_binary(c, join, c.e.plain(x, c.name), reshaped(c, reduced, shape), shape, dtype))
+    return c.op("Reduce", [picked], (slots, *u[:axis], *u[axis + 1:]), dtype, axes=[1 + axis], keepDims=0, mode=mode)
+
+
+def _join(c: Ctx, x: Val, y: Val, reduction: str) -> None:
+    shape, dtype = c.out()
+    c.set(0, emit_binary(c, REDUCED[reduction][1], c.e.plain(x, c.name), y, shape, dtype))
 
 
 def _scatter_copy(c: Ctx, x: Val, coords: Val, upd: Val):
@@ -129,26 +140,13 @@ def _scatter_reduce_axis(c: Ctx, x: Val, ind: Val, upd: Val, axis: int):
     """_scatter_reduce along the one axis the indices choose on (the updates span x's other dims):
     a mask [x.shape[axis], *updates] instead of one over every element of x."""
     shape, dtype = c.out()
-    reduction = c.attr("reduction")
-    if dtype != np.float32:
-        raise Unsupported(f"reduction '{reduction}' on {dtype} (float32 only)")
-    mode, join, neutral = REDUCED[reduction]
     n, u = shape[axis], tuple(upd.shape)
-    table_size(n * int(np.prod(u, dtype=np.int64)), f"reduction '{reduction}'")
-    unit = (1,) * len(u)
     table = Val.of(np.arange(n, dtype=np.int32))  # GatherNd reports an index out of range at run time
     ids = c.op("GatherNd", [table, reshaped(c, _wrapped(c, ind, n), u + (1,))], u, np.int32)
-    hit = emit_binary(c, "Equal", reshaped(c, ids, (1, *u)), Val.of(np.arange(n, dtype=np.int32).reshape(n, *unit)),
-                      (n, *u), np.bool_)
-    full = (n, *u)
-    picked = c.op("Where", [broadcast(c, hit, full), broadcast(c, reshaped(c, c.e.plain(upd, c.name), (1, *u)), full),
-                            c.scalar(neutral, dtype)], full, dtype)
-    rest = u[:axis] + u[axis + 1:]
-    y = c.op("Reduce", [picked], (n, *rest), dtype, axes=[1 + axis], keepDims=0, mode=mode)
+    y = _reduced_slots(c, ids, c.e.plain(upd, c.name), n, axis, c.attr("reduction"), dtype)
     if axis:
-        perm = [*range(1, axis + 1), 0, *range(axis + 1, len(shape))]
-        y = c.op("Transpose", [y], shape, dtype, perm=perm)
-    c.set(0, emit_binary(c, join, c.e.plain(x, c.name), y, shape, dtype))
+        y = c.op("Transpose", [y], shape, dtype, perm=[*range(1, axis + 1), 0, *range(axis + 1, len(shape))])
+    _join(c, x, y, c.attr("reduction"))
 
 
 @handles("ScatterND")
