@@ -291,14 +291,17 @@ def _sort_nodes(g) -> None:
 
 
 def load_graph(src, batch=None, input_shapes=None, input_values=None) -> OGraph:
+    """src: a path, bytes, or a ModelProto this converter loaded (which load_graph changes)."""
     onnx = _onnx()
     from onnx import numpy_helper
-    model = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
+    if isinstance(src, onnx.ModelProto):
+        model = src
+    else:
+        model = onnx.load(src) if not isinstance(src, (bytes, bytearray)) else onnx.load_from_string(bytes(src))
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     widen_fp16(model)
     _fix_inputs(model, batch, input_shapes or {}, input_values or {})
     _sort_nodes(model.graph)
-    onnx_dynq.dequantized_tables(model.graph)
     declared = _loose_outputs(model)
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
@@ -361,25 +364,24 @@ def _input_shape(n: ONode, graph: OGraph) -> list | None:
     return None if x is None else [x]
 
 
-# Output shapes that onnx's inference leaves unknown, and with them everything downstream: operators
-# of other domains, and GroupNormalization and MeanVarianceNormalization (with default axes), whose
-# function bodies it fails on.
+# Output shapes that onnx's inference leaves unknown or gets wrong, and with them everything
+# downstream: operators of other domains, GroupNormalization and MeanVarianceNormalization (with
+# default axes), whose function bodies it fails on, and STFT (see _stft_shapes). A rule's shape
+# replaces onnx's.
 CUSTOM_SHAPES = {"com.microsoft.DynamicQuantizeLSTM": _lstm_shapes, "STFT": _stft_shapes,
                  "GroupNormalization": _input_shape, "MeanVarianceNormalization": _input_shape}
 
 
 def _declare_custom_shapes(graph: OGraph, g) -> bool:
     """Gives the outputs of CUSTOM_SHAPES operators their shapes, in graph.shapes and as value_info
-    of g for the next inference to start from (STFT's replacing onnx's, which takes a missing
-    onesided as 0). Whether any changed."""
+    of g for the next inference to start from. Whether any changed."""
     from onnx import helper
     added = False
     for n in graph.nodes:
         rule = CUSTOM_SHAPES.get(n.op)
         outs = rule(n, graph) if rule else None
         for name, (shape, dtype) in zip(n.outputs, outs or []):
-            known = graph.shapes.get(name)
-            if not name or known is not None and (n.op != "STFT" or known[0] == tuple(shape)):
+            if not name or graph.shapes.get(name, (None,))[0] == tuple(shape):
                 continue
             graph.shapes[name] = (tuple(shape), dtype)
             for vi in [vi for vi in g.value_info if vi.name == name]:

@@ -334,7 +334,8 @@ def _same_params(model, params) -> None:
 
 
 def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None, input_values=None) -> bytes:
-    """Convert an ONNX model (path or bytes), statically quantized or not, to v0 bytes."""
+    """Convert an ONNX model (path or bytes), statically quantized or not, to v0 bytes: the one
+    entry of every ONNX conversion, which loads the model once."""
     from msv0.convert import onnx_dynq, onnx_frontend
     onnx = onnx_frontend._onnx()
     try:
@@ -345,10 +346,10 @@ def convert_onnx(src, *, keep_nchw_input=False, batch=None, input_shapes=None, i
     if external:  # onnx.load reads them from beside the file; bytes have no beside
         raise ModelError(f"the model's weights ({', '.join(external[:3])}{', ...' if len(external) > 3 else ''}) "
                          "are in an external data file: convert it by its path")
-    onnx_dynq.dequantized_tables(proto.graph)  # as load_graph does: an embedding lookup may be all of it
+    onnx_dynq.dequantized_tables(proto.graph)  # first: an embedding lookup may be all the graph quantizes
     if not is_static_quantized(proto):
-        return onnx_frontend.convert_onnx(src, keep_nchw_input=keep_nchw_input, batch=batch, input_shapes=input_shapes,
-                                          input_values=input_values)
+        return onnx_frontend.convert_onnx(proto, keep_nchw_input=keep_nchw_input, batch=batch,
+                                          input_shapes=input_shapes, input_values=input_values)
     try:
         return _convert(proto, keep_nchw_input, batch, input_shapes, input_values)
     except (Error, ImportError):
