@@ -124,3 +124,16 @@ def test_softmax_long_row(rng):
 def test_softmax_rejects(shape, axis):
     with pytest.raises(msv0.ModelError, match="softmax_node"):
         softmax(np.zeros(shape, np.int8), 0.1, axis)
+
+
+def test_lookup_kernel_maps_every_value_through_its_table():
+    """The native LookupS8 that int8 activations run on: y = table[x + 128], every int8 value, an odd
+    element count; a table of another size is refused."""
+    from msv0 import _core
+    table = np.random.default_rng(3).integers(-128, 128, 256, dtype=np.int8)
+    x = np.arange(-128, 128, dtype=np.int8)[np.random.default_rng(4).integers(0, 256, (3, 7, 37))]
+    y = np.empty_like(x)
+    _core.LookupS8(table, x.shape)([x], [y])
+    np.testing.assert_array_equal(y, table[x.astype(np.int16) + 128])
+    with pytest.raises(ValueError, match="256 int8 values"):
+        _core.LookupS8(table[:255], x.shape)

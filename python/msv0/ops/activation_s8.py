@@ -1,7 +1,8 @@
 """int8 Activation (format-v0.md §3.1 "Activation int8"); for int8 LeakyReLU see activation.py.
 
 An int8 input has 256 values, so each activation is computed once per Session for all of them, in
-r1.1's arithmetic (vectorised int64 / float32 / float64 NumPy), into a table that run() indexes.
+r1.1's arithmetic (vectorised int64 / float32 / float64 NumPy), into a table that a native
+LookupS8 indexes.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 
 import numpy as np
 
+from msv0 import _core
 from msv0.fb.ActivationType import ActivationType
 from msv0.ops.activation import tanh_pade
 from msv0.ops.fixed_point_s8 import I32_MAX, c_round, rdbpot, srdhm, wrap32
@@ -103,10 +105,7 @@ def _leaky_relu_table(pi, po, alpha: float) -> np.ndarray:
 
 
 def _table_plan(x, table: np.ndarray) -> Plan:
-    def run(inputs, outputs):
-        np.take(table, inputs[0].astype(np.int16) + 128, out=outputs[0])
-
-    return Plan([(x.shape, I8)], run)
+    return Plan([(x.shape, I8)], kernel=_core.LookupS8(table, x.shape))
 
 
 @op("Activation", int8=True)
