@@ -1,10 +1,14 @@
-// int8 -> int8 through a 256-entry table (index q + 128): the int8 Activations, whose r1.1
-// arithmetic ops/activation_s8.py evaluates once per Session for every input value. One byte
-// load per element; no ISA tier of its own.
+// int8 -> int8 through 256-entry tables (index q + 128), the inputs laid one after another along
+// an axis of the output: the int8 Activations (one input; ops/activation_s8.py evaluates r1.1's
+// arithmetic once per Session for every input value) and int8 Concat (a table per input that
+// requantizes it to the output's params; an identity table is a plain copy). One byte load per
+// element; no ISA tier of its own.
 #include "kernels/kernel.h"
 
 #if MSV0_ONCE
 #include <array>
+#include <cstring>
+#include <string>
 #include <vector>
 #include <pybind11/stl.h>
 
@@ -15,34 +19,94 @@ namespace {
 
 class LookupS8 : public NativeOp {
  public:
-  LookupS8(const py::array& table, const std::vector<int64_t>& shape)
-      : size_(elements(checked_shape(shape, shape.size(), "shape"))) {
-    if (table.ndim() != 1 || table.shape(0) != 256) throw ArgError("table: expected 256 int8 values");
-    const int8_t* t = in_ptr<int8_t>(table, "table");
-    std::copy(t, t + 256, table_.begin());
-    set_operands({{shape, 'b'}}, {{shape, 'b'}});
+  LookupS8(const std::vector<py::array>& tables, const std::vector<std::vector<int64_t>>& in_shapes, int64_t axis) {
+    if (in_shapes.empty() || tables.size() != in_shapes.size())
+      throw ArgError("tables and in_shapes: expected one table per input, at least one");
+    const size_t rank = in_shapes[0].size();
+    if (axis < 0 || axis >= static_cast<int64_t>(std::max<size_t>(rank, 1)))
+      throw ArgError("axis: out of range for rank " + std::to_string(rank));
+    if (rank == 0 && in_shapes.size() > 1) throw ArgError("in_shapes: scalars do not concatenate");
+    std::vector<Operand> ins;
+    std::vector<int64_t> out_shape = in_shapes[0];
+    if (rank) out_shape[axis] = 0;
+    for (size_t k = 0; k < in_shapes.size(); ++k) {
+      const auto& s = checked_shape(in_shapes[k], rank, "in_shapes");
+      for (size_t d = 0; d < rank; ++d)
+        if (static_cast<int64_t>(d) != axis && s[d] != out_shape[d])
+          throw ArgError("in_shapes: dims off the axis differ");
+      if (rank) out_shape[axis] += s[axis];
+      ins.push_back({s, 'b'});
+      const py::array& t = tables[k];
+      if (t.ndim() != 1 || t.shape(0) != 256) throw ArgError("table: expected 256 int8 values");
+      std::array<int8_t, 256> table;
+      const int8_t* p = in_ptr<int8_t>(t, "table");
+      std::copy(p, p + 256, table.begin());
+      bool identity = true;
+      for (int i = 0; i < 256; ++i) identity = identity && table[i] == static_cast<int8_t>(i - 128);
+      pieces_.push_back({table, identity, 0, 0});
+    }
+    outer_ = 1;
+    for (int64_t d = 0; d < axis && d < static_cast<int64_t>(rank); ++d) outer_ *= out_shape[d];
+    for (size_t k = 0; k < in_shapes.size(); ++k) {
+      pieces_[k].run = outer_ ? elements(in_shapes[k]) / outer_ : 0;
+      pieces_[k].offset = row_;
+      row_ += pieces_[k].run;
+    }
+    set_operands(ins, {{out_shape, 'b'}});
   }
 
   void run(const void* const* in, void* const* out) const override {
-    const auto* x = static_cast<const uint8_t*>(in[0]);
     auto* y = static_cast<int8_t*>(out[0]);
-    parallel_for(size_, 1 << 16, [&](int64_t e0, int64_t e1) {
-      for (int64_t e = e0; e < e1; ++e) y[e] = table_[x[e] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+    if (outer_ == 1) {  // one run per input: each split across threads
+      for (size_t k = 0; k < pieces_.size(); ++k) {
+        const auto* x = static_cast<const uint8_t*>(in[k]);
+        parallel_for(pieces_[k].run, 1 << 16, [&](int64_t e0, int64_t e1) {
+          map(pieces_[k], x + e0, y + pieces_[k].offset + e0, e1 - e0);
+        });
+      }
+      return;
+    }
+    // Rows of the output (a pixel's channels, for a Concat of NHWC tensors along C), whole.
+    parallel_for(outer_, grain_for(row_), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (size_t k = 0; k < pieces_.size(); ++k) {
+          const Piece& p = pieces_[k];
+          map(p, static_cast<const uint8_t*>(in[k]) + r * p.run, y + r * row_ + p.offset, p.run);
+        }
     });
   }
   const char* name() const override { return "lookup_s8"; }
 
  private:
-  int64_t size_;
-  std::array<int8_t, 256> table_{};
+  struct Piece {
+    std::array<int8_t, 256> table;
+    bool identity;
+    int64_t run;     // elements of the input per output row
+    int64_t offset;  // where they start in the row
+  };
+
+  static void map(const Piece& p, const uint8_t* x, int8_t* y, int64_t n) {
+    if (p.identity) {
+      std::memcpy(y, x, n);
+      return;
+    }
+    for (int64_t e = 0; e < n; ++e) y[e] = p.table[x[e] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+  }
+
+  std::vector<Piece> pieces_;
+  int64_t outer_ = 1;  // output rows: the product of the dims before the axis
+  int64_t row_ = 0;    // elements per output row
 };
 
 }  // namespace
 
 MSV0_BIND(m) {
   py::class_<LookupS8, NativeOp, std::shared_ptr<LookupS8>>(
-      m, "LookupS8", "y = table[x + 128] for int8 arrays of `shape`; table: 256 int8 values.")
-      .def(py::init<const py::array&, const std::vector<int64_t>&>(), py::arg("table"), py::arg("shape"));
+      m, "LookupS8",
+      "y = the int8 inputs of in_shapes concatenated along `axis`, each x mapped to tables[k][x + 128] (256 int8 "
+      "values per input; an identity table copies).")
+      .def(py::init<const std::vector<py::array>&, const std::vector<std::vector<int64_t>>&, int64_t>(),
+           py::arg("tables"), py::arg("in_shapes"), py::arg("axis"));
 }
 
 }  // namespace msv0

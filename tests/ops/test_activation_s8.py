@@ -93,8 +93,9 @@ def test_bad_params():
         run_op("Activation", [ALL], out_dtypes=[np.int8], in_quant=[qp(0.1, 0)], out_quant=[qp(1e-30, 0)], type=A.RELU6)
 
 
-def softmax(q, s_in, axis=-1, out_quant=(0.1, 5)):
-    (y,) = run_op("SoftMax", [q], out_dtypes=[np.int8], in_quant=[qp(s_in, 3)], out_quant=[qp(*out_quant)], axis=axis)
+def softmax(q, s_in, axis=-1, out_quant=(0.1, 5), num_threads=1):
+    (y,) = run_op("SoftMax", [q], out_dtypes=[np.int8], in_quant=[qp(s_in, 3)], out_quant=[qp(*out_quant)], axis=axis,
+                  native=True, num_threads=num_threads)
     return y
 
 
@@ -114,6 +115,13 @@ def test_softmax_axes_and_output_params_ignored(rng):
         np.testing.assert_array_equal(softmax(q, 0.05, axis, out_quant=(1.0, 0)), softmax_s8(q, 0.05, axis))
 
 
+def test_softmax_rows_across_threads(rng):
+    """YOLOv8's box-distribution softmax: 16 bins along axis 1 of [1, 4, 16, 2100] (strided rows),
+    enough rows that a 2-thread pool splits them, some mid-row."""
+    q = rng.integers(-128, 128, (1, 4, 16, 2100)).astype(np.int8)
+    np.testing.assert_array_equal(softmax(q, 0.043, 2, num_threads=2), softmax_s8(q, 0.043, 2))
+
+
 def test_softmax_long_row(rng):
     # 900 near-equal values: the sum reaches 2^28 and the output shift passes 31 (exact math: 0)
     q = np.concatenate([np.full(899, 100), [101]]).astype(np.int8)[None]
@@ -127,13 +135,39 @@ def test_softmax_rejects(shape, axis):
 
 
 def test_lookup_kernel_maps_every_value_through_its_table():
-    """The native LookupS8 that int8 activations run on: y = table[x + 128], every int8 value, an odd
-    element count; a table of another size is refused."""
+    """The native LookupS8 that int8 activations and Concat run on: y = table[x + 128], every int8
+    value, an odd element count, and two inputs along an inner axis (an identity table copies); bad
+    tables and shapes are refused."""
     from msv0 import _core
-    table = np.random.default_rng(3).integers(-128, 128, 256, dtype=np.int8)
-    x = np.arange(-128, 128, dtype=np.int8)[np.random.default_rng(4).integers(0, 256, (3, 7, 37))]
+    rng = np.random.default_rng(3)
+    table = rng.integers(-128, 128, 256, dtype=np.int8)
+    x = np.arange(-128, 128, dtype=np.int8)[rng.integers(0, 256, (3, 7, 37))]
     y = np.empty_like(x)
-    _core.LookupS8(table, x.shape)([x], [y])
+    _core.LookupS8([table], [x.shape], 0)([x], [y])
     np.testing.assert_array_equal(y, table[x.astype(np.int16) + 128])
+    x2 = x[:, :, :5].copy()
+    y = np.empty((3, 7, 42), np.int8)
+    _core.LookupS8([table, np.arange(-128, 128, dtype=np.int8)], [x.shape, x2.shape], 2)([x, x2], [y])
+    np.testing.assert_array_equal(y, np.concatenate([table[x.astype(np.int16) + 128], x2], 2))
     with pytest.raises(ValueError, match="256 int8 values"):
-        _core.LookupS8(table[:255], x.shape)
+        _core.LookupS8([table[:255]], [x.shape], 0)
+    with pytest.raises(ValueError, match="off the axis"):
+        _core.LookupS8([table, table], [x.shape, (3, 6, 5)], 2)
+    with pytest.raises(ValueError, match="axis"):
+        _core.LookupS8([table], [x.shape], 3)
+
+
+def test_softmax_kernel_refuses_bad_tables_and_shapes():
+    """Direct callers of the native SoftmaxS8 cannot make its int32 sum wrap or its reciprocal
+    divide by zero."""
+    from msv0 import _core
+    table = np.full(256, 1 << 20, np.int32)
+    table[0] = 2**31 - 1
+    _core.SoftmaxS8(table, (2, 16), 1)
+    for bad in (table[:255], np.where(np.arange(256) == 0, 5, table).astype(np.int32), -table):
+        with pytest.raises(ValueError, match="exp_table"):
+            _core.SoftmaxS8(bad, (2, 16), 1)
+    with pytest.raises(ValueError, match="4095"):
+        _core.SoftmaxS8(table, (1, 4096), 1)
+    with pytest.raises(ValueError, match="axis"):
+        _core.SoftmaxS8(table, (2, 16), 2)

@@ -30,13 +30,25 @@ def run1(op, inputs, p, **attrs):
 
 
 @pytest.mark.parametrize("p", PARAMS, ids=str)
-def test_concat_s8(rng, p):
-    a, b = q8(rng, (2, 3, 5)), q8(rng, (2, 4, 5))
+@pytest.mark.parametrize("axis,b_shape", [(-2, (2, 4, 5)), (0, (1, 3, 5)), (2, (2, 3, 1))])
+def test_concat_s8(rng, p, axis, b_shape):
+    """A copied input (equal params) beside requantized ones, along an inner axis (rows of the
+    output), the first (one run per input) and the last."""
+    a, b, c = q8(rng, (2, 3, 5)), q8(rng, b_shape), q8(rng, (2, 3, 5))
     s_in, zp_in, s_out, zp_out = p
-    y = run_op("Concat", [a, b], out_dtypes=I8, in_quant=[qp(s_in, zp_in), qp(0.08, -7)],
-               out_quant=[qp(s_out, zp_out)], axis=-2)[0]
+    y = run_op("Concat", [a, b, c], out_dtypes=I8, in_quant=[qp(s_in, zp_in), qp(0.08, -7), qp(s_out, zp_out)],
+               out_quant=[qp(s_out, zp_out)], axis=axis, native=True)[0]
     want_a = a if (s_in, zp_in) == (s_out, zp_out) else requant_float(a, s_in, zp_in, s_out, zp_out)
-    np.testing.assert_array_equal(y, np.concatenate([want_a, requant_float(b, 0.08, -7, s_out, zp_out)], 1))
+    want = np.concatenate([want_a, requant_float(b, 0.08, -7, s_out, zp_out), c], axis)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_concat_s8_rows_across_threads(rng):
+    """Enough output rows that a 2-thread pool splits them."""
+    a, b = q8(rng, (1, 181, 97, 3)), q8(rng, (1, 181, 97, 64))
+    y = run_op("Concat", [a, b], out_dtypes=I8, in_quant=[qp(0.1, 3), qp(0.05, -2)], out_quant=[qp(0.1, 3)],
+               axis=3, num_threads=2)[0]
+    np.testing.assert_array_equal(y, np.concatenate([a, requant_float(b, 0.05, -2, 0.1, 3)], 3))
 
 
 @pytest.mark.parametrize("p", PARAMS, ids=str)
@@ -135,7 +147,7 @@ def test_resize_nearest_s8(rng, align, size):
     ys, xs = resize_nearest_index(3, size[0], align), resize_nearest_index(4, size[1], align)
     moved = x[:, ys][:, :, xs]
     np.testing.assert_array_equal(run1("Resize", [x], (0.1, 3, 0.1000005, 3), method=1, newHeight=size[0],
-                                       newWidth=size[1], alignCorners=align), moved)  # |Δscale| < 1e-6: a copy
+                                       newWidth=size[1], alignCorners=align, native=True), moved)  # |Δscale| < 1e-6: a copy
     y = run1("Resize", [x], (0.1, 3, 0.3, -20), method=1, newHeight=size[0], newWidth=size[1], alignCorners=align)
     m, left, right = quantize_round_parameter(float(np.float32(0.1) / np.float32(0.3)))
     want = mbqm(moved.astype(np.int64) - 3, m, left + 20, right + 20) - 20

@@ -105,7 +105,7 @@ def _leaky_relu_table(pi, po, alpha: float) -> np.ndarray:
 
 
 def _table_plan(x, table: np.ndarray) -> Plan:
-    return Plan([(x.shape, I8)], kernel=_core.LookupS8(table, x.shape))
+    return Plan([(x.shape, I8)], kernel=_core.LookupS8([table], [x.shape], 0))
 
 
 @op("Activation", int8=True)

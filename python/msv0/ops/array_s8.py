@@ -14,12 +14,13 @@ import math
 
 import numpy as np
 
+from msv0 import _core
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.ResizeMethod import ResizeMethod
 from msv0.ops.fixed_point_s8 import c_round, mbqm
 from msv0.ops.shape import int_values
 from msv0.quant import I8, f32, input_param, output_param, round_parameter
-from msv0.registry import OPS, Plan, Value, expect_inputs, fail, op
+from msv0.registry import OPS, Plan, Value, expect_inputs, fail, normalize_axis, op
 
 Q = np.arange(-128, 128, dtype=np.int64)  # every int8 value, in table order
 IDENTITY = Q.astype(np.int8)
@@ -74,18 +75,16 @@ def copy_or_float(node, p_in, p_out, divide: bool = False) -> np.ndarray:
     return IDENTITY if same_params(p_in, p_out) else float_table(node, p_in, p_out, divide)
 
 
-def with_tables(plan: Plan, pre=None, post=None) -> Plan:
-    """The plan with its inputs (pre) or outputs (post) mapped through int8 tables; identity
-    tables cost nothing, and a view plan stays a view when nothing is left to map."""
-    pre = [None if t is None or np.array_equal(t, IDENTITY) else t for t in (pre or [])]
-    post = [None if t is None or np.array_equal(t, IDENTITY) else t for t in (post or [])]
+def with_tables(plan: Plan, post: list) -> Plan:
+    """The plan with its outputs mapped through int8 tables; identity tables cost nothing, and a
+    view plan stays a view when nothing is left to map."""
+    post = [None if t is None or np.array_equal(t, IDENTITY) else t for t in post]
     outputs = [(s, I8) for s, _ in plan.outputs]
-    if not any(t is not None for t in pre + post):
+    if all(t is None for t in post):
         return dataclasses.replace(plan, outputs=outputs)
     move = plan.run
 
     def run(inputs, outs):
-        inputs = [x if k >= len(pre) or pre[k] is None else lookup(pre[k], x) for k, x in enumerate(inputs)]
         move(inputs, outs)
         for o, t in zip(outs, post):
             if t is not None:
@@ -106,11 +105,13 @@ def byte_move(node, ins):
 
 @op("Concat", int8=True)
 def concat_s8(node, ins):
-    """Each input requantized to the output's params in float, s = s_in·(1/s_out)."""
+    """Each input requantized to the output's params in float, s = s_in·(1/s_out), as it is
+    copied into place by the native LookupS8."""
     plan = own_build(node, ins)
     p_out = output_param(node)
     tables = [copy_or_float(node, input_param(node, v, f"input {k}"), p_out) for k, v in enumerate(ins)]
-    return with_tables(plan, pre=tables)
+    axis = normalize_axis(node, node.attrs.axis, len(ins[0].shape))
+    return Plan([(s, I8) for s, _ in plan.outputs], kernel=_core.LookupS8(tables, [v.shape for v in ins], axis))
 
 
 @op("Reshape", "DepthToSpace", "BatchToSpace", "BatchToSpaceND", int8=True)
@@ -118,14 +119,14 @@ def recip_requant(node, ins):
     """Copy when the params are equal, else requantize in float with s = s_in·(1/s_out)."""
     plan = own_build(node, ins)
     table = copy_or_float(node, input_param(node, ins[0]), output_param(node))
-    return with_tables(plan, post=[table])
+    return with_tables(plan, [table])
 
 
 @op("Squeeze", int8=True)
 def squeeze_s8(node, ins):
     """Always requantized (no copy test), in float with s = s_in·(1/s_out)."""
     plan = own_build(node, ins)
-    return with_tables(plan, post=[float_table(node, input_param(node, ins[0]), output_param(node))])
+    return with_tables(plan, [float_table(node, input_param(node, ins[0]), output_param(node))])
 
 
 @op("Split", int8=True)
@@ -134,7 +135,7 @@ def split_s8(node, ins):
     plan = own_build(node, ins)
     p_in = input_param(node, ins[0])
     tables = [copy_or_float(node, p_in, output_param(node, k), divide=True) for k in range(len(plan.outputs))]
-    return with_tables(plan, post=tables)
+    return with_tables(plan, tables)
 
 
 @op("Slice", int8=True)
@@ -144,7 +145,7 @@ def slice_s8(node, ins):
     p_in, p_out = input_param(node, ins[0]), output_param(node)
     table = IDENTITY if same_params(p_in, p_out) else double_table(
         node, float(f32(p_in.scale)) / float(f32(p_out.scale)), p_in.zeroPoint, p_out.zeroPoint)
-    return with_tables(plan, post=[table])
+    return with_tables(plan, [table])
 
 
 @op("Crop", int8=True)
@@ -185,7 +186,7 @@ def gather_s8(node, ins):
     if ins[1].dtype != np.int32:
         raise fail(node, f"int8 Gather reads its indices as int32, got {ins[1].dtype}")
     p_in, p_out = input_param(node, ins[0]), output_param(node)
-    return with_tables(plan, post=[double_table(node, p_in.scale / p_out.scale, p_in.zeroPoint, p_out.zeroPoint)])
+    return with_tables(plan, [double_table(node, p_in.scale / p_out.scale, p_in.zeroPoint, p_out.zeroPoint)])
 
 
 @op("GatherNd", int8=True)
@@ -331,6 +332,9 @@ def resize_s8(node, ins):
                 raise fail(node, "int8 nearest Resize's requantization shift is out of range")
             table = np.clip(mbqm(Q - p_in.zeroPoint, m, left + 20, right + 20) + p_out.zeroPoint,
                             -128, 127).astype(np.int8)
+
+        if table is IDENTITY:
+            return Plan([(out_shape, I8)], kernel=_core.Resize(ins[0].shape, out_shape, ys, xs, type="b"))
 
         def nearest(inputs, outputs):  # both axes in one gather: no (oh, w) intermediate
             outputs[0][...] = lookup(table, inputs[0][:, ys[:, None], xs[None, :]])
