@@ -1,12 +1,13 @@
 // int8 -> int8 through 256-entry tables (index q + 128), the inputs laid one after another along
 // an axis of the output: the int8 Activations (one input; ops/activation_s8.py evaluates r1.1's
-// arithmetic once per Session for every input value) and int8 Concat (a table per input that
-// requantizes it to the output's params; an identity table is a plain copy). One byte load per
-// element; no ISA tier of its own.
+// arithmetic once per Session for every input value), int8 Concat (a table per input that
+// requantizes it to the output's params; an identity table is a plain copy), and chains of
+// element-wise steps from an int8 tensor to an int8 tensor (int8_tables.py), whose constants may
+// differ along the last dim: a table per position of that dim then. One byte load per element;
+// no ISA tier of its own.
 #include "kernels/kernel.h"
 
 #if MSV0_ONCE
-#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,13 +38,14 @@ class LookupS8 : public NativeOp {
       if (rank) out_shape[axis] += s[axis];
       ins.push_back({s, 'b'});
       const py::array& t = tables[k];
-      if (t.ndim() != 1 || t.shape(0) != 256) throw ArgError("table: expected 256 int8 values");
-      std::array<int8_t, 256> table;
+      const int64_t last = rank ? s[rank - 1] : 1;
+      const bool per_channel = t.ndim() == 2 && t.shape(0) == last && t.shape(1) == 256;
+      if (!per_channel && (t.ndim() != 1 || t.shape(0) != 256))
+        throw ArgError("table: expected 256 int8 values, or 256 per position of the input's last dim");
       const int8_t* p = in_ptr<int8_t>(t, "table");
-      std::copy(p, p + 256, table.begin());
-      bool identity = true;
-      for (int i = 0; i < 256; ++i) identity = identity && table[i] == static_cast<int8_t>(i - 128);
-      pieces_.push_back({table, identity, 0, 0});
+      Piece piece{std::vector<int8_t>(p, p + t.size()), per_channel ? last : 1, true, 0, 0};
+      for (int64_t i = 0; i < t.size(); ++i) piece.identity = piece.identity && p[i] == static_cast<int8_t>(i % 256 - 128);
+      pieces_.push_back(std::move(piece));
     }
     outer_ = 1;
     for (int64_t d = 0; d < axis && d < static_cast<int64_t>(rank); ++d) outer_ *= out_shape[d];
@@ -61,7 +63,7 @@ class LookupS8 : public NativeOp {
       for (size_t k = 0; k < pieces_.size(); ++k) {
         const auto* x = static_cast<const uint8_t*>(in[k]);
         parallel_for(pieces_[k].run, 1 << 16, [&](int64_t e0, int64_t e1) {
-          map(pieces_[k], x + e0, y + pieces_[k].offset + e0, e1 - e0);
+          map(pieces_[k], x + e0, y + pieces_[k].offset + e0, e0, e1 - e0);
         });
       }
       return;
@@ -71,7 +73,7 @@ class LookupS8 : public NativeOp {
       for (int64_t r = r0; r < r1; ++r)
         for (size_t k = 0; k < pieces_.size(); ++k) {
           const Piece& p = pieces_[k];
-          map(p, static_cast<const uint8_t*>(in[k]) + r * p.run, y + r * row_ + p.offset, p.run);
+          map(p, static_cast<const uint8_t*>(in[k]) + r * p.run, y + r * row_ + p.offset, r * p.run, p.run);
         }
     });
   }
@@ -79,18 +81,29 @@ class LookupS8 : public NativeOp {
 
  private:
   struct Piece {
-    std::array<int8_t, 256> table;
+    std::vector<int8_t> table;  // 256 entries per channel
+    int64_t channels;           // 1, or the input's last dim
     bool identity;
     int64_t run;     // elements of the input per output row
     int64_t offset;  // where they start in the row
   };
 
-  static void map(const Piece& p, const uint8_t* x, int8_t* y, int64_t n) {
+  // n elements of one input from its element `start` on.
+  static void map(const Piece& p, const uint8_t* x, int8_t* y, int64_t start, int64_t n) {
     if (p.identity) {
       std::memcpy(y, x, n);
       return;
     }
-    for (int64_t e = 0; e < n; ++e) y[e] = p.table[x[e] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+    const int8_t* t = p.table.data();
+    if (p.channels == 1) {
+      for (int64_t e = 0; e < n; ++e) y[e] = t[x[e] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+      return;
+    }
+    int64_t c = start % p.channels;
+    for (int64_t e = 0; e < n; ++e) {
+      y[e] = t[c * 256 + (x[e] ^ 0x80)];
+      if (++c == p.channels) c = 0;
+    }
   }
 
   std::vector<Piece> pieces_;
@@ -104,7 +117,8 @@ MSV0_BIND(m) {
   py::class_<LookupS8, NativeOp, std::shared_ptr<LookupS8>>(
       m, "LookupS8",
       "y = the int8 inputs of in_shapes concatenated along `axis`, each x mapped to tables[k][x + 128] (256 int8 "
-      "values per input; an identity table copies).")
+      "values per input; an identity table copies), or to tables[k][c, x + 128] at position c of the input's last "
+      "dim (256 per position).")
       .def(py::init<const std::vector<py::array>&, const std::vector<std::vector<int64_t>>&, int64_t>(),
            py::arg("tables"), py::arg("in_shapes"), py::arg("axis"));
 }

@@ -22,7 +22,7 @@ from msv0.dynamic_quant import fuse_dynamic_quantize, fuse_integer_ops
 from msv0.errors import Error, ModelError, ResourceError, node_error
 from msv0.fusion import fuse_activations, fuse_blocks, fuse_residuals
 from msv0.gelu import fuse_gelu, profile_op
-from msv0.int8_tables import fuse_lookups
+from msv0.int8_tables import fuse_tables
 from msv0.model import Model
 from msv0.planner import allocate
 from msv0.registry import MEMORY_LIMIT, Plan, RunFn, Value, build, check_size
@@ -175,7 +175,7 @@ def prepare(model: Model, order: Sequence[int], inputs: Mapping[int, Value], out
     for k in [k for _, _, ins, _ in planned for k in ins] + list(outputs):
         uses[k] = uses.get(k, 0) + 1
     planned = fuse_integer_ops(model, fuse_gelu(model, planned, uses, values), uses, values)
-    planned = fuse_dynamic_quantize(model, fuse_lookups(model, planned, uses, values), uses, values)
+    planned = fuse_dynamic_quantize(model, fuse_tables(model, planned, uses, values), uses, values)
     planned = fuse_blocks(fuse_resizes(model, planned, values, uses), uses, num_threads)
     planned = fuse_activations(fuse_residuals(planned, uses), uses, values)
     # Outputs that are views of a computed input share its bytes; a view of a constant is copied.

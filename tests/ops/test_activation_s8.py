@@ -136,8 +136,8 @@ def test_softmax_rejects(shape, axis):
 
 def test_lookup_kernel_maps_every_value_through_its_table():
     """The native LookupS8 that int8 activations and Concat run on: y = table[x + 128], every int8
-    value, an odd element count, and two inputs along an inner axis (an identity table copies); bad
-    tables and shapes are refused."""
+    value, an odd element count, a table per channel, and two inputs along an inner axis (an
+    identity table copies); bad tables and shapes are refused."""
     from msv0 import _core
     rng = np.random.default_rng(3)
     table = rng.integers(-128, 128, 256, dtype=np.int8)
@@ -149,8 +149,13 @@ def test_lookup_kernel_maps_every_value_through_its_table():
     y = np.empty((3, 7, 42), np.int8)
     _core.LookupS8([table, np.arange(-128, 128, dtype=np.int8)], [x.shape, x2.shape], 2)([x, x2], [y])
     np.testing.assert_array_equal(y, np.concatenate([table[x.astype(np.int16) + 128], x2], 2))
-    with pytest.raises(ValueError, match="256 int8 values"):
-        _core.LookupS8([table[:255]], [x.shape], 0)
+    per_channel = rng.integers(-128, 128, (37, 256), dtype=np.int8)  # a table per position of the last dim
+    y = np.empty_like(x)
+    _core.LookupS8([per_channel], [x.shape], 0)([x], [y])
+    np.testing.assert_array_equal(y, per_channel[np.arange(37), x.astype(np.int16) + 128])
+    for bad in (table[:255], per_channel[:36]):
+        with pytest.raises(ValueError, match="256 int8 values"):
+            _core.LookupS8([bad], [x.shape], 0)
     with pytest.raises(ValueError, match="off the axis"):
         _core.LookupS8([table, table], [x.shape, (3, 6, 5)], 2)
     with pytest.raises(ValueError, match="axis"):
