@@ -2,6 +2,7 @@
 msv0 and run against ONNX Runtime on the quantized file: what a user with a quantized model sees.
 
     python bench/quantized_real.py [--models ocr_det_ppocrv4 magika_v3_3] [--formats qdq qop dynamic]
+                                   [--time [--threads 1 2] [--rounds 5]]
 
 qdq and qop: `quantize_static` (QDQ, or QOperator with uint8 activations), per-channel int8
 weights, calibrated on --samples copies of the model's test input with 10 % noise; dynamic:
@@ -12,15 +13,23 @@ conversion bug is msv0 far from ONNX Runtime where ONNX Runtime is near fp32. Mo
 onnxruntime's quantizer or msv0 cannot take are listed with the error. Each model and format runs
 in a process of its own: onnxruntime aborts the process on some quantized graphs (an assertion in
 its QOperator session for silero-vad).
+
+--time measures speed instead: msv0 on the quantized file and on the float one, ONNX Runtime and
+OpenVINO (when installed; inference precision f32, so that it runs the file's int8) on the
+quantized file, at each thread count, in alternating blocks of runs with a pause between blocks;
+medians in ms, msv0 int8's speed-up over its fp32, and its ratio to the faster peer.
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -89,21 +98,82 @@ def check(name: str, fmt: str, samples: int) -> list[str]:
             f"{snr_db(want[k], got[k]):8.1f}" for k in names if want[k].dtype.kind == "f"]
 
 
+def timing(name: str, fmt: str, samples: int, threads: list[int], rounds: int) -> list[str]:
+    import onnxruntime as ort
+    from bench_real import block
+
+    m = rm.BY_NAME[name]
+    data, feeds = rm.source_bytes(m)
+    ms_feeds = rm.to_msv0_feeds(m, feeds)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "quantized.onnx")
+        with open(src, "wb") as f:
+            f.write(data)
+        try:
+            quantized(src, dst, fmt, feeds, samples)
+        except Exception as e:
+            return [f"{m.name:28s} {fmt:8s} onnxruntime cannot quantize it: {type(e).__name__}"]
+        with open(dst, "rb") as f:
+            qdata = f.read()
+        engines = {}
+        for t in threads:
+            int8, fp32 = msv0.Session(convert(qdata), num_threads=t), msv0.Session(convert(data), num_threads=t)
+            engines[t, "msv0 int8"] = lambda s=int8: s.run(ms_feeds)
+            engines[t, "msv0 fp32"] = lambda s=fp32: s.run(ms_feeds)
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads, opts.inter_op_num_threads, opts.log_severity_level = t, 1, 3
+            peer = ort.InferenceSession(qdata, opts, providers=["CPUExecutionProvider"])
+            engines[t, "onnxruntime"] = lambda p=peer: p.run(None, feeds)
+            try:
+                import openvino as ov
+
+                compiled = ov.Core().compile_model(dst, "CPU", {"INFERENCE_NUM_THREADS": t,
+                                                                "INFERENCE_PRECISION_HINT": "f32"})
+                request = compiled.create_infer_request()
+                engines[t, "openvino"] = lambda r=request: r.infer(feeds)
+            except (ImportError, RuntimeError):  # not installed, or it cannot compile the graph
+                pass
+    for run in engines.values():
+        run()
+    once = min(min(w for w, _ in block(run, 3)) for run in engines.values())
+    runs = max(3, int(0.3 / max(once, 1e-5)))
+    times = {k: [] for k in engines}
+    for _ in range(rounds):
+        for k, run in engines.items():
+            times[k] += [w for w, _ in block(run, runs)]
+            time.sleep(0.2)
+    lines = []
+    for t in threads:
+        med = {e: statistics.median(v) * 1e3 for (u, e), v in times.items() if u == t}
+        best = min(v for e, v in med.items() if not e.startswith("msv0"))
+        lines.append(f"{m.name:28s} {fmt:8s} {t}t  " + "  ".join(f"{e} {v:.3f}" for e, v in med.items())
+                     + f"  | int8 speed-up {med['msv0 fp32'] / med['msv0 int8']:.2f}x, msv0 / best peer "
+                     f"{med['msv0 int8'] / best:.2f}")
+    return lines
+
+
 def main() -> None:
     onnx_models = [m.name for m in rm.MODELS if m.kind == "onnx"]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="*", default=onnx_models, choices=onnx_models)
     ap.add_argument("--formats", nargs="*", default=list(FORMATS), choices=FORMATS)
     ap.add_argument("--samples", type=int, default=8, help="calibration samples for quantize_static")
+    ap.add_argument("--time", action="store_true", help="measure speed (ms) instead of accuracy")
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--rounds", type=int, default=5, help="--time: blocks of runs per engine")
     args = ap.parse_args()
-    print(f"{'model':28s} {'format':8s} {'output':24s} {'ORT dB':>8s} {'msv0 dB':>8s} {'vs ORT':>8s}"
-          "   (SNR against fp32, and msv0 against ONNX Runtime)")
+    if args.time:
+        task = functools.partial(timing, threads=args.threads, rounds=args.rounds)
+    else:
+        task = check
+        print(f"{'model':28s} {'format':8s} {'output':24s} {'ORT dB':>8s} {'msv0 dB':>8s} {'vs ORT':>8s}"
+              "   (SNR against fp32, and msv0 against ONNX Runtime)")
     spawn = multiprocessing.get_context("spawn")
     for name in args.models:
         for fmt in args.formats:
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as child:
                 try:
-                    lines = child.submit(check, name, fmt, args.samples).result()
+                    lines = child.submit(task, name, fmt, args.samples).result()
                 except rm.Unavailable as e:
                     lines = [f"{name:28s} skipped ({e})"]
                 except concurrent.futures.process.BrokenProcessPool:
