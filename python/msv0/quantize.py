@@ -15,6 +15,7 @@ import numpy as np
 from msv0.errors import InputError, ModelError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.CNode import CNodeT
+from msv0.fb.Maximum import MaximumT
 from msv0.fb.MetaGraph import MetaGraphT
 from msv0.fb.NodeType import NodeType
 from msv0.fb.Primitive import PrimitiveT
@@ -30,6 +31,11 @@ from msv0.session import Session
 from msv0.weight_quant import quantize_weights
 
 F32, I8, I32 = TypeId.kNumberTypeFloat32, TypeId.kNumberTypeInt8, TypeId.kNumberTypeInt32
+# Float ops whose outputs are finite wherever their inputs are (short of overflow in a sum).
+KEEP_FINITE = frozenset({"Activation", "BatchNorm", "Concat", "Conv2D", "DeConv2D", "DeDepthwiseConv2D",
+                         "DepthwiseConv2D", "FullConnection", "FusedBatchNorm", "Gather", "MatMul", "Pad", "Pooling",
+                         "Reshape", "Resize", "Slice", "SoftMax", "Split", "Squeeze", "StridedSlice", "Transpose",
+                         "Unsqueeze"})
 
 
 @dataclass(frozen=True)
@@ -287,16 +293,37 @@ class _Rewriter:
         n.inputIndex, n.outputIndex = [src], [dst]
         self.nodes.append(n)
 
-    def activation(self, k: int) -> int:
-        """Tensor k as int8: itself when a quantized node wrote it, else a quantized copy."""
+    def activation(self, k: int, producer: str | None = None) -> int:
+        """Tensor k as int8: itself when a quantized node wrote it, else a quantized copy. A
+        converted graph's float op (`producer`) that can make -inf of finite values passes a
+        Maximum with -FLT_MAX first: r1.1's float -> int8 cast takes -inf to 127, the source's
+        QuantizeLinear to the lowest code (a log-mel front end's Log of 0: openWakeWord's
+        melspectrogram quantized, -3 dB against ONNX Runtime's 13.5). At plan time the Maximum
+        joins the cast's table (int8_tables.py) or its producer's kernel."""
         if k in self.int8:
             return k
         if k not in self.as_int8:
             t = self.g.allTensors[k]
             q = self.tensor(f"{_name(t)}/int8", I8, t, [_param(*self.params[k])])
-            self.cast(k, F32, I8, q)
+            self.cast(k if producer is None or producer in KEEP_FINITE else self.above_minus_inf(k), F32, I8, q)
             self.as_int8[k] = q
         return self.as_int8[k]
+
+    def above_minus_inf(self, k: int) -> int:
+        """A new tensor: Maximum(k, -FLT_MAX)."""
+        t = self.g.allTensors[k]
+        lowest = self.tensor(f"{_name(t)}/lowest", F32, t, data=np.array([np.finfo(np.float32).min], np.float32),
+                             node_type=NodeType.ValueNode)
+        self.g.allTensors[lowest].dims = [1]
+        out = self.tensor(f"{_name(t)}/finite", F32, t)
+        n = CNodeT()
+        n.name = f"{_name(t)}/Maximum"
+        n.nodeType, n.quantType = NodeType.CNode, QuantType.QUANT_NONE
+        n.primitive = PrimitiveT()
+        n.primitive.valueType, n.primitive.value = PrimitiveType.Maximum, MaximumT()
+        n.inputIndex, n.outputIndex = [k, lowest], [out]
+        self.nodes.append(n)
+        return out
 
     def float_of(self, k: int) -> int:
         if k not in self.int8:
@@ -409,7 +436,7 @@ class _Rewriter:
             if self.own_params and not quantized:
                 for k in n.outputIndex:
                     if k in self.params and g.allTensors[k].dataType == F32:
-                        q = self.activation(k)
+                        q = self.activation(k, model.nodes[i].op)
                         self.int8.add(q)
                         self.through[k] = self.float_of(q)
         outputs = []

@@ -269,6 +269,27 @@ def test_scalar_quantized_constant():
     assert np.abs(got - want).max() <= 0.05 + 1e-6
 
 
+def test_minus_infinity_quantizes_to_the_lowest_code():
+    """QuantizeLinear of a float op's -inf (a log-mel front end's Log of a silent bin) gives the
+    lowest code as in ONNX Runtime; r1.1's cast alone would give 127."""
+    inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.int8(0), "z"),
+             numpy_helper.from_array(np.float32(0.04), "s_y"), numpy_helper.from_array(np.int8(50), "z_y")]
+    nodes = [helper.make_node("QuantizeLinear", ["input", "s", "z"], ["x_q"]),
+             helper.make_node("DequantizeLinear", ["x_q", "s", "z"], ["x"]),
+             helper.make_node("Log", ["x"], ["y"]),
+             helper.make_node("QuantizeLinear", ["y", "s_y", "z_y"], ["y_q"]),
+             helper.make_node("DequantizeLinear", ["y_q", "s_y", "z_y"], ["output"])]
+    g = helper.make_graph(nodes, "log", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 7])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)], inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    x = np.random.default_rng(3).uniform(0, 4, (2, 7)).astype(np.float32)
+    x[0, :3] = 0
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    got = msv0.Session(convert(data)).run({"input": x})["output"]
+    assert got[0, 0] == np.float32(0.04) * (-128 - 50) == want[0, 0]
+    assert np.abs(got - want).max() <= 0.04 + 1e-6
+
+
 def convert_report() -> str:
     if not RATES:
         return ""
