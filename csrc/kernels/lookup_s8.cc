@@ -3,11 +3,77 @@
 // arithmetic once per Session for every input value), int8 Concat (a table per input that
 // requantizes it to the output's params; an identity table is a plain copy), and chains of
 // element-wise steps from an int8 tensor to an int8 tensor (int8_tables.py), whose constants may
-// differ along the last dim: a table per position of that dim then. One byte load per element;
-// no ISA tier of its own.
+// differ along the last dim: a table per position of that dim then.
+// One table: 64 bytes per 16 masked byte shuffles on AVX-512 (a shuffle per 16-entry group,
+// each byte taking the group its high nibble names), 16 bytes per four 64-entry table lookups
+// on aarch64, a byte load per byte elsewhere. A table per channel: a byte load per byte.
 #include "kernels/kernel.h"
 
-#if MSV0_ONCE
+namespace msv0 {
+// y[i] = table[x[i] ^ 0x80] for n bytes.
+using LookupFn = void (*)(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n);
+MSV0_DECLARE(lookup_s8, LookupFn)
+}  // namespace msv0
+
+#if !MSV0_ONCE
+#if defined(__AVX512BW__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+namespace msv0 {
+namespace MSV0_ISA {
+
+#if defined(__AVX512BW__)
+void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
+  __m512i group[16];
+  for (int g = 0; g < 16; ++g)
+    group[g] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * g)));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const auto map = [&](__m512i v) {
+    const __m512i u = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
+    const __m512i low = _mm512_and_si512(u, nibble), high = _mm512_and_si512(_mm512_srli_epi16(u, 4), nibble);
+    __m512i r = _mm512_setzero_si512();
+    for (int g = 0; g < 16; ++g)
+      r = _mm512_mask_shuffle_epi8(r, _mm512_cmpeq_epi8_mask(high, _mm512_set1_epi8(static_cast<char>(g))), group[g],
+                                   low);
+    return r;
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(y + i, map(_mm512_loadu_si512(x + i)));
+  if (i < n) {
+    const __mmask64 m = (uint64_t{1} << (n - i)) - 1;
+    _mm512_mask_storeu_epi8(y + i, m, map(_mm512_maskz_loadu_epi8(m, x + i)));
+  }
+}
+#elif defined(__aarch64__)
+void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
+  uint8x16x4_t part[4];
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 4; ++j) part[k].val[j] = vld1q_u8(reinterpret_cast<const uint8_t*>(table) + 64 * k + 16 * j);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    // tbx leaves a byte whose index is past its 64 entries as it was, so each byte takes the
+    // one part whose range holds its index.
+    const uint8x16_t u = veorq_u8(vld1q_u8(x + i), vdupq_n_u8(0x80));
+    uint8x16_t r = vqtbl4q_u8(part[0], u);
+    for (int k = 1; k < 4; ++k) r = vqtbx4q_u8(r, part[k], vsubq_u8(u, vdupq_n_u8(static_cast<uint8_t>(64 * k))));
+    vst1q_s8(y + i, vreinterpretq_s8_u8(r));
+  }
+  for (; i < n; ++i) y[i] = table[x[i] ^ 0x80];
+}
+#else
+void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+}
+#endif
+
+MSV0_EXPORT(lookup_s8)
+}  // namespace MSV0_ISA
+}  // namespace msv0
+
+#else  // binding pass
 #include <cstring>
 #include <string>
 #include <vector>
@@ -20,7 +86,8 @@ namespace {
 
 class LookupS8 : public NativeOp {
  public:
-  LookupS8(const std::vector<py::array>& tables, const std::vector<std::vector<int64_t>>& in_shapes, int64_t axis) {
+  LookupS8(const std::vector<py::array>& tables, const std::vector<std::vector<int64_t>>& in_shapes, int64_t axis)
+      : fn_(MSV0_DISPATCH(lookup_s8)) {
     if (in_shapes.empty() || tables.size() != in_shapes.size())
       throw ArgError("tables and in_shapes: expected one table per input, at least one");
     const size_t rank = in_shapes[0].size();
@@ -89,14 +156,14 @@ class LookupS8 : public NativeOp {
   };
 
   // n elements of one input from its element `start` on.
-  static void map(const Piece& p, const uint8_t* x, int8_t* y, int64_t start, int64_t n) {
+  void map(const Piece& p, const uint8_t* x, int8_t* y, int64_t start, int64_t n) const {
     if (p.identity) {
       std::memcpy(y, x, n);
       return;
     }
     const int8_t* t = p.table.data();
     if (p.channels == 1) {
-      for (int64_t e = 0; e < n; ++e) y[e] = t[x[e] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+      fn_(t, x, y, n);
       return;
     }
     int64_t c = start % p.channels;
@@ -106,6 +173,7 @@ class LookupS8 : public NativeOp {
     }
   }
 
+  LookupFn fn_;
   std::vector<Piece> pieces_;
   int64_t outer_ = 1;  // output rows: the product of the dims before the axis
   int64_t row_ = 0;    // elements per output row

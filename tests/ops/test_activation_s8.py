@@ -134,7 +134,7 @@ def test_softmax_rejects(shape, axis):
         softmax(np.zeros(shape, np.int8), 0.1, axis)
 
 
-def test_lookup_kernel_maps_every_value_through_its_table():
+def test_lookup_kernel_maps_every_value_through_its_table(isa):
     """The native LookupS8 that int8 activations and Concat run on: y = table[x + 128], every int8
     value, an odd element count, a table per channel, and two inputs along an inner axis (an
     identity table copies); bad tables and shapes are refused."""
