@@ -9,7 +9,9 @@ for that precision and msv0 fp32, each engine in its own process, in alternating
   on a .tflite twin written with tests/convert/tflitewriter.py.
 - int8: msv0.quantize's file (min/max calibration, per-channel weights) against ONNX Runtime and
   OpenVINO on the ONNX twin quantized by onnxruntime.quantization.quantize_static (QDQ,
-  per-channel, the same calibration samples); where the int8 GEMM takes its AMX slot, msv0 int8
+  per-channel, the same calibration samples), and LiteRT (XNNPACK) on the .tflite twin quantized
+  to full integer with float input and output by tests/convert/tflitequant.py (LiteRT's own
+  ranges over the same samples, per-channel weights); where the int8 GEMM takes its AMX slot, msv0 int8
   with AMX off ("no-amx": vpdpbusd) as well. Prints int8's SNR against fp32.
 - bf16: Session(precision="bf16") against OpenVINO with inference precision bf16, where the CPU
   has AVX512-BF16. Prints bf16's error against fp32 (max |bf16 - fp32| / max |fp32|).
@@ -49,11 +51,13 @@ CALIBRATION_SAMPLES = 8
 TFLITE_ACTIVATION = {ActivationType.NO_ACTIVATION: 0, ActivationType.RELU: 1, ActivationType.RELU6: 3}
 
 
-def tflite_twin(net: zoo.Net) -> bytes:
-    """The network as a .tflite file: NHWC like the .ms, the same weights. A window whose pads
-    are neither TFLite's SAME nor VALID gets an explicit PAD first; PAD pads zeros, which a max
-    pool only ever sees after a ReLU in the zoo, so the function is the same."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "convert"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "convert"))
+
+
+def tflite_twin(net: zoo.Net):
+    """The network as a TFLiteWriter graph: NHWC like the .ms, the same weights. A window whose
+    pads are neither TFLite's SAME nor VALID gets an explicit PAD first; PAD pads zeros, which a
+    max pool only ever sees after a ReLU in the zoo, so the function is the same."""
     from tflitewriter import TFLiteWriter
 
     w = TFLiteWriter()
@@ -99,7 +103,7 @@ def tflite_twin(net: zoo.Net) -> bytes:
             raise ValueError(f"no .tflite twin for layer kind {layer.kind!r}")
         ids[layer.output] = y
     w.output(ids[net.output])
-    return w.finish()
+    return w
 
 
 def litert_run(tflite: bytes, threads: int, x: np.ndarray):
@@ -153,7 +157,7 @@ def _engine(kind: str, name: str, threads: int, tmp: str, batch: int):
         session = msv0.Session(model, num_threads=threads, precision="bf16" if precision == "bf16" else "fp32")
         return lambda: session.run([x])
     if engine == "litert":
-        with open(os.path.join(tmp, f"{name}.tflite"), "rb") as f:
+        with open(os.path.join(tmp, f"{name}_int8.tflite" if precision == "int8" else f"{name}.tflite"), "rb") as f:
             return litert_run(f.read(), threads, x)
     onnx_file = os.path.join(tmp, f"{name}_int8.onnx" if precision == "int8" else f"{name}.onnx")
     x_nchw = {"input": np.ascontiguousarray(x.transpose(0, 3, 1, 2))}
@@ -219,7 +223,7 @@ def engines(precision: str) -> list[str]:
     """The engines timed for a precision: msv0's first, its peers after "msv0 fp32"."""
     installed = {e: importlib.util.find_spec(m) is not None
                  for e, m in (("onnxruntime", "onnxruntime"), ("openvino", "openvino"), ("litert", "ai_edge_litert"))}
-    peers = {"fp32": ["onnxruntime", "openvino", "litert"], "int8": ["onnxruntime", "openvino"],
+    peers = {"fp32": ["onnxruntime", "openvino", "litert"], "int8": ["onnxruntime", "openvino", "litert"],
              "bf16": ["openvino"]}[precision]
     kinds = [f"msv0 {precision}"]
     if precision == "int8" and _core.gemm_s8_tile() == (32, 32):  # AMX slot: time the vpdpbusd one too
@@ -233,10 +237,12 @@ def write_twins(name: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray, tmp: 
     """The peers' files in tmp: the ONNX twin, the .tflite twin (checked against msv0 where LiteRT
     is installed) and, for int8, the quantized ONNX twin."""
     onnx.save(net.to_onnx(dynamic_batch=True), os.path.join(tmp, f"{name}.onnx"))
-    tflite = tflite_twin(net)
+    w = tflite_twin(net)
+    tflite = w.finish()
     with open(os.path.join(tmp, f"{name}.tflite"), "wb") as f:
         f.write(tflite)
-    if importlib.util.find_spec("ai_edge_litert") is not None:
+    litert = importlib.util.find_spec("ai_edge_litert") is not None
+    if litert:
         got = litert_run(tflite, 1, x)()
         ref = msv0.Session(net.to_ms()).run([x])["logits"]
         err = np.abs(got - ref).max() / np.abs(ref).max()
@@ -244,6 +250,12 @@ def write_twins(name: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray, tmp: 
             raise SystemExit(f"{name}: the .tflite twin is {err:.1e} off msv0 (relative to its max)")
     if int8:
         ort_int8(net.to_onnx(dynamic_batch=True), calib, os.path.join(tmp, f"{name}_int8.onnx"))
+    if int8 and litert:  # full-integer with float input and output, as TFLiteConverter writes it
+        from tflitequant import quantize_graph
+
+        data, _ = quantize_graph(w, [{net.input_name: c} for c in calib], per_channel=True, float_io=True)
+        with open(os.path.join(tmp, f"{name}_int8.tflite"), "wb") as f:
+            f.write(data)
 
 
 def accuracy(precision: str, net: zoo.Net, calib: np.ndarray, x: np.ndarray) -> str:
