@@ -86,8 +86,11 @@ namespace {
 
 class LookupS8 : public NativeOp {
  public:
-  LookupS8(const std::vector<py::array>& tables, const std::vector<std::vector<int64_t>>& in_shapes, int64_t axis)
+  LookupS8(const std::vector<py::array>& tables, const std::vector<std::vector<int64_t>>& in_shapes, int64_t axis,
+           char in_type, char out_type)
       : fn_(MSV0_DISPATCH(lookup_s8)) {
+    for (char t : {in_type, out_type})
+      if (t != 'b' && t != 'B') throw ArgError("in_type and out_type must be 'b' (int8) or 'B' (uint8)");
     if (in_shapes.empty() || tables.size() != in_shapes.size())
       throw ArgError("tables and in_shapes: expected one table per input, at least one");
     const size_t rank = in_shapes[0].size();
@@ -103,7 +106,7 @@ class LookupS8 : public NativeOp {
         if (static_cast<int64_t>(d) != axis && s[d] != out_shape[d])
           throw ArgError("in_shapes: dims off the axis differ");
       if (rank) out_shape[axis] += s[axis];
-      ins.push_back({s, 'b'});
+      ins.push_back({s, in_type});
       const py::array& t = tables[k];
       const int64_t last = rank ? s[rank - 1] : 1;
       const bool per_channel = t.ndim() == 2 && t.shape(0) == last && t.shape(1) == 256;
@@ -121,7 +124,7 @@ class LookupS8 : public NativeOp {
       pieces_[k].offset = row_;
       row_ += pieces_[k].run;
     }
-    set_operands(ins, {{out_shape, 'b'}});
+    set_operands(ins, {{out_shape, out_type}});
   }
 
   void run(const void* const* in, void* const* out) const override {
@@ -186,9 +189,10 @@ MSV0_BIND(m) {
       m, "LookupS8",
       "y = the int8 inputs of in_shapes concatenated along `axis`, each x mapped to tables[k][x + 128] (256 int8 "
       "values per input; an identity table copies), or to tables[k][c, x + 128] at position c of the input's last "
-      "dim (256 per position).")
-      .def(py::init<const std::vector<py::array>&, const std::vector<std::vector<int64_t>>&, int64_t>(),
-           py::arg("tables"), py::arg("in_shapes"), py::arg("axis"));
+      "dim (256 per position). in_type / out_type 'B' read / write uint8 bytes instead: a table is indexed by "
+      "the input byte xor 0x80 (q + 128 for int8) and gives the output byte.")
+      .def(py::init<const std::vector<py::array>&, const std::vector<std::vector<int64_t>>&, int64_t, char, char>(),
+           py::arg("tables"), py::arg("in_shapes"), py::arg("axis"), py::arg("in_type") = 'b', py::arg("out_type") = 'b');
 }
 
 }  // namespace msv0

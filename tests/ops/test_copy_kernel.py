@@ -1,7 +1,7 @@
-"""The native Copy kernel object (csrc/kernels/copy_f32.cc) behind float32 Pad, Concat, Slice,
+"""The native Copy kernel object (csrc/kernels/copy.cc) behind float32 and int8 Pad, Concat, Slice,
 StridedSlice and Transpose: every output element written once and nothing outside it, bounds
 checked at construction, and inside a Program. The ops' results are tested against NumPy in
-test_pad.py and test_shape.py."""
+test_pad.py and test_shape.py (float32) and test_array_s8.py (int8)."""
 import numpy as np
 import pytest
 
@@ -12,15 +12,35 @@ from msv0.ops import copy_moves
 from oprun import assert_program_matches_single_calls, run_op
 
 F = np.float32
-GUARD = 37  # floats of NaN on each side of the output, checked untouched
+GUARD = 37  # elements on each side of the output, checked untouched
+DTYPES = [np.float32, np.int8]
+FILL = {np.float32: 2.5, np.int8: -7}  # a Pad's value
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: np.dtype(d).name)
+def dt(request):
+    return request.param
+
+
+def _data(rng, shape, dt):
+    return rng.standard_normal(shape).astype(F) if dt == F else rng.integers(-128, 128, shape, dtype=np.int8)
+
+
+def _guard(size, dt):
+    """NaN (float32) or 0x5A (int8) everywhere."""
+    return np.full(size, np.nan if dt == F else 0x5A, dt)
+
+
+def _untouched(a) -> bool:
+    return bool(np.isnan(a).all()) if a.dtype == F else bool((a == 0x5A).all())
 
 
 def _run_guarded(kernel, inputs, out_shape):
     size = int(np.prod(out_shape))
-    buf = np.full(size + 2 * GUARD, np.nan, F)
+    buf = _guard(size + 2 * GUARD, inputs[0].dtype)
     y = buf[GUARD:GUARD + size].reshape(out_shape)
     kernel(inputs, [y])
-    assert np.isnan(buf[:GUARD]).all() and np.isnan(buf[GUARD + size:]).all(), "wrote outside y"
+    assert _untouched(buf[:GUARD]) and _untouched(buf[GUARD + size:]), "wrote outside y"
     return y
 
 
@@ -28,19 +48,19 @@ def _run_guarded(kernel, inputs, out_shape):
                                           (PaddingMode.SYMMETRIC, "symmetric")])
 @pytest.mark.parametrize("shape,before,after", [((1, 5, 6, 3), (0, 2, 1, 0), (0, 1, 3, 2)), ((7,), (3,), (2,)),
                                                 ((2, 3, 17), (1, 2, 0), (0, 0, 4))])
-def test_pad_kernel(isa, rng, mode, np_mode, shape, before, after):
-    x = rng.standard_normal(shape).astype(F)
+def test_pad_kernel(isa, rng, dt, mode, np_mode, shape, before, after):
+    x = _data(rng, shape, dt)
     out_shape = tuple(d + b + e for d, b, e in zip(shape, before, after))
-    y = _run_guarded(copy_moves.pad(shape, before, after, mode, 2.5), [x], out_shape)
-    kw = {"constant_values": 2.5} if np_mode == "constant" else {}
+    y = _run_guarded(copy_moves.pad(shape, before, after, mode, FILL[dt], dt), [x], out_shape)
+    kw = {"constant_values": FILL[dt]} if np_mode == "constant" else {}
     np.testing.assert_array_equal(y, np.pad(x, list(zip(before, after)), mode=np_mode, **kw))
 
 
 @pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (1, 0, 2, 3)])
-def test_transpose_kernel(isa, rng, perm):
-    x = rng.standard_normal((2, 3, 5, 17)).astype(F)
+def test_transpose_kernel(isa, rng, dt, perm):
+    x = _data(rng, (2, 3, 5, 17), dt)
     out_shape = tuple(x.shape[p] for p in perm)
-    kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * 4, [1] * 4)
+    kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * 4, [1] * 4, dt)
     np.testing.assert_array_equal(_run_guarded(kernel, [x], out_shape), x.transpose(perm))
 
 
@@ -49,10 +69,10 @@ def test_transpose_kernel(isa, rng, perm):
 @pytest.mark.parametrize("shape,perm", [((2, 37, 40), (0, 2, 1)), ((3, 20, 1, 35), (0, 3, 2, 1)),
                                         ((5, 16, 3), (2, 0, 1)), ((2, 3, 33, 18), (0, 3, 1, 2))], ids=str)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_transpose_kernel_blocks(isa, rng, shape, perm, threads):
-    x = rng.standard_normal(shape).astype(F)
+def test_transpose_kernel_blocks(isa, rng, dt, shape, perm, threads):
+    x = _data(rng, shape, dt)
     out_shape = tuple(x.shape[p] for p in perm)
-    kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(shape), [1] * len(shape))
+    kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(shape), [1] * len(shape), dt)
     pool = msv0._core.ThreadPool(threads)
     pool.bind()
     try:
@@ -61,26 +81,26 @@ def test_transpose_kernel_blocks(isa, rng, shape, perm, threads):
         msv0._core.ThreadPool.unbind()
 
 
-# Over 4096 floats the rows are split in parts, each the same share of every move's rows (a Pad's
-# copy and its fills, each Concat input), run by one thread or two: part boundaries fall at other
-# rows in each move, inside transposed blocks, and at other indices of the row odometer.
+# Over 16 KB the rows are split in parts, each the same share of every move's rows (a Pad's copy
+# and its fills, each Concat input), run by one thread or two: part boundaries fall at other rows
+# in each move, inside transposed blocks, and at other indices of the row odometer.
 @pytest.mark.parametrize("case", ["channel_pad", "pad_all_sides", "concat", "transpose"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_copy_kernel_in_parts(isa, rng, case, threads):
+def test_copy_kernel_in_parts(isa, rng, dt, case, threads):
     if case in ("channel_pad", "pad_all_sides"):
-        x = rng.standard_normal((2, 37, 29, 13)).astype(F)
+        x = _data(rng, (2, 37, 29, 13), dt)
         before, after = ((0, 0, 0, 0), (0, 0, 0, 3)) if case == "channel_pad" else ((1, 2, 1, 3), (0, 3, 4, 1))
-        inputs, want = [x], np.pad(x, list(zip(before, after)), constant_values=-1.5)
-        kernel = copy_moves.pad(x.shape, before, after, PaddingMode.CONSTANT, -1.5)
+        inputs, want = [x], np.pad(x, list(zip(before, after)), constant_values=FILL[dt])
+        kernel = copy_moves.pad(x.shape, before, after, PaddingMode.CONSTANT, FILL[dt], dt)
     elif case == "concat":
-        inputs = [rng.standard_normal((3, 33, 31, c)).astype(F) for c in (5, 16, 1)]
+        inputs = [_data(rng, (3, 33, 31, c), dt) for c in (5, 16, 1)]
         want = np.concatenate(inputs, axis=3)
-        kernel = copy_moves.concat([v.shape for v in inputs], 3, want.shape)
+        kernel = copy_moves.concat([v.shape for v in inputs], 3, want.shape, dt)
     else:
-        x = rng.standard_normal((3, 50, 41)).astype(F)
+        x = _data(rng, (3, 150, 41), dt)
         inputs, want = [x], x.transpose(0, 2, 1)
-        kernel = copy_moves.gather(x.shape, want.shape, want.shape, (0, 2, 1), [0] * 3, [1] * 3)
-    assert want.size > 4096
+        kernel = copy_moves.gather(x.shape, want.shape, want.shape, (0, 2, 1), [0] * 3, [1] * 3, dt)
+    assert want.nbytes > 16384
     pool = msv0._core.ThreadPool(threads)
     pool.bind()
     try:
@@ -89,17 +109,17 @@ def test_copy_kernel_in_parts(isa, rng, case, threads):
         msv0._core.ThreadPool.unbind()
 
 
-# Split: one move per output, each into its own array (over 4096 floats in parts), nothing
-# written outside any of them.
+# Split: one move per output, each into its own array (over 16 KB in parts), nothing written
+# outside any of them.
 @pytest.mark.parametrize("shape,axis,sizes", [((2, 37, 29, 13), 3, (5, 8)), ((3, 40, 50), 1, (7, 33)),
                                               ((1, 7, 5), 2, (1, 1, 3))], ids=str)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_split_kernel(isa, rng, shape, axis, sizes, threads):
-    x = rng.standard_normal(shape).astype(F)
+def test_split_kernel(isa, rng, dt, shape, axis, sizes, threads):
+    x = _data(rng, shape, dt)
     out_shapes = [shape[:axis] + (n,) + shape[axis + 1:] for n in sizes]
-    bufs = [np.full(int(np.prod(s)) + 2 * GUARD, np.nan, F) for s in out_shapes]
+    bufs = [_guard(int(np.prod(s)) + 2 * GUARD, dt) for s in out_shapes]
     ys = [b[GUARD:-GUARD].reshape(s) for b, s in zip(bufs, out_shapes)]
-    kernel = copy_moves.split(shape, axis, out_shapes)
+    kernel = copy_moves.split(shape, axis, out_shapes, dt)
     pool = msv0._core.ThreadPool(threads)
     pool.bind()
     try:
@@ -107,32 +127,36 @@ def test_split_kernel(isa, rng, shape, axis, sizes, threads):
     finally:
         msv0._core.ThreadPool.unbind()
     for b, y, want in zip(bufs, ys, np.split(x, np.cumsum(sizes)[:-1], axis=axis)):
-        assert np.isnan(b[:GUARD]).all() and np.isnan(b[-GUARD:]).all(), "wrote outside an output"
+        assert _untouched(b[:GUARD]) and _untouched(b[-GUARD:]), "wrote outside an output"
         np.testing.assert_array_equal(y, want)
 
 
-def test_strided_gather_and_concat_kernels(isa, rng):
-    x = rng.standard_normal((4, 9, 19)).astype(F)
-    kernel = copy_moves.gather(x.shape, (2, 3, 6), (2, 3, 6), range(3), [3, 1, 18], [-2, 3, -3])
+def test_strided_gather_and_concat_kernels(isa, rng, dt):
+    x = _data(rng, (4, 9, 19), dt)
+    kernel = copy_moves.gather(x.shape, (2, 3, 6), (2, 3, 6), range(3), [3, 1, 18], [-2, 3, -3], dt)
     np.testing.assert_array_equal(_run_guarded(kernel, [x], (2, 3, 6)), x[3::-2, 1::3, 18::-3][:2, :3, :6])
-    parts = [rng.standard_normal((4, 9, c)).astype(F) for c in (3, 16, 1)]
-    y = _run_guarded(copy_moves.concat([p.shape for p in parts], 2, (4, 9, 20)), parts, (4, 9, 20))
+    parts = [_data(rng, (4, 9, c), dt) for c in (3, 16, 1)]
+    y = _run_guarded(copy_moves.concat([p.shape for p in parts], 2, (4, 9, 20), dt), parts, (4, 9, 20))
     np.testing.assert_array_equal(y, np.concatenate(parts, axis=2))
 
 
 def test_copy_kernel_checks_its_moves():
     with pytest.raises(ValueError, match="reads outside"):
-        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 0, 0.0, 1, 0, [2, 3], [3, 1], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 0, 0.0, 1, 0, [2, 3], [3, 1], [3, 1])], "f")
     with pytest.raises(ValueError, match="writes outside"):
-        msv0._core.Copy([[2, 3]], [[2, 3]], [(-1, 0, 0.0, 0, 0, [3, 3], [0, 0], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(-1, 0, 0.0, 0, 0, [3, 3], [0, 0], [3, 1])], "f")
     with pytest.raises(ValueError, match="input index"):
-        msv0._core.Copy([[2, 3]], [[2, 3]], [(1, 0, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(1, 0, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])], "f")
     with pytest.raises(ValueError, match="output index"):
-        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 1, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 1, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])], "f")
     with pytest.raises(ValueError, match="writes outside"):  # inside the first output, not the second
-        msv0._core.Copy([[2, 3]], [[2, 3], [2, 1]], [(0, 1, 0.0, 0, 0, [2, 2], [3, 1], [1, 1])])
+        msv0._core.Copy([[2, 3]], [[2, 3], [2, 1]], [(0, 1, 0.0, 0, 0, [2, 2], [3, 1], [1, 1])], "f")
     with pytest.raises(ValueError, match="reads outside"):  # a negative stride below the start
-        msv0._core.Copy([[6]], [[3]], [(0, 0, 0.0, 1, 0, [3], [-1], [1])])
+        msv0._core.Copy([[6]], [[3]], [(0, 0, 0.0, 1, 0, [3], [-1], [1])], "f")
+    with pytest.raises(ValueError, match="int8 fill value"):
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(-1, 0, 0.5, 0, 0, [2, 3], [0, 0], [3, 1])], "b")
+    with pytest.raises(ValueError, match="type"):
+        msv0._core.Copy([[2, 3]], [[2, 3]], [(0, 0, 0.0, 0, 0, [2, 3], [3, 1], [3, 1])], "i")
 
 
 def test_copies_run_inside_one_program(rng):

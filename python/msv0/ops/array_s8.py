@@ -17,6 +17,7 @@ import numpy as np
 from msv0 import _core
 from msv0.fb.PaddingMode import PaddingMode
 from msv0.fb.ResizeMethod import ResizeMethod
+from msv0.ops import copy_moves
 from msv0.ops.fixed_point_s8 import c_round, mbqm
 from msv0.ops.shape import int_values
 from msv0.quant import I8, f32, input_param, output_param, round_parameter
@@ -81,7 +82,7 @@ def with_tables(plan: Plan, post: list) -> Plan:
     post = [None if t is None or np.array_equal(t, IDENTITY) else t for t in post]
     outputs = [(s, I8) for s, _ in plan.outputs]
     if all(t is None for t in post):
-        return dataclasses.replace(plan, outputs=outputs)
+        return dataclasses.replace(plan, outputs=outputs, run=None if plan.kernel is not None else plan.run)
     move = plan.run
 
     def run(inputs, outs):
@@ -234,36 +235,34 @@ def pad_s8(node, ins):
     p_in, p_out = input_param(node, ins[0]), output_param(node)
     if not same_params(p_in, p_out):
         raise fail(node, "int8 Pad needs equal input and output quant params")
-    # Built as int32: that form's run is NumPy indexing, which moves int8 bytes as well (the
-    # float32 form is a float kernel object).
-    plan = own_build(node, ins, np.int32)
+    # Built as int32 for its checks and output shape (rank <= 4): the float form fills with
+    # constantValue, and the int8 bytes move through the Copy kernel below.
+    out_shape = own_build(node, ins, np.int32).outputs[0][0]
     a = node.attrs
+    x = ins[0]
+    fill = 0
     if a.paddingMode != PaddingMode.CONSTANT:
         if len(ins) != 2:
             raise fail(node, "int8 REFLECT/SYMMETRIC Pad needs the paddings as input 1 (r1.1 divides by zero)")
-        return Plan([(plan.outputs[0][0], I8)], plan.run)
-    attr = list(a.paddings or ())
-    rank = len(ins[0].shape)
-    # r1.1 right-aligns the attribute into 8 entries, then into the input's rank.
-    aligned = ([0] * 2 * rank + attr)[-2 * rank:] if rank else []
-    if len(ins) == 2 and (len(attr) > 8 or aligned != int_values(node, ins[1], "paddings")):
-        raise fail(node, "int8 CONSTANT Pad places the data by the paddings attribute but sizes the output "
-                         "by input 1, and they differ")
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        v = float(np.float32(a.constantValue) / f32(p_in.scale) + np.float32(p_in.zeroPoint))
-    if not abs(v) < 2.0**31:
-        raise fail(node, f"constantValue {a.constantValue} does not quantize to an int32")
-    r = int(math.copysign(math.floor(abs(v) + 0.5), v))
-    fill = np.int8((r + 128) % 256 - 128)  # r1.1 stores the int32 into an int8: it wraps
-    before = aligned[0::2]
-    out_shape = plan.outputs[0][0]
-    inner = tuple(slice(b, b + d) for b, d in zip(before, ins[0].shape))
-
-    def run(inputs, outputs):
-        outputs[0].fill(fill)
-        outputs[0][inner] = inputs[0]
-
-    return Plan([(out_shape, I8)], run)
+        pads = int_values(node, ins[1], "paddings")
+    else:
+        attr = list(a.paddings or ())
+        rank = len(x.shape)
+        # r1.1 right-aligns the attribute into 8 entries, then into the input's rank.
+        pads = ([0] * 2 * rank + attr)[-2 * rank:] if rank else []
+        if len(ins) == 2 and (len(attr) > 8 or pads != int_values(node, ins[1], "paddings")):
+            raise fail(node, "int8 CONSTANT Pad places the data by the paddings attribute but sizes the output "
+                             "by input 1, and they differ")
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            v = float(np.float32(a.constantValue) / f32(p_in.scale) + np.float32(p_in.zeroPoint))
+        if not abs(v) < 2.0**31:
+            raise fail(node, f"constantValue {a.constantValue} does not quantize to an int32")
+        r = int(math.copysign(math.floor(abs(v) + 0.5), v))
+        fill = (r + 128) % 256 - 128  # r1.1 stores the int32 into an int8: it wraps
+    before = pads[0::2]
+    after = [o - b - d for o, b, d in zip(out_shape, before, x.shape)]
+    kernel = copy_moves.pad(x.shape, before, after, a.paddingMode, float(fill), I8)
+    return Plan([(out_shape, I8)], kernel=kernel)
 
 
 def _nearest_index(n_in: int, n_out: int, align: bool) -> np.ndarray:

@@ -95,13 +95,11 @@ def quant_dtype_cast(node, ins):
     in_q = x.quant[0] if x.quant else None
     out_qs = node.output_quant[0] if node.output_quant else ()
     out_q = out_qs[0] if out_qs and out_qs[0].inited else None
-    if (src, dst) in {(U8, I8), (I8, U8)}:  # a fixed shift; scale and zero point unused
-        shift = -128 if dst == I8 else 128
-
-        def run(inputs, outputs):
-            outputs[0][...] = (inputs[0].astype(np.int16) + shift).astype(dst)
-
-        return Plan([(x.shape, dst)], run)
+    if (src, dst) in {(U8, I8), (I8, U8)}:
+        # A fixed shift by 128, scale and zero point unused: the byte xor 0x80 either way, which is
+        # the index LookupS8 takes, so its table is the identity on bytes.
+        table = np.arange(256, dtype=np.uint8).view(np.int8)
+        return Plan([(x.shape, dst)], kernel=_core.LookupS8([table], [x.shape], 0, src.char, dst.char))
     if src == I8 and dst == I8:
         # Broken in r1.1 (arguments out of order); done as requantisation through float.
         if in_q is None or not out_qs:

@@ -47,7 +47,7 @@ def pad(node, ins):
         if limit is not None and max(b, e) > d - limit:
             raise fail(node, f"paddings {pads} are too large for input {x.shape} in mode {mode}")
     if copy_moves.native(x.dtype, rank):
-        kernel = copy_moves.pad(x.shape, before, after, mode, np.float32(a.constantValue))
+        kernel = copy_moves.pad(x.shape, before, after, mode, np.float32(a.constantValue), x.dtype)
         return Plan([(out_shape, x.dtype)], kernel=kernel)
     if mode == PaddingMode.CONSTANT:
         value = x.dtype.type(a.constantValue)

@@ -183,7 +183,7 @@ def concat(node, ins):
     out_shape = list(ins[0].shape)
     out_shape[axis] = sum(v.shape[axis] for v in ins)
     if copy_moves.native(dt, rank):
-        return Plan([(tuple(out_shape), dt)], kernel=copy_moves.concat([v.shape for v in ins], axis, out_shape))
+        return Plan([(tuple(out_shape), dt)], kernel=copy_moves.concat([v.shape for v in ins], axis, out_shape, dt))
 
     def run(inputs, outputs):
         np.concatenate(inputs, axis=axis, out=outputs[0])
@@ -214,7 +214,7 @@ def split(node, ins):
         sizes = [dim // n] * n
     shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
     if copy_moves.native(x.dtype, len(x.shape)):
-        return Plan([(s, x.dtype) for s in shapes], kernel=copy_moves.split(x.shape, axis, shapes))
+        return Plan([(s, x.dtype) for s in shapes], kernel=copy_moves.split(x.shape, axis, shapes, x.dtype))
     starts = np.cumsum([0] + sizes[:-1]).tolist()
 
     def run(inputs, outputs):
@@ -228,7 +228,8 @@ def split(node, ins):
 def _slice_plan(x: Value, index: tuple, out_shape) -> Plan:
     rank = len(x.shape)
     if copy_moves.native(x.dtype, rank):
-        kernel = copy_moves.gather(x.shape, out_shape, out_shape, range(rank), [s.start for s in index], [1] * rank)
+        starts = [s.start for s in index]
+        kernel = copy_moves.gather(x.shape, out_shape, out_shape, range(rank), starts, [1] * rank, x.dtype)
         return Plan([(tuple(out_shape), x.dtype)], kernel=kernel)
 
     def run(inputs, outputs):
@@ -369,7 +370,8 @@ def strided_slice(node, ins):
         steps.append(s)
     out_shape = [c for i, c in enumerate(full_shape) if not (i < m and shrink[i])]
     if copy_moves.native(x.dtype, len(in_shape)):
-        kernel = copy_moves.gather(x.shape, out_shape, full_shape, range(len(in_shape)), starts, steps, view=in_shape)
+        kernel = copy_moves.gather(x.shape, out_shape, full_shape, range(len(in_shape)), starts, steps, x.dtype,
+                                   view=in_shape)
         return Plan([(tuple(out_shape), x.dtype)], kernel=kernel)
     grid = np.ix_(*index) if index else ()
     src_shape = tuple(in_shape)
@@ -386,7 +388,7 @@ def _transpose_plan(node, x: Value, perm) -> Plan:
         raise fail(node, f"perm {perm} is not a permutation of the input's {len(x.shape)} dims")
     out_shape = tuple(x.shape[p] for p in perm)
     if copy_moves.native(x.dtype, len(perm)):
-        kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(perm), [1] * len(perm))
+        kernel = copy_moves.gather(x.shape, out_shape, out_shape, perm, [0] * len(perm), [1] * len(perm), x.dtype)
         return Plan([(out_shape, x.dtype)], kernel=kernel)
 
     def run(inputs, outputs):

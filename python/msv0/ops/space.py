@@ -29,7 +29,7 @@ def _permuted(dtype, in_shape, out_shape, view, box) -> Plan:
     """The output, reshaped to `box`, as the input reshaped to `view` with its axes 2 and 3
     swapped: both rearrangements. A native Copy for float32, as Transpose is."""
     if copy_moves.native(dtype, len(in_shape)):
-        kernel = copy_moves.gather(in_shape, out_shape, box, (0, 1, 3, 2, 4, 5), [0] * 6, [1] * 6, view)
+        kernel = copy_moves.gather(in_shape, out_shape, box, (0, 1, 3, 2, 4, 5), [0] * 6, [1] * 6, dtype, view)
         return Plan([(out_shape, dtype)], kernel=kernel)
 
     def run(inputs, outputs):

@@ -1,7 +1,7 @@
-// Data movement on float32 as strided boxes: each move copies a box of an input (any strides,
-// negative ones included) into a box of an output, or fills an output box with a value. Pad,
-// Concat, Split, Slice, StridedSlice, Transpose and DepthToSpace are lists of such moves
-// (python/msv0/ops/copy_moves.py).
+// Data movement on float32 or int8 as strided boxes: each move copies a box of an input (any
+// strides, negative ones included) into a box of an output, or fills an output box with a value.
+// Pad, Concat, Split, Slice, StridedSlice, Transpose and DepthToSpace are lists of such moves
+// (python/msv0/ops/copy_moves.py); int8 models' layout ops move their bytes here too.
 // Dims that are contiguous in both source and destination are merged when the object is built,
 // so a Concat along channels copies whole runs; the innermost dim of each move is its row.
 #include "kernels/kernel.h"
@@ -9,7 +9,8 @@
 namespace msv0 {
 
 constexpr int kCopyMaxRank = 8;
-// Rows of a transposing move copied together (one 64-byte line of source floats).
+// Rows of a transposing move copied together (a 64-byte line of source floats; a quarter of
+// one of bytes).
 constexpr int64_t kCopyBlock = 16;
 
 struct CopyMove {
@@ -23,8 +24,8 @@ struct CopyMove {
 };
 
 struct CopyArgs {
-  const float* const* in;
-  float* const* out;
+  const void* const* in;  // float32 or int8 arrays, as the slot reads them
+  void* const* out;
   const CopyMove* moves;
   int64_t count;
 };
@@ -35,6 +36,7 @@ struct CopyArgs {
 // threads than on 1).
 using CopyFn = void (*)(const CopyArgs&, int64_t part, int64_t parts);
 MSV0_DECLARE(copy_f32, CopyFn)
+MSV0_DECLARE(copy_s8, CopyFn)
 
 }  // namespace msv0
 
@@ -51,6 +53,14 @@ void copy_run(float* y, const float* x, float value, int64_t len) {
   int64_t i = 0;
   for (; i + VecF::kLanes <= len; i += VecF::kLanes) (x ? VecF::load(x + i) : v).store(y + i);
   if (i < len) (x ? VecF::load_tail(x + i, len - i) : v).store_tail(y + i, len - i);
+}
+
+// int8: the value is an integer in [-128, 127] (the binding checks it).
+void copy_run(int8_t* y, const int8_t* x, float value, int64_t len) {
+  if (x)
+    __builtin_memcpy(y, x, static_cast<size_t>(len));
+  else
+    __builtin_memset(y, static_cast<int8_t>(value), static_cast<size_t>(len));
 }
 
 // A move's rows in order, as the offsets of each row's first source and destination element:
@@ -82,9 +92,8 @@ struct RowCursor {
   }
 };
 
-}  // namespace
-
-void copy_f32(const CopyArgs& a, int64_t part, int64_t parts) {
+template <class T>
+void copy_boxes(const CopyArgs& a, int64_t part, int64_t parts) {
   for (int64_t m = 0; m < a.count; ++m) {
     const CopyMove& mv = a.moves[m];
     const int64_t last = mv.rank - 1, len = mv.shape[last];
@@ -92,12 +101,13 @@ void copy_f32(const CopyArgs& a, int64_t part, int64_t parts) {
     const int64_t ss = mv.src_stride[last], ds = mv.dst_stride[last];
     int64_t r = part * mv.rows / parts;
     for (RowCursor row(mv, r); r < end; ++r, row.next()) {
-      float* y = a.out[mv.output] + row.dst;
-      const float* x = mv.input < 0 ? nullptr : a.in[mv.input] + row.src;
+      T* y = static_cast<T*>(a.out[mv.output]) + row.dst;
+      const T* x = mv.input < 0 ? nullptr : static_cast<const T*>(a.in[mv.input]) + row.src;
+      const T value = static_cast<T>(mv.value);
       if (ds == 1 && (!x || ss == 1)) {
         copy_run(y, x, mv.value, len);
       } else if (!x) {
-        for (int64_t i = 0; i < len; ++i) y[i * ds] = mv.value;
+        for (int64_t i = 0; i < len; ++i) y[i * ds] = value;
       } else if (ds == 1 && last > 0 && mv.src_stride[last - 1] == 1) {
         // A transpose: the next rows start at the next source elements. Copied one by one, each
         // row would read one float per source line; a block of rows uses every line it reads.
@@ -114,7 +124,13 @@ void copy_f32(const CopyArgs& a, int64_t part, int64_t parts) {
   }
 }
 
+}  // namespace
+
+void copy_f32(const CopyArgs& a, int64_t part, int64_t parts) { copy_boxes<float>(a, part, parts); }
+void copy_s8(const CopyArgs& a, int64_t part, int64_t parts) { copy_boxes<int8_t>(a, part, parts); }
+
 MSV0_EXPORT(copy_f32)
+MSV0_EXPORT(copy_s8)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
@@ -147,21 +163,22 @@ void box_bounds(int64_t off, const std::vector<int64_t>& shape, const std::vecto
 class Copy : public NativeOp {
  public:
   Copy(const std::vector<std::vector<int64_t>>& in_shapes, const std::vector<std::vector<int64_t>>& out_shapes,
-       const std::vector<MoveSpec>& moves)
-      : fn_(MSV0_DISPATCH(copy_f32)) {
+       const std::vector<MoveSpec>& moves, char type)
+      : type_(type) {
+    if (type != 'f' && type != 'b') throw ArgError("type must be 'f' (float32) or 'b' (int8)");
+    fn_ = type == 'f' ? MSV0_DISPATCH(copy_f32) : MSV0_DISPATCH(copy_s8);
     std::vector<Operand> ins, outs;
-    for (const auto& s : in_shapes) ins.push_back({checked_shape(s, s.size(), "in_shapes")});
-    for (const auto& s : out_shapes) outs.push_back({checked_shape(s, s.size(), "out_shapes")});
+    for (const auto& s : in_shapes) ins.push_back({checked_shape(s, s.size(), "in_shapes"), type});
+    for (const auto& s : out_shapes) outs.push_back({checked_shape(s, s.size(), "out_shapes"), type});
     if (outs.empty()) throw ArgError("out_shapes: no output");
     for (const MoveSpec& spec : moves) add(spec, in_shapes, out_shapes);
     set_operands(ins, outs);
   }
 
   void run(const void* const* in, void* const* out) const override {
-    const CopyArgs a{reinterpret_cast<const float* const*>(in), reinterpret_cast<float* const*>(out), moves_.data(),
-                     static_cast<int64_t>(moves_.size())};
-    // Parts of at least ~4K floats, so that a part outweighs a thread hand-off.
-    const int64_t parts = 1 + floats_ / 4096;
+    const CopyArgs a{in, out, moves_.data(), static_cast<int64_t>(moves_.size())};
+    // Parts of at least ~16 KB, so that a part outweighs a thread hand-off.
+    const int64_t parts = 1 + elements_ * (type_ == 'f' ? 4 : 1) / 16384;
     parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) fn_(a, p, parts);
     });
@@ -179,6 +196,8 @@ class Copy : public NativeOp {
     const int64_t y_size = elements(out_shapes[output]);
     for (int64_t d : shape)
       if (d < 0) throw ArgError("move: negative dim");
+    if (input < 0 && type_ == 'b' && !(value >= -128 && value <= 127 && value == static_cast<int8_t>(value)))
+      throw ArgError("move: an int8 fill value must be an integer in [-128, 127]");
     if (elements(shape) == 0) return;
     int64_t lo, hi;
     box_bounds(dst, shape, dst_stride, &lo, &hi);
@@ -209,25 +228,26 @@ class Copy : public NativeOp {
       m.shape[0] = m.src_stride[0] = m.dst_stride[0] = 1;
     }
     m.rows = elements(shape) / m.shape[m.rank - 1];
-    floats_ += elements(shape);
+    elements_ += elements(shape);
     moves_.push_back(m);
   }
 
+  char type_;
   CopyFn fn_;
   std::vector<CopyMove> moves_;
-  int64_t floats_ = 0;
+  int64_t elements_ = 0;
 };
 
 }  // namespace
 
 MSV0_BIND(m) {
   py::class_<Copy, NativeOp, std::shared_ptr<Copy>>(m, "Copy",
-      "float32 data movement: outputs of out_shapes from inputs of in_shapes by `moves`, each (input or -1 to "
-      "fill, output, fill value, src offset, dst offset, shape, src strides, dst strides) in elements; every "
-      "move is bounds-checked here.")
+      "Data movement on `type` 'f' (float32) or 'b' (int8): outputs of out_shapes from inputs of in_shapes by "
+      "`moves`, each (input or -1 to fill, output, fill value, src offset, dst offset, shape, src strides, dst "
+      "strides) in elements; every move is bounds-checked here.")
       .def(py::init<const std::vector<std::vector<int64_t>>&, const std::vector<std::vector<int64_t>>&,
-                    const std::vector<MoveSpec>&>(),
-           py::arg("in_shapes"), py::arg("out_shapes"), py::arg("moves"));
+                    const std::vector<MoveSpec>&, char>(),
+           py::arg("in_shapes"), py::arg("out_shapes"), py::arg("moves"), py::arg("type"));
 }
 
 }  // namespace msv0
