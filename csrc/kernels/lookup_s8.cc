@@ -10,8 +10,11 @@
 #include "kernels/kernel.h"
 
 namespace msv0 {
-// y[i] = table[x[i] ^ 0x80] for n bytes.
-using LookupFn = void (*)(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n);
+// y[r * y_stride + i] = table[x[r * x_stride + i] ^ 0x80] for `rows` runs of n bytes, or x's bytes
+// themselves where table is null: a Concat's piece of every pixel in one call, which sets its
+// tables up once (and copies a few channels a row without a memcpy call per row).
+using LookupFn = void (*)(const int8_t* table, const uint8_t* x, int64_t x_stride, int8_t* y, int64_t y_stride,
+                          int64_t n, int64_t rows);
 MSV0_DECLARE(lookup_s8, LookupFn)
 }  // namespace msv0
 
@@ -26,7 +29,23 @@ namespace msv0 {
 namespace MSV0_ISA {
 
 #if defined(__AVX512BW__)
-void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
+namespace {
+
+// The first n (< 64) bytes.
+__mmask64 first(int64_t n) { return (uint64_t{1} << n) - 1; }
+
+}  // namespace
+
+void lookup_s8(const int8_t* table, const uint8_t* x, int64_t x_stride, int8_t* y, int64_t y_stride, int64_t n,
+               int64_t rows) {
+  if (!table) {
+    for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride) {
+      int64_t i = 0;
+      for (; i + 64 <= n; i += 64) _mm512_storeu_si512(y + i, _mm512_loadu_si512(x + i));
+      if (i < n) _mm512_mask_storeu_epi8(y + i, first(n - i), _mm512_maskz_loadu_epi8(first(n - i), x + i));
+    }
+    return;
+  }
   __m512i group[16];
   for (int g = 0; g < 16; ++g)
     group[g] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table + 16 * g)));
@@ -40,32 +59,58 @@ void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
                                    low);
     return r;
   };
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(y + i, map(_mm512_loadu_si512(x + i)));
-  if (i < n) {
-    const __mmask64 m = (uint64_t{1} << (n - i)) - 1;
-    _mm512_mask_storeu_epi8(y + i, m, map(_mm512_maskz_loadu_epi8(m, x + i)));
+  const auto run = [&](const uint8_t* src, int8_t* dst, int64_t len) {
+    int64_t i = 0;
+    for (; i + 64 <= len; i += 64) _mm512_storeu_si512(dst + i, map(_mm512_loadu_si512(src + i)));
+    if (i < len) _mm512_mask_storeu_epi8(dst + i, first(len - i), map(_mm512_maskz_loadu_epi8(first(len - i), src + i)));
+  };
+  if (n >= 64 || x_stride != n) {
+    for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride) run(x, y, n);
+    return;
+  }
+  // Short runs of a contiguous input (a Concat's 16 channels a pixel): whole vectors of it into a
+  // buffer, then each run to its row, not a vector a quarter used per run.
+  alignas(64) int8_t buf[4096];
+  const int64_t per = 4096 / n;
+  for (int64_t r0 = 0; r0 < rows; r0 += per) {
+    const int64_t count = r0 + per < rows ? per : rows - r0;
+    run(x + r0 * n, buf, count * n);
+    for (int64_t r = 0; r < count; ++r)
+      _mm512_mask_storeu_epi8(y + (r0 + r) * y_stride, first(n), _mm512_maskz_loadu_epi8(first(n), buf + r * n));
   }
 }
 #elif defined(__aarch64__)
-void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
+void lookup_s8(const int8_t* table, const uint8_t* x, int64_t x_stride, int8_t* y, int64_t y_stride, int64_t n,
+               int64_t rows) {
+  if (!table) {
+    for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride) __builtin_memcpy(y, x, static_cast<size_t>(n));
+    return;
+  }
   uint8x16x4_t part[4];
   for (int k = 0; k < 4; ++k)
     for (int j = 0; j < 4; ++j) part[k].val[j] = vld1q_u8(reinterpret_cast<const uint8_t*>(table) + 64 * k + 16 * j);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    // tbx leaves a byte whose index is past its 64 entries as it was, so each byte takes the
-    // one part whose range holds its index.
-    const uint8x16_t u = veorq_u8(vld1q_u8(x + i), vdupq_n_u8(0x80));
-    uint8x16_t r = vqtbl4q_u8(part[0], u);
-    for (int k = 1; k < 4; ++k) r = vqtbx4q_u8(r, part[k], vsubq_u8(u, vdupq_n_u8(static_cast<uint8_t>(64 * k))));
-    vst1q_s8(y + i, vreinterpretq_s8_u8(r));
+  for (int64_t row = 0; row < rows; ++row, x += x_stride, y += y_stride) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      // tbx leaves a byte whose index is past its 64 entries as it was, so each byte takes the
+      // one part whose range holds its index.
+      const uint8x16_t u = veorq_u8(vld1q_u8(x + i), vdupq_n_u8(0x80));
+      uint8x16_t r = vqtbl4q_u8(part[0], u);
+      for (int k = 1; k < 4; ++k) r = vqtbx4q_u8(r, part[k], vsubq_u8(u, vdupq_n_u8(static_cast<uint8_t>(64 * k))));
+      vst1q_s8(y + i, vreinterpretq_s8_u8(r));
+    }
+    for (; i < n; ++i) y[i] = table[x[i] ^ 0x80];
   }
-  for (; i < n; ++i) y[i] = table[x[i] ^ 0x80];
 }
 #else
-void lookup_s8(const int8_t* table, const uint8_t* x, int8_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+void lookup_s8(const int8_t* table, const uint8_t* x, int64_t x_stride, int8_t* y, int64_t y_stride, int64_t n,
+               int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride) {
+    if (!table)
+      __builtin_memcpy(y, x, static_cast<size_t>(n));
+    else
+      for (int64_t i = 0; i < n; ++i) y[i] = table[x[i] ^ 0x80];  // (uint8)q ^ 0x80 = q + 128
+  }
 }
 #endif
 
@@ -74,7 +119,6 @@ MSV0_EXPORT(lookup_s8)
 }  // namespace msv0
 
 #else  // binding pass
-#include <cstring>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
@@ -133,18 +177,18 @@ class LookupS8 : public NativeOp {
       for (size_t k = 0; k < pieces_.size(); ++k) {
         const auto* x = static_cast<const uint8_t*>(in[k]);
         parallel_for(pieces_[k].run, 1 << 16, [&](int64_t e0, int64_t e1) {
-          map(pieces_[k], x + e0, y + pieces_[k].offset + e0, e0, e1 - e0);
+          map(pieces_[k], x + e0, 0, y + pieces_[k].offset + e0, 0, e0, e1 - e0, 1);
         });
       }
       return;
     }
     // Rows of the output (a pixel's channels, for a Concat of NHWC tensors along C), whole.
     parallel_for(outer_, grain_for(row_), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        for (size_t k = 0; k < pieces_.size(); ++k) {
-          const Piece& p = pieces_[k];
-          map(p, static_cast<const uint8_t*>(in[k]) + r * p.run, y + r * row_ + p.offset, r * p.run, p.run);
-        }
+      for (size_t k = 0; k < pieces_.size(); ++k) {
+        const Piece& p = pieces_[k];
+        map(p, static_cast<const uint8_t*>(in[k]) + r0 * p.run, p.run, y + r0 * row_ + p.offset, row_, r0 * p.run,
+            p.run, r1 - r0);
+      }
     });
   }
   const char* name() const override { return "lookup_s8"; }
@@ -158,21 +202,20 @@ class LookupS8 : public NativeOp {
     int64_t offset;  // where they start in the row
   };
 
-  // n elements of one input from its element `start` on.
-  void map(const Piece& p, const uint8_t* x, int8_t* y, int64_t start, int64_t n) const {
-    if (p.identity) {
-      std::memcpy(y, x, n);
-      return;
-    }
+  // `rows` runs of n elements of one input, the first from its element `start` on.
+  void map(const Piece& p, const uint8_t* x, int64_t x_stride, int8_t* y, int64_t y_stride, int64_t start, int64_t n,
+           int64_t rows) const {
     const int8_t* t = p.table.data();
-    if (p.channels == 1) {
-      fn_(t, x, y, n);
+    if (p.channels == 1 || p.identity) {
+      fn_(p.identity ? nullptr : t, x, x_stride, y, y_stride, n, rows);
       return;
     }
-    int64_t c = start % p.channels;
-    for (int64_t e = 0; e < n; ++e) {
-      y[e] = t[c * 256 + (x[e] ^ 0x80)];
-      if (++c == p.channels) c = 0;
+    for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride, start += x_stride) {
+      int64_t c = start % p.channels;
+      for (int64_t e = 0; e < n; ++e) {
+        y[e] = t[c * 256 + (x[e] ^ 0x80)];
+        if (++c == p.channels) c = 0;
+      }
     }
   }
 

@@ -43,12 +43,15 @@ def test_concat_s8(rng, p, axis, b_shape):
     np.testing.assert_array_equal(y, want)
 
 
-def test_concat_s8_rows_across_threads(rng):
-    """Enough output rows that a 2-thread pool splits them."""
-    a, b = q8(rng, (1, 181, 97, 3)), q8(rng, (1, 181, 97, 64))
-    y = run_op("Concat", [a, b], out_dtypes=I8, in_quant=[qp(0.1, 3), qp(0.05, -2)], out_quant=[qp(0.1, 3)],
-               axis=3, num_threads=2)[0]
-    np.testing.assert_array_equal(y, np.concatenate([a, requant_float(b, 0.05, -2, 0.1, 3)], 3))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_concat_s8_rows_across_threads(rng, isa, threads):
+    """Enough output rows that a 2-thread pool splits them, and that a short requantized piece
+    (3 channels a pixel) takes several passes through the lookup's buffer; a copied piece beside."""
+    a, b, c = q8(rng, (1, 181, 97, 3)), q8(rng, (1, 181, 97, 64)), q8(rng, (1, 181, 97, 5))
+    y = run_op("Concat", [a, b, c], out_dtypes=I8, in_quant=[qp(0.2, 3), qp(0.05, -2), qp(0.1, 3)],
+               out_quant=[qp(0.1, 3)], axis=3, num_threads=threads)[0]
+    want = [requant_float(a, 0.2, 3, 0.1, 3), requant_float(b, 0.05, -2, 0.1, 3), c]
+    np.testing.assert_array_equal(y, np.concatenate(want, 3))
 
 
 @pytest.mark.parametrize("p", PARAMS, ids=str)
