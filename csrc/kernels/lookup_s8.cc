@@ -119,6 +119,7 @@ MSV0_EXPORT(lookup_s8)
 }  // namespace msv0
 
 #else  // binding pass
+#include <algorithm>
 #include <string>
 #include <vector>
 #include <pybind11/stl.h>
@@ -210,12 +211,19 @@ class LookupS8 : public NativeOp {
       fn_(p.identity ? nullptr : t, x, x_stride, y, y_stride, n, rows);
       return;
     }
+    const int64_t channels = p.channels;
     for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride, start += x_stride) {
-      int64_t c = start % p.channels;
-      for (int64_t e = 0; e < n; ++e) {
+      int64_t e = 0;
+      for (int64_t c = start % channels; c && e < n; c = c + 1 == channels ? 0 : c + 1, ++e)  // to a pixel's start
         y[e] = t[c * 256 + (x[e] ^ 0x80)];
-        if (++c == p.channels) c = 0;
-      }
+      // Whole pixels, channel c through table c, in blocks of 64 pixels a channel at a time: one
+      // 256-byte table in use at once (all of them, 256 per channel, outgrow L1).
+      for (int64_t pixels; (pixels = std::min<int64_t>(64, (n - e) / channels)) > 0; e += pixels * channels)
+        for (int64_t c = 0; c < channels; ++c) {
+          const int8_t* tc = t + c * 256;
+          for (int64_t i = e + c, end = e + pixels * channels; i < end; i += channels) y[i] = tc[x[i] ^ 0x80];
+        }
+      for (int64_t c = 0; e < n; ++c, ++e) y[e] = t[c * 256 + (x[e] ^ 0x80)];
     }
   }
 

@@ -122,7 +122,8 @@ def _fold(model, planned, first: int, x: int, claimed: set[int], uses: dict[int,
             for k in planned[j][2]:
                 reads[k] = reads.get(k, 0) + 1
         exits = [planned[j][3][0] for j in run if uses.get(planned[j][3][0], 0) > reads.get(planned[j][3][0], 0)]
-        worth = len(run) > 1 or planned[run[0]][1].kernel is None or planned[run[0]][1].kernel.name != "lookup_s8"
+        # One native step alone (an Activation's table, a vectorised int8 Add) is as fast already.
+        worth = len(run) > 1 or planned[run[0]][1].kernel is None
         if len(exits) == 1 and values[exits[0]].dtype == I8 and worth:
             y = exits[0]
             channels = x_shape[-1] if per_channel else 1
