@@ -68,19 +68,26 @@ def quantized(src: str, dst: str, fmt: str, feeds: dict[str, np.ndarray], sample
                       weight_type=q.QuantType.QInt8)
 
 
+def quantize_source(m: rm.RealModel, fmt: str, samples: int, tmp: str) -> tuple[bytes, dict, str]:
+    """The model's float bytes, its feeds and the path in tmp of its quantized form (raising
+    where onnxruntime's quantizer fails)."""
+    data, feeds = rm.source_bytes(m)
+    src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "quantized.onnx")
+    with open(src, "wb") as f:
+        f.write(data)
+    quantized(src, dst, fmt, feeds, samples)
+    return data, feeds, dst
+
+
 def check(name: str, fmt: str, samples: int) -> list[str]:
     import onnxruntime as ort
 
     m = rm.BY_NAME[name]
-    data, feeds = rm.source_bytes(m)
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "quantized.onnx")
-        with open(src, "wb") as f:
-            f.write(data)
         try:
-            quantized(src, dst, fmt, feeds, samples)
+            data, feeds, dst = quantize_source(m, fmt, samples, tmp)
             q = ort.InferenceSession(dst, opts, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime's quantizer fails on some graphs
             return [f"{m.name:28s} {fmt:8s} onnxruntime cannot quantize it: {type(e).__name__}"]
@@ -103,18 +110,14 @@ def timing(name: str, fmt: str, samples: int, threads: list[int], rounds: int) -
     from bench_real import block
 
     m = rm.BY_NAME[name]
-    data, feeds = rm.source_bytes(m)
-    ms_feeds = rm.to_msv0_feeds(m, feeds)
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "quantized.onnx")
-        with open(src, "wb") as f:
-            f.write(data)
         try:
-            quantized(src, dst, fmt, feeds, samples)
+            data, feeds, dst = quantize_source(m, fmt, samples, tmp)
         except Exception as e:
             return [f"{m.name:28s} {fmt:8s} onnxruntime cannot quantize it: {type(e).__name__}"]
         with open(dst, "rb") as f:
             qdata = f.read()
+        ms_feeds = rm.to_msv0_feeds(m, feeds)
         engines = {}
         for t in threads:
             int8, fp32 = msv0.Session(convert(qdata), num_threads=t), msv0.Session(convert(data), num_threads=t)

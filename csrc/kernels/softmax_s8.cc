@@ -71,8 +71,9 @@ class SoftmaxS8 : public NativeOp {
   void run(const void* const* in, void* const* out) const override {
     const auto* x = static_cast<const int8_t*>(in[0]);
     auto* y = static_cast<int8_t*>(out[0]);
-    const int64_t n = n_, inner = inner_, width = std::min(kBlock, inner), blocks = (inner + width - 1) / width;
-    if (n == 0) return;
+    const int64_t n = n_, inner = inner_;
+    if (n == 0 || inner == 0 || outer_ == 0) return;  // nothing to compute (and no block width)
+    const int64_t width = std::min(kBlock, inner), blocks = (inner + width - 1) / width;
     // Tasks of up to kBlock rows side by side (adjacent positions of the dims after the axis), so
     // that each pass over the axis reads contiguous bytes.
     parallel_for(outer_ * blocks, grain_for(4 * n * width), [&](int64_t t0, int64_t t1) {

@@ -174,5 +174,7 @@ def test_softmax_kernel_refuses_bad_tables_and_shapes():
             _core.SoftmaxS8(bad, (2, 16), 1)
     with pytest.raises(ValueError, match="4095"):
         _core.SoftmaxS8(table, (1, 4096), 1)
+    for empty, axis in (((2, 16, 0), 1), ((0, 16), 1), ((2, 0), 1)):  # nothing to do, and no crash
+        _core.SoftmaxS8(table, empty, axis)([np.zeros(empty, np.int8)], [np.zeros(empty, np.int8)])
     with pytest.raises(ValueError, match="axis"):
         _core.SoftmaxS8(table, (2, 16), 2)
