@@ -31,3 +31,34 @@ def small_cnn(rng) -> bytes:
 def test_program_matches_single_calls(isa, rng, threads):
     x = rng.standard_normal((1, 13, 11, 5)).astype(np.float32)
     assert_program_matches_single_calls(msv0.load(small_cnn(rng)), [x], threads)
+
+
+def test_run_copies_feeds_in_and_results_out(rng):
+    """A run copies contiguous and strided feeds alike, and each result is a fresh array: changing
+    the feed or a result afterwards changes nothing else."""
+    b = Builder("copies")
+    x = b.input("x", (3, 5, 4))
+    b.output(b.node("Activation", [x], type=1))  # RELU
+    session = msv0.Session(b.finish())
+    base = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    for feed in (np.ascontiguousarray(base.transpose(1, 0, 2)), base.transpose(1, 0, 2)):
+        want = np.maximum(feed, 0)
+        first = next(iter(session.run({"x": feed}).values()))
+        second = next(iter(session.run([feed]).values()))
+        np.testing.assert_array_equal(first, want)
+        assert first.flags.c_contiguous and first.flags.writeable and not np.shares_memory(first, second)
+        first[...] = -1
+        feed[...] = 7
+        np.testing.assert_array_equal(second, want)
+
+
+def test_copy_helpers_refuse_what_they_cannot_fill():
+    with pytest.raises(ValueError, match="one array per buffer"):
+        msv0._core.copy_in([np.zeros(3, np.float32)], [])
+    with pytest.raises(ValueError, match="writable"):
+        ro = np.zeros(3, np.float32)
+        ro.flags.writeable = False
+        msv0._core.copy_in([ro], [np.ones(3, np.float32)])
+    with pytest.raises(ValueError, match="NumPy"):
+        msv0._core.copies([[1.0, 2.0]])
+    assert [a.tolist() for a in msv0._core.copies([np.arange(6.0)[::2]])] == [[0.0, 2.0, 4.0]]

@@ -227,8 +227,7 @@ def run(model: Model, plan: CompiledPlan, arrays: Sequence[np.ndarray], times: l
     """Copy `arrays` into the plan's input buffers, run its steps, and return fresh copies of
     its outputs. With `times`, each step's span (from t0) is appended; the k-th step, when a
     Program, counts as Program first_program + k."""
-    for buf, a in zip(plan.inputs, arrays):
-        np.copyto(buf, a)
+    _core.copy_in(plan.inputs, arrays)
     for k, step in enumerate(plan.steps):
         try:
             if times is None:
@@ -239,7 +238,7 @@ def run(model: Model, plan: CompiledPlan, arrays: Sequence[np.ndarray], times: l
             raise
         except Exception as e:
             raise node_error(step.label, e) from e
-    return [out.copy() for out in plan.outputs]
+    return _core.copies(plan.outputs)
 
 
 def _timed(model: Model, step: Step, k: int, t0: float, times: list[StepTime]) -> None:

@@ -100,7 +100,7 @@ def softmax(q, s_in, axis=-1, out_quant=(0.1, 5), num_threads=1):
 
 
 @pytest.mark.parametrize("s_in", [0.1, 0.0078, 1.0, 2.0**-28])
-def test_softmax_sweep(s_in):
+def test_softmax_sweep(isa, s_in):
     """Every int8 value in one row, and every value against a few partners (all differences)."""
     rows = np.stack([ALL, np.roll(ALL, 77)])
     np.testing.assert_array_equal(softmax(rows, s_in), softmax_s8(rows, s_in))
@@ -109,13 +109,13 @@ def test_softmax_sweep(s_in):
     np.testing.assert_array_equal(softmax(pairs, s_in), softmax_s8(pairs, s_in))
 
 
-def test_softmax_axes_and_output_params_ignored(rng):
+def test_softmax_axes_and_output_params_ignored(isa, rng):
     q = rng.integers(-128, 128, (2, 5, 3, 4)).astype(np.int8)
     for axis in (0, 1, 2, 3, -1):
         np.testing.assert_array_equal(softmax(q, 0.05, axis, out_quant=(1.0, 0)), softmax_s8(q, 0.05, axis))
 
 
-def test_softmax_rows_across_threads(rng):
+def test_softmax_rows_across_threads(isa, rng):
     """YOLOv8's box-distribution softmax: 16 bins along axis 1 of [1, 4, 16, 2100] (strided rows),
     enough rows that a 2-thread pool splits them, some mid-row."""
     q = rng.integers(-128, 128, (1, 4, 16, 2100)).astype(np.int8)
