@@ -6,7 +6,8 @@
 // differ along the last dim: a table per position of that dim then.
 // One table: 64 bytes per 16 masked byte shuffles on AVX-512 (a shuffle per 16-entry group,
 // each byte taking the group its high nibble names), 16 bytes per four 64-entry table lookups
-// on aarch64, a byte load per byte elsewhere. A table per channel: a byte load per byte.
+// on aarch64, a byte load per byte elsewhere. A table per channel: 16 bytes per gather on
+// AVX-512 (16 channels or more), else a byte load per byte.
 #include "kernels/kernel.h"
 
 namespace msv0 {
@@ -16,10 +17,15 @@ namespace msv0 {
 using LookupFn = void (*)(const int8_t* table, const uint8_t* x, int64_t x_stride, int8_t* y, int64_t y_stride,
                           int64_t n, int64_t rows);
 MSV0_DECLARE(lookup_s8, LookupFn)
+// y[i] = tables[c · 256 + (x[i] ^ 0x80)] for n bytes, c = (start + i) % channels: a table per
+// position of the last dim. `tables` holds 3 readable bytes past its channels · 256.
+using ChannelLookupFn = void (*)(const int8_t* tables, int64_t channels, const uint8_t* x, int8_t* y, int64_t start,
+                                 int64_t n);
+MSV0_DECLARE(lookup_channels_s8, ChannelLookupFn)
 }  // namespace msv0
 
 #if !MSV0_ONCE
-#if defined(__AVX512BW__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
 #include <arm_neon.h>
@@ -114,7 +120,57 @@ void lookup_s8(const int8_t* table, const uint8_t* x, int64_t x_stride, int8_t* 
 }
 #endif
 
+namespace {
+
+// Channel c through table c, in blocks of 64 pixels a channel at a time: one 256-byte table in
+// use at once (all of them, 256 bytes per channel, outgrow L1).
+void lookup_channels_bytes(const int8_t* t, int64_t channels, const uint8_t* x, int8_t* y, int64_t start,
+                           int64_t n) {
+  int64_t e = 0;
+  for (int64_t c = start % channels; c && e < n; c = c + 1 == channels ? 0 : c + 1, ++e)  // to a pixel's start
+    y[e] = t[c * 256 + (x[e] ^ 0x80)];
+  for (int64_t pixels; (pixels = min_i(64, (n - e) / channels)) > 0; e += pixels * channels)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int8_t* tc = t + c * 256;
+      for (int64_t i = e + c, end = e + pixels * channels; i < end; i += channels) y[i] = tc[x[i] ^ 0x80];
+    }
+  for (int64_t c = 0; e < n; ++c, ++e) y[e] = t[c * 256 + (x[e] ^ 0x80)];
+}
+
+}  // namespace
+
+#if defined(__AVX512F__)
+// 16 bytes per gather of 4-byte words at byte offsets c · 256 + (x ^ 0x80), the low byte kept;
+// lane j's offset c · 256 steps by 16 channels a vector, wrapping once past the last (channels
+// >= 16). Fewer channels: byte loads.
+void lookup_channels_s8(const int8_t* t, int64_t channels, const uint8_t* x, int8_t* y, int64_t start, int64_t n) {
+  if (channels < 16 || channels > (int64_t{1} << 22)) {  // the offsets are int32
+    lookup_channels_bytes(t, channels, x, y, start, n);
+    return;
+  }
+  alignas(64) int32_t first[16];
+  for (int j = 0; j < 16; ++j) first[j] = static_cast<int32_t>((start + j) % channels * 256);
+  __m512i offset = _mm512_load_si512(first);
+  const __m512i step = _mm512_set1_epi32(16 * 256), wrap = _mm512_set1_epi32(static_cast<int32_t>(channels * 256));
+  const __m512i flip = _mm512_set1_epi32(0x80);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i q = _mm512_xor_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))), flip);
+    const __m512i words = _mm512_i32gather_epi32(_mm512_add_epi32(offset, q), t, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtepi32_epi8(words));
+    offset = _mm512_add_epi32(offset, step);
+    offset = _mm512_mask_sub_epi32(offset, _mm512_cmpge_epi32_mask(offset, wrap), offset, wrap);
+  }
+  if (i < n) lookup_channels_bytes(t, channels, x + i, y + i, start + i, n - i);
+}
+#else
+void lookup_channels_s8(const int8_t* t, int64_t channels, const uint8_t* x, int8_t* y, int64_t start, int64_t n) {
+  lookup_channels_bytes(t, channels, x, y, start, n);
+}
+#endif
+
 MSV0_EXPORT(lookup_s8)
+MSV0_EXPORT(lookup_channels_s8)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 
@@ -133,7 +189,7 @@ class LookupS8 : public NativeOp {
  public:
   LookupS8(const std::vector<py::array>& tables, const std::vector<std::vector<int64_t>>& in_shapes, int64_t axis,
            char in_type, char out_type)
-      : fn_(MSV0_DISPATCH(lookup_s8)) {
+      : fn_(MSV0_DISPATCH(lookup_s8)), channel_fn_(MSV0_DISPATCH(lookup_channels_s8)) {
     for (char t : {in_type, out_type})
       if (t != 'b' && t != 'B') throw ArgError("in_type and out_type must be 'b' (int8) or 'B' (uint8)");
     if (in_shapes.empty() || tables.size() != in_shapes.size())
@@ -160,6 +216,7 @@ class LookupS8 : public NativeOp {
       const int8_t* p = in_ptr<int8_t>(t, "table");
       Piece piece{std::vector<int8_t>(p, p + t.size()), per_channel ? last : 1, true, 0, 0};
       for (int64_t i = 0; i < t.size(); ++i) piece.identity = piece.identity && p[i] == static_cast<int8_t>(i % 256 - 128);
+      piece.table.resize(t.size() + 3);  // the 4-byte gathers' last 3 bytes
       pieces_.push_back(std::move(piece));
     }
     outer_ = 1;
@@ -196,7 +253,7 @@ class LookupS8 : public NativeOp {
 
  private:
   struct Piece {
-    std::vector<int8_t> table;  // 256 entries per channel
+    std::vector<int8_t> table;  // 256 entries per channel, and 3 bytes for gathers to read
     int64_t channels;           // 1, or the input's last dim
     bool identity;
     int64_t run;     // elements of the input per output row
@@ -211,23 +268,12 @@ class LookupS8 : public NativeOp {
       fn_(p.identity ? nullptr : t, x, x_stride, y, y_stride, n, rows);
       return;
     }
-    const int64_t channels = p.channels;
-    for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride, start += x_stride) {
-      int64_t e = 0;
-      for (int64_t c = start % channels; c && e < n; c = c + 1 == channels ? 0 : c + 1, ++e)  // to a pixel's start
-        y[e] = t[c * 256 + (x[e] ^ 0x80)];
-      // Whole pixels, channel c through table c, in blocks of 64 pixels a channel at a time: one
-      // 256-byte table in use at once (all of them, 256 per channel, outgrow L1).
-      for (int64_t pixels; (pixels = std::min<int64_t>(64, (n - e) / channels)) > 0; e += pixels * channels)
-        for (int64_t c = 0; c < channels; ++c) {
-          const int8_t* tc = t + c * 256;
-          for (int64_t i = e + c, end = e + pixels * channels; i < end; i += channels) y[i] = tc[x[i] ^ 0x80];
-        }
-      for (int64_t c = 0; e < n; ++c, ++e) y[e] = t[c * 256 + (x[e] ^ 0x80)];
-    }
+    for (int64_t r = 0; r < rows; ++r, x += x_stride, y += y_stride, start += x_stride)
+      channel_fn_(t, p.channels, x, y, start, n);
   }
 
   LookupFn fn_;
+  ChannelLookupFn channel_fn_;
   std::vector<Piece> pieces_;
   int64_t outer_ = 1;  // output rows: the product of the dims before the axis
   int64_t row_ = 0;    // elements per output row

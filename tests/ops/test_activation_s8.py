@@ -153,6 +153,15 @@ def test_lookup_kernel_maps_every_value_through_its_table(isa):
     y = np.empty_like(x)
     _core.LookupS8([per_channel], [x.shape], 0)([x], [y])
     np.testing.assert_array_equal(y, per_channel[np.arange(37), x.astype(np.int16) + 128])
+    big = np.arange(-128, 128, dtype=np.int8)[rng.integers(0, 256, (1, 181, 97, 37))]  # split mid-pixel by 2 threads
+    y = np.empty_like(big)
+    pool = _core.ThreadPool(2)
+    pool.bind()
+    try:
+        _core.LookupS8([per_channel], [big.shape], 0)([big], [y])
+    finally:
+        _core.ThreadPool.unbind()
+    np.testing.assert_array_equal(y, per_channel[np.arange(37), big.astype(np.int16) + 128])
     for bad in (table[:255], per_channel[:36]):
         with pytest.raises(ValueError, match="256 int8 values"):
             _core.LookupS8([bad], [x.shape], 0)
