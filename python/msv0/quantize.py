@@ -326,7 +326,13 @@ class _Rewriter:
         return out
 
     def float_of(self, k: int) -> int:
+        """Tensor k as a float op reads it: a converted graph's quantized input through its
+        quantize-dequantize copy, as the source's DequantizeLinear gives it."""
         if k not in self.int8:
+            if self.own_params and k in self.params and k in self.model.graph_inputs:
+                q = self.activation(k)
+                self.int8.add(q)
+                return self.float_of(q)
             return self.through.get(k, k)
         if k not in self.as_float:
             t = self.g.allTensors[k]
@@ -455,13 +461,19 @@ class _Rewriter:
             f = self.tensor(name, F32, t)
             self.cast(k, I8, F32, f)
             outputs.append(f)
-        g.nodes = self.nodes
+        # The other subgraphs' nodes (an If's branches, which stay float) follow the main graph's.
+        main_nodes = set(model.main_nodes)
+        moved = {i: len(self.nodes) + k for k, i in enumerate(i for i in range(len(g.nodes)) if i not in main_nodes)}
+        count = len(self.nodes)
+        g.nodes = self.nodes + [g.nodes[i] for i in moved]
         g.outputIndex = outputs
         if g.subGraph:
             main = g.subGraph[0]
             main.outputIndices = outputs
-            main.nodeIndices = list(range(len(self.nodes)))
+            main.nodeIndices = list(range(count))
             main.tensorIndices = list(range(len(g.allTensors)))
+            for sub in g.subGraph[1:]:
+                sub.nodeIndices = [moved[int(i)] for i in sub.nodeIndices]
 
 
 def _name(t: TensorT) -> str:

@@ -290,6 +290,36 @@ def test_minus_infinity_quantizes_to_the_lowest_code():
     assert np.abs(got - want).max() <= 0.04 + 1e-6
 
 
+def test_if_branch_reading_a_dequantized_weight():
+    """An If whose branch (float, as quantize_static leaves it) reads a weight the main graph
+    dequantizes by name (openWakeWord's hey_jarvis verifier): the branch gets the dequantized
+    weight, and its nodes survive the int8 rewrite."""
+    w = np.random.default_rng(5).integers(-127, 128, (4, 3)).astype(np.int8)
+    inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.int8(0), "z"),
+             numpy_helper.from_array(w, "w_q"), numpy_helper.from_array(np.float32(0.01), "s_w")]
+    then = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["b"])],
+                             "then", [], [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 3])])
+    other = helper.make_graph([helper.make_node("Slice", ["x", "zero", "three", "one"], ["b2"])], "else", [],
+                              [helper.make_tensor_value_info("b2", TensorProto.FLOAT, [2, 3])])
+    inits += [numpy_helper.from_array(np.array([0], np.int64), n) for n in ("zero",)]
+    inits += [numpy_helper.from_array(np.array([3], np.int64), "three"),
+              numpy_helper.from_array(np.array([1], np.int64), "one")]
+    nodes = [helper.make_node("QuantizeLinear", ["input", "s", "z"], ["x_q"]),
+             helper.make_node("DequantizeLinear", ["x_q", "s", "z"], ["x"]),
+             helper.make_node("DequantizeLinear", ["w_q", "s_w", "z"], ["w"]),
+             helper.make_node("If", ["cond"], ["output"], then_branch=then, else_branch=other)]
+    g = helper.make_graph(nodes, "if", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 4]),
+                                        helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, 3])], inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    session = msv0.Session(convert(data))
+    x = np.random.default_rng(6).uniform(-2, 2, (2, 4)).astype(np.float32)
+    for cond in (True, False):
+        feeds = {"input": x, "cond": np.array(cond)}
+        want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        np.testing.assert_allclose(session.run(feeds)["output"], want, rtol=1e-6, atol=1e-6)
+
+
 def convert_report() -> str:
     if not RATES:
         return ""

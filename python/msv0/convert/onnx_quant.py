@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from msv0.convert.emit import Unsupported
+from msv0.convert.onnx_control import outer_reads
 from msv0.errors import Error, ModelError, UnsupportedOpError
 from msv0.fb.QuantParam import QuantParamT
 from msv0.fb.QuantType import QuantType
@@ -240,7 +241,16 @@ class _Twin:
                 self.nodes.append(_identity(self.name(vi.name), vi.name))
             outputs.append(helper.make_tensor_value_info(vi.name, TensorProto.FLOAT, None))
         used = {x for nd in self.nodes for x in nd.input}
-        inits = [numpy_helper.from_array(v, k) for k, v in {**self.inits, **self.new_inits}.items() if k in used]
+        consts = {**self.inits, **self.new_inits}
+        # A branch of an If reads outer values by name: a weight the main graph dequantizes keeps
+        # its name there (openWakeWord's hey_jarvis verifier), as the dequantized float.
+        for nd in self.nodes:
+            for g in (g for a in nd.attribute for g in ([a.g] if a.HasField("g") else a.graphs)):
+                for r in outer_reads(g):
+                    if r not in consts and self.ref.get(r) in consts:
+                        consts[r] = consts[self.ref[r]]
+                    used.add(r)
+        inits = [numpy_helper.from_array(v, k) for k, v in consts.items() if k in used]
         graph = helper.make_graph(self.nodes, self.g.name or "onnx", [vi for vi in self.g.input if vi.name not in
                                                                         self.inits], outputs, inits)
         return helper.make_model(graph, opset_imports=[o for o in src.opset_import if o.domain in ("", "ai.onnx")],
