@@ -166,6 +166,10 @@ inline VecF to_f32(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {_mm512_cvttps_epi32(a.v)}; }
+// float -> int32 per lane, rounding toward -inf (the caller keeps lanes inside int32).
+inline VecI32 floor_i32(VecF a) { return {_mm512_cvt_roundps_epi32(a.v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)}; }
+// Whether some lane of a differs from b's.
+inline bool any_ne(VecI32 a, VecI32 b) { return _mm512_cmpneq_epi32_mask(a.v, b.v) != 0; }
 // The bits of a float lane as int32, and back.
 inline VecI32 bits(VecF a) { return {_mm512_castps_si512(a.v)}; }
 inline VecF from_bits(VecI32 a) { return {_mm512_castsi512_ps(a.v)}; }

@@ -155,6 +155,10 @@ inline VecF to_f32(VecI32 a) { return {vcvtq_f32_s32(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {vcvtq_s32_f32(a.v)}; }
+// float -> int32 per lane, rounding toward -inf (the caller keeps lanes inside int32).
+inline VecI32 floor_i32(VecF a) { return {vcvtmq_s32_f32(a.v)}; }
+// Whether some lane of a differs from b's.
+inline bool any_ne(VecI32 a, VecI32 b) { return vminvq_u32(vceqq_s32(a.v, b.v)) == 0; }
 // The bits of a float lane as int32, and back.
 inline VecI32 bits(VecF a) { return {vreinterpretq_s32_f32(a.v)}; }
 inline VecF from_bits(VecI32 a) { return {vreinterpretq_f32_s32(a.v)}; }

@@ -174,6 +174,10 @@ inline VecF to_f32(VecI32 a) { return {_mm256_cvtepi32_ps(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {_mm256_cvttps_epi32(a.v)}; }
+// float -> int32 per lane, rounding toward -inf (the caller keeps lanes inside int32).
+inline VecI32 floor_i32(VecF a) { return {_mm256_cvtps_epi32(_mm256_floor_ps(a.v))}; }
+// Whether some lane of a differs from b's.
+inline bool any_ne(VecI32 a, VecI32 b) { return _mm256_movemask_epi8(_mm256_cmpeq_epi32(a.v, b.v)) != -1; }
 // The bits of a float lane as int32, and back.
 inline VecI32 bits(VecF a) { return {_mm256_castps_si256(a.v)}; }
 inline VecF from_bits(VecI32 a) { return {_mm256_castsi256_ps(a.v)}; }

@@ -114,6 +114,10 @@ inline VecF to_f32(VecI32 a) { return {static_cast<float>(a.v)}; }
 // float -> int32 per lane, truncating toward zero; the caller keeps lanes inside int32 (NaN and
 // out-of-range results differ between tiers).
 inline VecI32 trunc_i32(VecF a) { return {static_cast<int32_t>(a.v)}; }
+// float -> int32 per lane, rounding toward -inf (the caller keeps lanes inside int32).
+inline VecI32 floor_i32(VecF a) { return {static_cast<int32_t>(__builtin_floorf(a.v))}; }
+// Whether some lane of a differs from b's.
+inline bool any_ne(VecI32 a, VecI32 b) { return a.v != b.v; }
 // The bits of a float lane as int32, and back.
 inline VecI32 bits(VecF a) {
   VecI32 r;

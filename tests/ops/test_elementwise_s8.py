@@ -49,6 +49,28 @@ def test_full_sweep(isa):
         np.testing.assert_array_equal(_run(op, a, b, p, threads=2, activationType=0), ref(a, b, *p))
 
 
+# Scales whose factors are powers of two put many sums exactly on r1.1's rounding ties, where the
+# kernels' float form must hand over to the integer one; the others are ordinary, far apart, or
+# make Mul's factor small enough for its float form.
+SWEEP_PARAMS = [
+    (0.25, 0, 0.125, 0, 0.5, 0),
+    (0.5, -128, 0.5, 127, 0.5, -128),
+    (2.0**-6, 17, 2.0**-9, -3, 2.0**-4, 100),
+    (0.01, 5, 0.02, -9, 0.5, -1),
+    (0.013, -60, 0.0071, 88, 0.021, 12),
+    (0.3, 127, 0.0003, -128, 0.002, -128),
+]
+
+
+@pytest.mark.parametrize("p", SWEEP_PARAMS, ids=range(len(SWEEP_PARAMS)))
+def test_full_sweep_scales(isa, p):
+    """Every pair of int8 values, for each op, on scales that reach both of the kernel's forms."""
+    a = np.repeat(np.arange(-128, 128), 256).astype(np.int8)
+    b = np.tile(np.arange(-128, 128), 256).astype(np.int8)
+    for op, ref in REFS.items():
+        np.testing.assert_array_equal(_run(op, a, b, p, activationType=0), ref(a, b, *p))
+
+
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
 @pytest.mark.parametrize("shapes", [((2, 5, 17), (17,)), ((2, 5, 17), (1, 5, 17)), ((17,), (2, 5, 17)),
                                     ((4, 9), (1,)), ((1,), (4, 9)), ((1, 1), (3, 33))], ids=str)
