@@ -3,7 +3,9 @@
 // weight's order) times the group's weight rows, requantized per output channel in the GEMM's
 // epilogue. A 1x1 stride-1 unpadded conv reads x's NHWC rows as they are; other convs gather a
 // tile of rows at a time into per-thread scratch, padding taps as x_zp so they add 0 to
-// Σ(x − x_zp)(w − w_zp). Conv2dS8Dynamic runs the same tiles on dynamically quantized input (uint8
+// Σ(x − x_zp)(w − w_zp). Where the GEMM slot reads rows in place (AMX), a conv whose windows
+// split into whole 64-byte steps of x reads the windows of the pixels inside x where they lie
+// (no gather), and gathers only its border. Conv2dS8Dynamic runs the same tiles on dynamically quantized input (uint8
 // codes and a zero point as float32, from the converter's DynamicQuantizeLinear) with a float32
 // epilogue. This file has no per-tier code: the gather is memcpy/memset (libc picks its own ISA)
 // and every product runs in the active tier's gemm_s8 slot.
@@ -99,6 +101,7 @@ class ConvS8Core {
     for (int64_t g = 0; g < group; ++g)
       kernel_.pack(pw + g * og_ * k_, k_, true, og_, k_, packed_.data() + g * group_bytes_,
                    b_sum_.data() + g * cols_);
+    plan_in_place();
   }
 
  protected:
@@ -130,6 +133,7 @@ class ConvS8Core {
   void run_tiles(const int8_t* x, const Epilogue& e) const {
     const int64_t pixels = n_ * oh_ * ow_, panels = cols_ / kGemmS8Nr, tile = kernel_.nr / kGemmS8Nr;
     if (pixels == 0 || og_ == 0) return;
+    if (in_place() && e.y8) return run_in_place(x, e);
     const int64_t threads = bound_threads();
     // As in conv2d_f32: tiles of up to kTileRows pixels, at least one per thread; with too few
     // pixels for that, the threads split each tile's output channels and stream only their
@@ -149,6 +153,9 @@ class ConvS8Core {
       }
     });
   }
+
+  // Whether the windows of inside pixels are read in place (plan_in_place).
+  bool in_place() const { return !pieces_.empty(); }
 
   const GemmS8Kernel& kernel_;  // the slot of the tier active at construction, which packed B
   int64_t group_, sh_, sw_, dh_, dw_, pt_, pl_;
@@ -176,20 +183,93 @@ class ConvS8Core {
         a = buf;
         lda = k_;
       }
-      const int64_t col = g * cols_, y0 = p0 * oc_ + g * og_;
-      GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col,
-                      symmetric_ ? nullptr : b_zp_.data() + col, e.bias + col,
-                      e.mult ? e.mult + col : nullptr, e.left ? e.left + col : nullptr,
-                      e.right ? e.right + col : nullptr, e.x_zp, e.y_zp, e.lo, e.hi, nullptr,
-                      e.y8 ? e.y8 + y0 : nullptr, oc_, p1 - p0, og_, k_};
-      if (e.yf) {
-        args.cf = e.yf + y0;
-        args.c_scale = e.scale + col;
-        args.c_bias = e.fbias ? e.fbias + col : nullptr;
-        args.c_lo = e.yf_lo, args.c_hi = e.yf_hi;
-      }
-      kernel_.fn(args, 0, p1 - p0, q0, q1, scratch);
+      kernel_.fn(gemm_args(e, g, a, lda, p0 * oc_ + g * og_, oc_, p1 - p0), 0, p1 - p0, q0, q1, scratch);
     }
+  }
+
+  // Group g's GEMM of m rows of A (a, row stride lda) into the output from element y0 on, rows
+  // ldc apart.
+  GemmS8Args gemm_args(const Epilogue& e, int64_t g, const int8_t* a, int64_t lda, int64_t y0, int64_t ldc,
+                       int64_t m) const {
+    const int64_t col = g * cols_;
+    GemmS8Args args{a, lda, packed_.data() + g * group_bytes_, b_sum_.data() + col,
+                    symmetric_ ? nullptr : b_zp_.data() + col, e.bias + col,
+                    e.mult ? e.mult + col : nullptr, e.left ? e.left + col : nullptr,
+                    e.right ? e.right + col : nullptr, e.x_zp, e.y_zp, e.lo, e.hi, nullptr,
+                    e.y8 ? e.y8 + y0 : nullptr, ldc, m, og_, k_};
+    if (e.yf) {
+      args.cf = e.yf + y0;
+      args.c_scale = e.scale + col;
+      args.c_bias = e.fbias ? e.fbias + col : nullptr;
+      args.c_lo = e.yf_lo, args.c_hi = e.yf_hi;
+    }
+    return args;
+  }
+
+  // The in-place plan: where every tap of a pixel's window lies inside x, and its k splits into
+  // 64-byte steps each inside one run of x (a window row of kw·c bytes, or one tap's c), the
+  // GEMM slot reads the windows of an output row's inside pixels where they lie, sw·c bytes
+  // apart (step_off_: each step's offset from the window's first byte). The rest (rows and
+  // columns whose windows reach the padding) is gathered as elsewhere. Taken only for int8
+  // output, group 1, symmetric weights and k > c (a 1x1 conv's strided rows gather cheaply), and
+  // only where an output row has at least 16 inside pixels (one whole AMX tile).
+  void plan_in_place() {
+    if (!kernel_.strided || !symmetric_ || group_ != 1 || direct_ || k_ == cg_) return;
+    const int64_t run = dw_ == 1 ? kw_ * c_ : c_;  // bytes of x per contiguous run of the window
+    if (run % kGemmS8Step) return;
+    const auto inside = [](int64_t pad, int64_t stride, int64_t span, int64_t size, int64_t out) {
+      const int64_t lo = std::min(out, (pad + stride - 1) / stride), last = size - 1 - span + pad;
+      return std::make_pair(lo, std::max(lo, last >= 0 ? std::min(out, last / stride + 1) : 0));
+    };
+    const auto [oy_lo, oy_hi] = inside(pt_, sh_, (kh_ - 1) * dh_, h_, oh_);
+    const auto [ox_lo, ox_hi] = inside(pl_, sw_, (kw_ - 1) * dw_, w_, ow_);
+    if (ox_hi - ox_lo < 16 || oy_hi == oy_lo) return;
+    for (int64_t s = 0; s < k_ / kGemmS8Step; ++s) {
+      const int64_t at = s * kGemmS8Step, r = at / run, within = at % run;
+      const int64_t ky = dw_ == 1 ? r : r / kw_, kx = dw_ == 1 ? 0 : r % kw_;
+      step_off_.push_back((ky * dh_ * w_ + kx * dw_) * c_ + within);
+    }
+    // Pieces: each image's inside rows, then its rows above and below them in tiles of up to
+    // kTileRows pixels, and its left and right columns in tiles of up to kTileRows rows.
+    for (int64_t b = 0; b < n_; ++b) {
+      for (int64_t oy = oy_lo; oy < oy_hi; ++oy) pieces_.push_back({Piece::kInside, b, oy, oy + 1, ox_lo, ox_hi});
+      for (const auto& [y0, y1] : {std::make_pair(int64_t{0}, oy_lo), std::make_pair(oy_hi, oh_)})
+        for (int64_t p = (b * oh_ + y0) * ow_; p < (b * oh_ + y1) * ow_; p += kTileRows)
+          pieces_.push_back({Piece::kPixels, b, p, std::min((b * oh_ + y1) * ow_, p + kTileRows), 0, 0});
+      for (const auto& [x0, x1] : {std::make_pair(int64_t{0}, ox_lo), std::make_pair(ox_hi, ow_)})
+        for (int64_t ox = x0; ox < x1; ++ox)
+          for (int64_t oy = oy_lo; oy < oy_hi; oy += kTileRows)
+            pieces_.push_back({Piece::kColumn, b, oy, std::min(oy_hi, oy + kTileRows), ox, ox + 1});
+    }
+  }
+
+  void run_in_place(const int8_t* x, const Epilogue& e) const {
+    const int64_t panels = cols_ / kGemmS8Nr;
+    const int64_t gemm_bytes = (gemm_s8_scratch_bytes(k_, kernel_.mr) + 63) / 64 * 64;
+    const int64_t buf_bytes = kTileRows * k_ + kCopyBlock;
+    parallel_for(static_cast<int64_t>(pieces_.size()), 1, [&](int64_t t0, int64_t t1) {
+      int8_t* scratch = nullptr;
+      for (int64_t t = t0; t < t1; ++t) {
+        const Piece& q = pieces_[static_cast<size_t>(t)];
+        if (q.kind == Piece::kInside) {
+          const int8_t* a = x + ((q.b * h_ + q.y0 * sh_ - pt_) * w_ + q.x0 * sw_ - pl_) * c_;
+          const int64_t y0 = ((q.b * oh_ + q.y0) * ow_ + q.x0) * oc_;
+          kernel_.strided(gemm_args(e, 0, a, 0, y0, oc_, q.x1 - q.x0), step_off_.data(), sw_ * c_, 0, panels);
+          continue;
+        }
+        if (!scratch)
+          scratch = reinterpret_cast<int8_t*>(thread_scratch(static_cast<size_t>((gemm_bytes + buf_bytes) / 4 + 1)));
+        if (q.kind == Piece::kPixels) {
+          run_tile(x, e, q.y0, q.y1, 0, panels, scratch, scratch + gemm_bytes);
+          continue;
+        }
+        int8_t* row = scratch + gemm_bytes;
+        for (int64_t oy = q.y0; oy < q.y1; ++oy, row += k_) gather_row(x, e.x_zp, q.b, oy, q.x0, 0, row);
+        const int64_t y0 = ((q.b * oh_ + q.y0) * ow_ + q.x0) * oc_;
+        kernel_.fn(gemm_args(e, 0, scratch + gemm_bytes, k_, y0, ow_ * oc_, q.y1 - q.y0), 0, q.y1 - q.y0, 0, panels,
+                   scratch);
+      }
+    });
   }
 
   // The im2col row of output pixel (b, oy, ox): its kh x kw window over channels [c0, c0 + cg),
@@ -233,6 +313,15 @@ class ConvS8Core {
   }
 
   bool direct_ = false;
+  // The in-place plan (plan_in_place): work pieces, each of one image b. kInside: output row y0,
+  // columns [x0, x1) read in place; kPixels: flattened pixels [y0, y1) gathered; kColumn: column
+  // x0, rows [y0, y1) gathered.
+  struct Piece {
+    enum Kind { kInside, kPixels, kColumn } kind;
+    int64_t b, y0, y1, x0, x1;
+  };
+  std::vector<Piece> pieces_;
+  std::vector<int64_t> step_off_;
   WeightVector<int8_t> packed_;  // group blocks of group_bytes_
   bool symmetric_ = false;  // every w_zp is 0: the GEMM skips the w_zp · row-sum term
   std::vector<int32_t> b_sum_, b_zp_;
@@ -263,7 +352,7 @@ class Conv2dS8 : public NativeOp, ConvS8Core {
     run_tiles(static_cast<const int8_t*>(in[0]), e);
   }
 
-  const char* name() const override { return "conv2d_s8"; }
+  const char* name() const override { return in_place() ? "conv2d_s8_in_place" : "conv2d_s8"; }
 
  private:
   int32_t x_zp_, y_zp_, lo_, hi_;

@@ -304,16 +304,32 @@ void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* 
   }
 }
 
-// The products of a 16- or 32-row tile of packed A (a) and panels p, p + 1 (p twice when p + 1
+// Where step s of a tile's rows of A starts, and their stride: pack_a's chunks (Packed) or
+// rows in place (InPlace, gemm_s8_amx_strided).
+struct Packed {
+  const int8_t* a;
+  static constexpr int64_t kStepsPerChunk = kGemmS8Kc / kAmxStep;
+  const int8_t* step(int64_t s) const { return a + s / kStepsPerChunk * kAmxMr * kGemmS8ChunkStride + s % kStepsPerChunk * kAmxStep; }
+  static constexpr int64_t stride() { return kGemmS8ChunkStride; }
+};
+struct InPlace {
+  const int8_t* a;
+  const int64_t* step_off;
+  int64_t row_stride;
+  const int8_t* step(int64_t s) const { return a + step_off[s]; }
+  int64_t stride() const { return row_stride; }
+};
+
+// The products of a 16- or 32-row tile of A (rows) and panels p, p + 1 (p twice when p + 1
 // == pe), left in tiles 0-3. Packed rows past the tile's real ones are stale; their rows of C
 // are never stored.
-template <bool kTwoHalves>
-void amx_products(const GemmS8Args& g, const int8_t* a, int64_t p, int64_t pe) {
+template <bool kTwoHalves, class Rows>
+void amx_products(const GemmS8Args& g, const Rows& rows, int64_t p, int64_t pe) {
   const int64_t panel = (g.k + kGemmS8Kr - 1) / kGemmS8Kr * kGroupBytes, steps = (g.k + kAmxStep - 1) / kAmxStep;
   const int8_t* b0 = g.b_packed + p * panel;
   const int8_t* b1 = p + 1 < pe ? b0 + panel : b0;
-  constexpr int64_t kStride = kGemmS8ChunkStride, kStepsPerChunk = kGemmS8Kc / kAmxStep;
   constexpr int64_t kBStep = kAmxStep / kGemmS8Kr * kGroupBytes;
+  const int64_t stride = rows.stride();
   _tile_zero(0);
   _tile_zero(1);
   if (kTwoHalves) {
@@ -321,14 +337,14 @@ void amx_products(const GemmS8Args& g, const int8_t* a, int64_t p, int64_t pe) {
     _tile_zero(3);
   }
   for (int64_t s = 0; s < steps; ++s) {
-    const int8_t* as = a + s / kStepsPerChunk * kAmxMr * kStride + s % kStepsPerChunk * kAmxStep;
-    _tile_loadd(4, as, kStride);
+    const int8_t* as = rows.step(s);
+    _tile_loadd(4, as, stride);
     _tile_loadd(6, b0 + s * kBStep, kGroupBytes);
     _tile_loadd(7, b1 + s * kBStep, kGroupBytes);
     _tile_dpbssd(0, 4, 6);
     _tile_dpbssd(1, 4, 7);
     if (kTwoHalves) {
-      _tile_loadd(5, as + 16 * kStride, kStride);
+      _tile_loadd(5, as + 16 * stride, stride);
       _tile_dpbssd(2, 5, 6);
       _tile_dpbssd(3, 5, 7);
     }
@@ -387,7 +403,8 @@ void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_
       const int rows = static_cast<int>(min_i(kAmxMr, m1 - i));
       amx_pack_a(g, i, rows, scratch, row_terms[terms]);
       for (int64_t p = pb; p < pe; p += 2, buf ^= 1) {
-        rows > 16 ? amx_products<true>(g, scratch, p, pe) : amx_products<false>(g, scratch, p, pe);
+        const Packed packed{scratch};
+        rows > 16 ? amx_products<true>(g, packed, p, pe) : amx_products<false>(g, packed, p, pe);
         if (last.i >= 0) amx_finish(g, c[last.buf], row_terms[last.terms], last.i, last.rows, last.p, last.pe);
         amx_store(c[buf], rows > 16);
         last = {i, p, pe, rows, buf, terms};
@@ -398,7 +415,41 @@ void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_
   amx_release();
 }
 
-MSV0_EXPORT_CONFIG(gemm_s8_amx, &gemm_s8_amx, kAmxMr, 2 * kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack)
+// Tiles of 32 rows (of 16 when m < 32), the last one ending at m and overlapping rows already
+// done (they are computed again, identically): every tile is whole, so none reads rows of A
+// past the caller's m, and a 32-row tile loads a tile of A or B per product where a 16-row one
+// loads 1.5. The finishing runs one tile behind, as in gemm_s8_amx.
+void gemm_s8_amx_strided(const GemmS8Args& g, const int64_t* step_off, int64_t row_stride, int64_t p0, int64_t p1) {
+  alignas(64) AmxC c[2];
+  static const int32_t kNoRowTerm[kAmxMr] = {};  // symmetric B: finish reads no row sums
+  struct Pending {
+    int64_t i = -1, p = 0, pe = 0;
+    int rows = 0, buf = 0;
+  } last;
+  const int64_t panel_bytes = g.k / kGemmS8Kr * kGroupBytes;
+  const int64_t block = max_i(2, kBlockBytes / max_i(panel_bytes, 1) / 2 * 2);
+  int buf = 0;
+  amx_configure();
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = min_i(pb + block, p1);
+    for (int64_t i = 0; i < g.m;) {
+      const int rows = g.m >= kAmxMr ? kAmxMr : 16;
+      const int64_t at = min_i(i, g.m - rows);
+      const InPlace tile_rows{g.a + at * row_stride, step_off, row_stride};
+      for (int64_t p = pb; p < pe; p += 2, buf ^= 1) {
+        rows > 16 ? amx_products<true>(g, tile_rows, p, pe) : amx_products<false>(g, tile_rows, p, pe);
+        if (last.i >= 0) amx_finish(g, c[last.buf], kNoRowTerm, last.i, last.rows, last.p, last.pe);
+        amx_store(c[buf], rows > 16);
+        last = {at, p, pe, rows, buf};
+      }
+      i = at + rows;
+    }
+  }
+  if (last.i >= 0) amx_finish(g, c[last.buf], kNoRowTerm, last.i, last.rows, last.p, last.pe);
+  amx_release();
+}
+
+MSV0_EXPORT_CONFIG(gemm_s8_amx, &gemm_s8_amx, kAmxMr, 2 * kGemmS8Nr, kGemmS8Kr, &gemm_s8_pack, &gemm_s8_amx_strided)
 }  // namespace MSV0_ISA
 }  // namespace msv0
 MSV0_TARGET_POP

@@ -63,12 +63,21 @@ using GemmS8Fn = void (*)(const GemmS8Args&, int64_t m0, int64_t m1, int64_t p0,
 using GemmS8PackFn = void (*)(const int8_t* b, int64_t ldb, bool transposed, int64_t n, int64_t k, int8_t* dst,
                               int32_t* b_sum);
 
+// Rows of A read in place, int8 C: row r's values k in [64s, 64s + 64) at a + step_off[s] +
+// r · row_stride (k a multiple of 64), such as the windows of a convolution's output pixels
+// along a row of x. C rows [0, m) (m >= 16) and panels [p0, p1); symmetric B only (b_zp null).
+constexpr int64_t kGemmS8Step = 64;
+using GemmS8StridedFn = void (*)(const GemmS8Args&, const int64_t* step_off, int64_t row_stride, int64_t p0,
+                                 int64_t p1);
+
 // A tier's entry: the kernel, its row tile (mr rows of A per task's scratch), the B layout it
-// reads (nr columns per panel, kr values of k per column and group) and that layout's packer.
+// reads (nr columns per panel, kr values of k per column and group) and that layout's packer;
+// the AMX slot adds its in-place kernel (null elsewhere).
 struct GemmS8Kernel {
   GemmS8Fn fn;
   int64_t mr, nr, kr;
   GemmS8PackFn pack;
+  GemmS8StridedFn strided = nullptr;
 };
 
 // The slot a kernel object packs its B for and runs: the active tier's gemm_s8, or its AMX slot

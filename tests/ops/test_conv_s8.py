@@ -72,6 +72,43 @@ def test_conv2d_s8_shapes(gemm_isa, rng, case):
     check(rng, **CASES[case])
 
 
+# Convs whose inside pixels the AMX slot reads in place (symmetric weights, windows in whole
+# 64-byte steps, 16 or more inside pixels a row): borders of one and two columns and rows, no
+# border, strides, dilation (a step per tap), 2x2 over 32 channels (a step per window row), tiles
+# ending past 16 and 32 inside pixels, batches, odd output channels.
+IN_PLACE = {
+    "3x3_pad1": dict(x_shape=(1, 20, 19, 64), oc=70, k=(3, 3), pads=(1, 1, 1, 1)),
+    "3x3_s2_batch2": dict(x_shape=(2, 21, 40, 64), oc=33, k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1)),
+    "3x3_d2": dict(x_shape=(1, 12, 40, 128), oc=20, k=(3, 3), dilation=(2, 2), pads=(2, 2, 2, 2)),
+    "2x2_c32": dict(x_shape=(1, 9, 35, 32), oc=16, k=(2, 2), pads=(0, 1, 1, 0)),
+    "5x5_pad2": dict(x_shape=(1, 10, 41, 64), oc=48, k=(5, 5), pads=(2, 2, 2, 2)),
+    "no_border": dict(x_shape=(1, 6, 50, 64), oc=16, k=(3, 3)),
+    "wide": dict(x_shape=(1, 4, 70, 64), oc=32, k=(3, 3), pads=(1, 1, 1, 1)),
+    "top_pad_only": dict(x_shape=(1, 7, 33, 64), oc=17, k=(3, 3), pads=(2, 0, 0, 3)),
+}
+
+
+@pytest.mark.parametrize("case", IN_PLACE, ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_s8_in_place(gemm_isa, rng, case, threads):
+    c = IN_PLACE[case]
+    zp_in = int(rng.choice([-128, 127, 5]))
+    check(rng, **c, zp=(zp_in, 0, int(rng.integers(-128, 128))), threads=threads, act=int(rng.integers(0, 3)))
+    # The plan is taken with the AMX slot only, and never for asymmetric weights.
+    geo = dict(group=1, sh=c.get("stride", (1, 1))[0], sw=c.get("stride", (1, 1))[1], dh=c.get("dilation", (1, 1))[0],
+               dw=c.get("dilation", (1, 1))[1], pt=c.get("pads", (0,) * 4)[0], pl=c.get("pads", (0,) * 4)[2])
+    n, h, w, ch = c["x_shape"]
+    (kh, kw), oc = c["k"], c["oc"]
+    oh = (h + sum(c.get("pads", (0,) * 4)[:2]) - (kh - 1) * geo["dh"] - 1) // geo["sh"] + 1
+    ow = (w + sum(c.get("pads", (0,) * 4)[2:]) - (kw - 1) * geo["dw"] - 1) // geo["sw"] + 1
+    z = np.zeros(oc, np.int32)
+    args = dict(weight=np.zeros((oc, kh, kw, ch), np.int8), bias=None, mult=z + 2**30, left=z, right=z, x_zp=0,
+                y_zp=0, lo=-128, hi=127, x_shape=(n, h, w, ch), y_shape=(n, oh, ow, oc), **geo)
+    amx = gemm_isa.endswith("amx")
+    assert (msv0._core.Conv2dS8(w_zp=z, **args).name == "conv2d_s8_in_place") == amx
+    assert msv0._core.Conv2dS8(w_zp=z + 1, **args).name == "conv2d_s8"
+
+
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("zp", [(-128, -128, -128), (127, 127, 127), (-128, 127, 0), (127, -128, -128),
                                 (-7, 0, 5)], ids=str)
