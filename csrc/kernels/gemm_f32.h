@@ -33,14 +33,29 @@ using SgemmPackFn = void (*)(const float* b, int64_t ldb, bool transposed, int64
 // The floats (32-bit slots) the packer writes for n x k.
 using SgemmPackedSizeFn = int64_t (*)(int64_t n, int64_t k);
 
+// Rows of A in place, already bf16 (the bf16 AMX slot), in lines of vw rows: row j's values k in
+// [32s, 32s + 32) at a + step_off[s] + (j / vw) · line + (j % vw) · row_stride (k a multiple of
+// 32), such as the windows of a convolution's output pixels in a padded bf16 copy of x. Either
+// line = vw · row_stride or vw is a multiple of 16 (an AMX tile's rows then lie in one line).
+// Rows j in [0, m), m >= 16 and a multiple of 16 unless line = vw · row_stride, go to C row
+// (j / vw) · ow + j % vw, none where j % vw >= ow; panels [p0, p1); bias and clamp as g says
+// (g.a and g.lda unused).
+using SgemmStridedFn = void (*)(const GemmArgs& g, const uint16_t* a, const int64_t* step_off, int64_t row_stride,
+                                int64_t line, int64_t vw, int64_t ow, int64_t p0, int64_t p1);
+// n floats to bf16, rounded as the slot rounds A (to nearest, ties to even).
+using ToBf16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
+
 // A tier's SGEMM slot: the micro-kernel driver, its register tile and its packer. Schedulers
-// split work on whole tiles (mr rows, nr columns) of the active tier.
+// split work on whole tiles (mr rows, nr columns) of the active tier. The bf16 AMX slot adds
+// its in-place driver and the rounding its A takes (null elsewhere).
 struct SgemmConfig {
   SgemmFn fn;
   int64_t mr;  // rows of C per micro-kernel tile
   int64_t nr;  // columns of C per micro-kernel tile: a whole number of kGemmNr panels
   SgemmPackFn pack;
   SgemmPackedSizeFn packed_size;
+  SgemmStridedFn strided = nullptr;
+  ToBf16Fn to_bf16 = nullptr;
 };
 
 static inline int64_t sgemm_packed_size(int64_t n, int64_t k) { return (n + kGemmNr - 1) / kGemmNr * kGemmNr * k; }

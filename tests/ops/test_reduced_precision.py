@@ -108,11 +108,23 @@ def im2col(x, kh, kw, stride, pads, oh, ow):
 # (x shape, oc, kernel, stride, pads, group, algorithm): a 1x1 over odd channels, im2col with
 # padding, stride 2 and groups, a 7x7 map (49 pixels: the threads split channels), a 3x3
 # that fp32 runs on Winograd: im2col on AMX, Winograd F(2,3) (test_conv2d_bf16_winograd_f2) on vdpbf16ps.
+# On AMX, windows that split into 32-value steps are read in place from a padded bf16 copy of x
+# ("im2col_in_place"): runs of output rows as one range of pixels (stride 1; 16 pixels exactly in
+# the 4x3 map, 1 + 16 in the 2x2 kernel's), or in lines of whole tiles (stride 2: 14 pixels a
+# line of 16, whose last windows reach past the copy's end; 19 of 32 and 7 of 16 are gathered).
+IN_PLACE = {"avx512": "winograd_f2", "avx512vnni": "im2col_in_place"}
 CONVS = [((1, 9, 11, 37), 45, 1, 1, (0, 0), 1, "gemm1x1"),
          ((2, 10, 9, 24), 33, 3, 2, (1, 1), 1, "im2col"),
          ((1, 8, 7, 20), 34, 3, 1, (1, 0), 2, "im2col"),
-         ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"}),
-         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"})]
+         ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, IN_PLACE),
+         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"}),
+         ((2, 12, 18, 64), 70, 3, 1, (1, 1), 1, IN_PLACE),
+         ((1, 5, 6, 64), 17, 3, 1, (0, 0), 1, {"avx512": "im2col", "avx512vnni": "im2col_in_place"}),
+         ((1, 4, 4, 32), 16, 3, 1, (0, 0), 1, "im2col"),
+         ((1, 9, 20, 16), 24, 2, 1, (0, 0), 1, {"avx512": "im2col", "avx512vnni": "im2col_in_place"}),
+         ((2, 28, 27, 32), 33, 3, 2, (1, 1), 1, {"avx512": "im2col", "avx512vnni": "im2col_in_place"}),
+         ((1, 20, 37, 32), 33, 3, 2, (1, 1), 1, "im2col"),
+         ((1, 14, 14, 64), 40, 3, 2, (1, 1), 1, "im2col")]
 # RGB stems under bf16: K = 75 on the bf16 GEMM, K = 27 on the fp32 direct conv (test_conv).
 BF16_STEMS = [((1, 23, 21, 3), 40, 5, 2, (2, 2), 1, "im2col"), ((1, 23, 21, 3), 40, 3, 2, (1, 1), 1, "direct")]
 
@@ -130,7 +142,7 @@ def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorit
     geometry = (group, stride, stride, 1, 1, *pads, x_shape, (n, oh, ow, oc))
     conv = _core.conv2d_f32(wt, bias, *geometry, 0.0, 6.0, precision=precision)
     assert conv.name == algorithm
-    assert _core.conv2d_algorithm(wt.shape, *geometry, precision=precision) == algorithm
+    assert _core.conv2d_algorithm(wt.shape, *geometry, precision=precision) == algorithm.removesuffix("_in_place")
     if algorithm in ("winograd", "winograd_f2", "direct"):
         return
     y = np.full((n, oh, ow, oc), np.nan, np.float32)
@@ -153,6 +165,51 @@ def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads,
 WINO_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float32)
 WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])
+
+
+@needs_bf16
+@pytest.mark.parametrize("x_shape,stride", [((1, 12, 18, 64), 1), ((1, 20, 27, 32), 2)], ids=str)
+def test_conv2d_bf16_in_place_post_ops(bf16_tier, rng, threads, x_shape, stride):
+    """A residual Add and an activation after the in-place conv (on AMX) run on each piece of rows
+    it writes: bit-equal to the three objects."""
+    n, h, w, c = x_shape
+    oh, ow = (h - 1) // stride + 1, (w - 1) // stride + 1
+    y_shape = (n, oh, ow, 48)
+    wt = rng.standard_normal((48, 3, 3, c), dtype=np.float32)
+    bias = rng.standard_normal(48, dtype=np.float32)
+    conv = _core.conv2d_f32(wt, bias, 1, stride, stride, 1, 1, 1, 1, x_shape, y_shape, precision="bf16")
+    assert (conv.name == "im2col_in_place") == (bf16_tier == "avx512vnni")
+    binary = _core.Binary(0, 0, 0, 48, y_shape, y_shape, y_shape, 0.0, 6.0)
+    act = _core.Activation(_core.ACTIVATION_KINDS["hswish"], list(y_shape))
+    fused = _core.with_activation(_core.with_residual(conv, binary, True), act)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    r = rng.standard_normal(y_shape).astype(np.float32)
+    y, z, want, got = (np.full(y_shape, np.nan, np.float32) for _ in range(4))
+    conv([x], [y])
+    binary([y, r], [z])
+    act([z], [want])
+    fused([x, r], [got])
+    np.testing.assert_array_equal(got, want)
+
+
+@needs_bf16
+@pytest.mark.parametrize("dilation,stride", [((2, 2), 1), ((1, 3), 1), ((2, 1), 2)], ids=str)
+def test_conv2d_bf16_dilated(bf16_tier, rng, threads, dilation, stride):
+    """Dilated windows (a step per tap where taps along a row are apart) against the fp32 conv of
+    the bf16-rounded operands, whose products are the same exact values."""
+    x_shape, oc, (dh, dw) = (1, 13, 31, 64), 24, dilation
+    oh, ow = (13 + 2 - 2 * dh - 1) // stride + 1, (31 + 2 - 2 * dw - 1) // stride + 1
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((oc, 3, 3, 64)).astype(np.float32)
+    bias = rng.standard_normal(oc).astype(np.float32)
+    geometry = (1, stride, stride, dh, dw, 1, 1, x_shape, (1, oh, ow, oc), -np.inf, np.inf)
+    conv = _core.conv2d_f32(w, bias, *geometry, precision="bf16")
+    assert (conv.name == "im2col_in_place") == (bf16_tier == "avx512vnni")
+    ref = _core.conv2d_f32(bf16(w), bias, *geometry)
+    got, want = np.full((1, oh, ow, oc), np.nan, np.float32), np.full((1, oh, ow, oc), np.nan, np.float32)
+    conv([x], [got])
+    ref([bf16(x)], [want])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def winograd_f2_bf16(x, w, bias, pt, pl, oh, ow, lo, hi):
