@@ -129,6 +129,16 @@ bool cpu_has_avx512bf16() {
 #endif
 }
 
+// AVX512-VBMI (byte permutes; CPUID leaf 7 ECX bit 1): lookup_s8.cc's avx512vnni slot.
+bool cpu_has_avx512vbmi() {
+#if defined(__x86_64__) || defined(_M_X64)
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 1));
+#else
+  return false;
+#endif
+}
+
 // FP16 arithmetic (ARMv8.2-A FP16, scalar and AdvSIMD): gemm_f16.cc's kernel, on the aarch64
 // tiers.
 bool cpu_has_fp16_arith() {
