@@ -109,7 +109,8 @@ class Session:
         self._input_tensors = [self.model.tensors[i] for i in self.model.graph_inputs]
         self._input_names = [t.name for t in self._input_tensors]
         self._input_name_set = set(self._input_names)
-        self._input_dtypes = [t.dtype for t in self._input_tensors]
+        self._input_dtypes = [np.dtype(t.dtype) for t in self._input_tensors]
+        self._input_ndims = [len(t.shape) for t in self._input_tensors]
         self._output_names = [self.model.tensors[k].name for k in self.model.graph_outputs]
         # Graphs with control flow or data-dependent shapes run as data flow (format-v0.md §8),
         # planned node by node; if/else constructs alone plan as steps of a straight line.
@@ -256,13 +257,15 @@ class Session:
             if len(values) != len(tensors):
                 raise InputError(f"the model has {len(tensors)} input(s), got {len(values)}")
         arrays = []
-        for t, dtype, v in zip(tensors, self._input_dtypes, values):
-            a = np.asarray(v)
-            if a.dtype != dtype:
+        # The cheapest tests first, as a streaming model's step is a few microseconds: the type,
+        # then the dtype by identity (NumPy's built-in dtypes are singletons).
+        for t, dtype, ndim, v in zip(tensors, self._input_dtypes, self._input_ndims, values):
+            a = v if type(v) is np.ndarray else np.asarray(v)
+            if a.dtype is not dtype and a.dtype != dtype:
                 raise InputError(f"input '{t.name}': expected dtype {dtype}, got {a.dtype}")
-            if a.ndim != len(t.shape):
+            if a.ndim != ndim:
                 raise InputError(f"input '{t.name}': expected shape {t.shape}, got {a.shape}")
-            if 0 in a.shape:  # kernels divide work by dims; an empty batch has nothing to run
+            if not a.size:  # kernels divide work by dims; an empty batch has nothing to run
                 raise InputError(f"input '{t.name}': shape {a.shape} has a zero-size dimension")
             arrays.append(a)
         return arrays
