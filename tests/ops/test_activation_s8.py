@@ -122,7 +122,7 @@ def test_softmax_rows_across_threads(isa, rng):
     np.testing.assert_array_equal(softmax(q, 0.043, 2, num_threads=2), softmax_s8(q, 0.043, 2))
 
 
-def test_softmax_long_row(rng):
+def test_softmax_long_row(isa, rng):
     # 900 near-equal values: the sum reaches 2^28 and the output shift passes 31 (exact math: 0)
     q = np.concatenate([np.full(899, 100), [101]]).astype(np.int8)[None]
     np.testing.assert_array_equal(softmax(q, 0.01), softmax_s8(q, 0.01))

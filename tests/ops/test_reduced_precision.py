@@ -108,23 +108,24 @@ def im2col(x, kh, kw, stride, pads, oh, ow):
 # (x shape, oc, kernel, stride, pads, group, algorithm): a 1x1 over odd channels, im2col with
 # padding, stride 2 and groups, a 7x7 map (49 pixels: the threads split channels), a 3x3
 # that fp32 runs on Winograd: im2col on AMX, Winograd F(2,3) (test_conv2d_bf16_winograd_f2) on vdpbf16ps.
-# On AMX, windows that split into 32-value steps are read in place from a padded bf16 copy of x
-# ("im2col_in_place"): runs of output rows as one range of pixels (stride 1; 16 pixels exactly in
-# the 4x3 map, 1 + 16 in the 2x2 kernel's), or in lines of whole tiles (stride 2: 14 pixels a
-# line of 16, whose last windows reach past the copy's end; 19 of 32 and 7 of 16 are gathered).
 IN_PLACE = {"avx512": "winograd_f2", "avx512vnni": "im2col_in_place"}
 CONVS = [((1, 9, 11, 37), 45, 1, 1, (0, 0), 1, "gemm1x1"),
          ((2, 10, 9, 24), 33, 3, 2, (1, 1), 1, "im2col"),
          ((1, 8, 7, 20), 34, 3, 1, (1, 0), 2, "im2col"),
          ((1, 7, 7, 96), 160, 3, 1, (1, 1), 1, IN_PLACE),
-         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"}),
-         ((2, 12, 18, 64), 70, 3, 1, (1, 1), 1, IN_PLACE),
-         ((1, 5, 6, 64), 17, 3, 1, (0, 0), 1, {"avx512": "im2col", "avx512vnni": "im2col_in_place"}),
-         ((1, 4, 4, 32), 16, 3, 1, (0, 0), 1, "im2col"),
-         ((1, 9, 20, 16), 24, 2, 1, (0, 0), 1, {"avx512": "im2col", "avx512vnni": "im2col_in_place"}),
-         ((2, 28, 27, 32), 33, 3, 2, (1, 1), 1, {"avx512": "im2col", "avx512vnni": "im2col_in_place"}),
-         ((1, 20, 37, 32), 33, 3, 2, (1, 1), 1, "im2col"),
-         ((1, 14, 14, 64), 40, 3, 2, (1, 1), 1, "im2col")]
+         ((1, 17, 19, 40), 36, 3, 1, (1, 1), 1, {"avx512": "winograd_f2", "avx512vnni": "im2col"})]
+# On AMX, windows that split into 32-value steps are read in place from a padded bf16 copy of x
+# ("im2col_in_place"): runs of output rows as one range of pixels (stride 1; 16 pixels exactly in
+# the 4x3 map, 1 + 16 in the 2x2 kernel's), or in lines of whole tiles (stride 2: 14 pixels a
+# line of 16, whose last windows reach past the copy's end; 19 of 32 and 7 of 16 are gathered).
+ON_AMX = {"avx512": "im2col", "avx512vnni": "im2col_in_place"}
+IN_PLACE_CONVS = [((2, 12, 18, 64), 70, 3, 1, (1, 1), 1, IN_PLACE),
+                  ((1, 5, 6, 64), 17, 3, 1, (0, 0), 1, ON_AMX),
+                  ((1, 4, 4, 32), 16, 3, 1, (0, 0), 1, "im2col"),
+                  ((1, 9, 20, 16), 24, 2, 1, (0, 0), 1, ON_AMX),
+                  ((2, 28, 27, 32), 33, 3, 2, (1, 1), 1, ON_AMX),
+                  ((1, 20, 37, 32), 33, 3, 2, (1, 1), 1, "im2col"),
+                  ((1, 14, 14, 64), 40, 3, 2, (1, 1), 1, "im2col")]
 # RGB stems under bf16: K = 75 on the bf16 GEMM, K = 27 on the fp32 direct conv (test_conv).
 BF16_STEMS = [((1, 23, 21, 3), 40, 5, 2, (2, 2), 1, "im2col"), ((1, 23, 21, 3), 40, 3, 2, (1, 1), 1, "direct")]
 
@@ -154,7 +155,7 @@ def check_conv(rng, precision, x_shape, oc, kernel, stride, pads, group, algorit
 
 
 @needs_bf16
-@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS + BF16_STEMS, ids=str)
+@pytest.mark.parametrize("x_shape,oc,kernel,stride,pads,group,algorithm", CONVS + IN_PLACE_CONVS + BF16_STEMS, ids=str)
 def test_conv2d_bf16(bf16_tier, rng, threads, x_shape, oc, kernel, stride, pads, group, algorithm):
     want = algorithm if isinstance(algorithm, str) else algorithm[bf16_tier]
     check_conv(rng, "bf16", x_shape, oc, kernel, stride, pads, group, want,
