@@ -229,6 +229,29 @@ def test_non_contiguous_feed():
     np.testing.assert_allclose(s.run([x])["z"], reference(np.ascontiguousarray(x))[0], rtol=1e-5, atol=1e-5)
 
 
+def test_feeds_like_the_last_run_skip_its_checks_only_when_they_match_exactly():
+    """After a run, named feeds that are C-ordered arrays of the same dtype objects and shapes run
+    the last plan without the feed checks (a streaming step's microseconds); anything else takes
+    the checked path, which re-plans, copies strided feeds or raises as before."""
+    s = msv0.Session(MODEL)
+    x = RNG.standard_normal((1, 8)).astype(np.float32)
+    want = reference(x)[0]
+    for _ in range(2):
+        np.testing.assert_allclose(s.run({"x": x})["z"], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(s.run({"x": np.asfortranarray(np.tile(x, (3, 1)))})["z"],
+                               np.tile(want, (3, 1)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(s.run({"x": x})["z"], want, rtol=1e-5, atol=1e-5)
+    for bad in (x.astype(">f4"), x.astype(np.float64), x.reshape(8), [[0.0] * 8]):
+        with pytest.raises(msv0.InputError):
+            s.run({"x": bad})
+    np.testing.assert_allclose(s.run({"x": [list(x[0])]})["z"], want, rtol=1e-5, atol=1e-5)  # float32 scalars
+    with pytest.raises(msv0.InputError):
+        s.run({"X": x})
+    z, y = s.run({"x": x}).values()
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-5)
+    assert not np.shares_memory(z, s.run({"x": x})["z"])
+
+
 def test_input_errors():
     s = msv0.Session(MODEL)
     good = np.zeros((1, 8), np.float32)

@@ -144,6 +144,19 @@ MSV0_BIND(m) {
     }
   }, py::arg("buffers"), py::arg("arrays"),
         "Copy each array into its buffer (a C-contiguous writable array of the same shape).");
+  m.def("same_arrays", [](const py::sequence& buffers, const py::sequence& arrays) {
+    if (py::len(buffers) != py::len(arrays)) return false;
+    for (size_t i = 0; i < py::len(buffers); ++i) {
+      const py::handle src = arrays[i];
+      if (!py::isinstance<py::array>(src)) return false;
+      auto a = py::reinterpret_borrow<py::array>(src), b = py::reinterpret_borrow<py::array>(buffers[i]);
+      if (a.dtype().ptr() != b.dtype().ptr() || !(a.flags() & py::array::c_style) || a.ndim() != b.ndim()) return false;
+      for (py::ssize_t d = 0; d < a.ndim(); ++d)
+        if (a.shape(d) != b.shape(d)) return false;
+    }
+    return true;
+  }, py::arg("buffers"), py::arg("arrays"),
+        "Whether each array is C-contiguous with its buffer's dtype (the same dtype object) and shape.");
   m.def("copies", [](const py::sequence& arrays) {
     py::list out;
     for (const py::handle h : arrays) {
