@@ -184,7 +184,9 @@ BinaryS8Input input_of(int64_t zp, const std::vector<int64_t>& r, const char* wh
 }
 
 // The real factor a requantization (mult, left, right) applies before its roundings.
-double factor(int32_t mult, int32_t left, int32_t right) { return std::ldexp(static_cast<double>(mult), left - 31 - right); }
+double factor(int32_t mult, int32_t left, int32_t right) {
+  return std::ldexp(static_cast<double>(mult), left - 31 - right);
+}
 
 // Fills g's float form (FloatForm) where its error stays below 2^-10 of an output step and the
 // window 2(w + eps) leaves at most 1/256 of the lanes to the integer form; else leaves it off.

@@ -309,7 +309,9 @@ void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* 
 struct Packed {
   const int8_t* a;
   static constexpr int64_t kStepsPerChunk = kGemmS8Kc / kAmxStep;
-  const int8_t* step(int64_t s) const { return a + s / kStepsPerChunk * kAmxMr * kGemmS8ChunkStride + s % kStepsPerChunk * kAmxStep; }
+  const int8_t* step(int64_t s) const {
+    return a + s / kStepsPerChunk * kAmxMr * kGemmS8ChunkStride + s % kStepsPerChunk * kAmxStep;
+  }
   static constexpr int64_t stride() { return kGemmS8ChunkStride; }
 };
 struct InPlace {

@@ -153,7 +153,8 @@ namespace {
 
 class SoftmaxS8 : public NativeOp {
  public:
-  SoftmaxS8(const py::array& exp_table, const std::vector<int64_t>& shape, int64_t axis) : fn_(MSV0_DISPATCH(softmax_s8)) {
+  SoftmaxS8(const py::array& exp_table, const std::vector<int64_t>& shape, int64_t axis)
+      : fn_(MSV0_DISPATCH(softmax_s8)) {
     if (exp_table.ndim() != 1 || exp_table.shape(0) != 256) throw ArgError("exp_table: expected 256 int32 values");
     const int32_t* t = in_ptr<int32_t>(exp_table, "exp_table");
     for (int i = 0; i < 256; ++i) {
