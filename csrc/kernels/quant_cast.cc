@@ -28,16 +28,14 @@ VecI32 quantize(VecF x, VecF inv_scale, VecF zp) {
   const VecF v = p + zp;
   // Clamp in float so the conversions below stay in range; max/min return their second operand
   // when unordered, so a NaN v contributes 0 to both halves.
-  const VecF c = min(max(v, zero), VecF::splat(127.f)) + max(min(v, zero), VecF::splat(-128.f));
+  VecF c = min(max(v, zero), VecF::splat(127.f)) + max(min(v, zero), VecF::splat(-128.f));
+  // ±inf -> 127: |x| > FLT_MAX only for ±inf (the comparison is false for NaN, which keeps 0).
+  c = select_lt(VecF::splat(3.40282347e38f), max(x, zero - x), VecF::splat(127.f), c);
   // Half away from zero: t = trunc(c); c − t is exact and in (−1, 1), so trunc(2(c − t)) is ±1
   // exactly when the fraction reaches one half.
   const VecI32 t = trunc_i32(c);
   const VecF frac = c - to_f32(t);
-  const VecI32 r = t + trunc_i32(frac + frac);
-  // inf: |x| − FLT_MAX is +inf only for ±inf, ≤ 0 for finite x, NaN (→ 0) for NaN.
-  const VecF mag = max(x, zero - x);
-  const VecI32 inf = trunc_i32(min(max(mag - VecF::splat(3.40282347e38f), zero), VecF::splat(1.f)));
-  return r + inf * (VecI32::splat(127) - r);
+  return t + trunc_i32(frac + frac);
 }
 
 void quantize_range(const QuantCastArgs& g, int64_t e0, int64_t e1) {
