@@ -214,7 +214,18 @@ class ConvS8Core {
   // output, group 1, symmetric weights and k > c (a 1x1 conv's strided rows gather cheaply), and
   // only where an output row has at least 16 inside pixels (one whole AMX tile).
   void plan_in_place() {
-    if (!kernel_.strided || !symmetric_ || group_ != 1 || direct_ || k_ == cg_) return;
+    if (!kernel_.strided || !symmetric_ || group_ != 1) return;
+    if (direct_) {  // x's rows are A's: runs of up to kTileRows pixels (at least 16) in place
+      const int64_t pixels = n_ * h_ * w_;
+      if (k_ % kGemmS8Step || pixels < 16) return;
+      step_off_.resize(static_cast<size_t>(k_ / kGemmS8Step));
+      for (size_t s = 0; s < step_off_.size(); ++s) step_off_[s] = static_cast<int64_t>(s) * kGemmS8Step;
+      const int64_t pieces = std::max<int64_t>(1, pixels / kTileRows);
+      for (int64_t q = 0; q < pieces; ++q)
+        pieces_.push_back({Piece::kRange, 0, q * pixels / pieces, (q + 1) * pixels / pieces, 0, 0});
+      return;
+    }
+    if (k_ == cg_) return;
     const int64_t run = dw_ == 1 ? kw_ * c_ : c_;  // bytes of x per contiguous run of the window
     if (run % kGemmS8Step) return;
     const auto inside = [](int64_t pad, int64_t stride, int64_t span, int64_t size, int64_t out) {
@@ -251,6 +262,11 @@ class ConvS8Core {
       int8_t* scratch = nullptr;
       for (int64_t t = t0; t < t1; ++t) {
         const Piece& q = pieces_[static_cast<size_t>(t)];
+        if (q.kind == Piece::kRange) {
+          kernel_.strided(gemm_args(e, 0, x + q.y0 * c_, 0, q.y0 * oc_, oc_, q.y1 - q.y0), step_off_.data(), c_, 0,
+                          panels);
+          continue;
+        }
         if (q.kind == Piece::kInside) {
           const int8_t* a = x + ((q.b * h_ + q.y0 * sh_ - pt_) * w_ + q.x0 * sw_ - pl_) * c_;
           const int64_t y0 = ((q.b * oh_ + q.y0) * ow_ + q.x0) * oc_;
@@ -315,9 +331,10 @@ class ConvS8Core {
   bool direct_ = false;
   // The in-place plan (plan_in_place): work pieces, each of one image b. kInside: output row y0,
   // columns [x0, x1) read in place; kPixels: flattened pixels [y0, y1) gathered; kColumn: column
-  // x0, rows [y0, y1) gathered.
+  // x0, rows [y0, y1) gathered; kRange (1x1 convs on x's rows): flattened pixels [y0, y1) of the
+  // whole batch read in place.
   struct Piece {
-    enum Kind { kInside, kPixels, kColumn } kind;
+    enum Kind { kInside, kPixels, kColumn, kRange } kind;
     int64_t b, y0, y1, x0, x1;
   };
   std::vector<Piece> pieces_;

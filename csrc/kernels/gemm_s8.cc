@@ -282,7 +282,9 @@ constexpr int64_t kAmxMinRows = 16, kAmxMinK = 32, kAmxMaxPlainN = 2 * kGemmS8Nr
 // Rows [i, i + rows) of A into dst in pack_a's chunk layout (kAmxMr rows per chunk), unshifted
 // (tdpbssd multiplies int8 by int8), the last chunk zero-padded to a whole step: the last step's
 // B tile reads up to 15 groups past the panel's k (into the next panel or the packer's slack),
-// and these zeros cancel them. row_term[r] = Σ_k A[i + r, k] − k · a_zp, wrapping.
+// and these zeros cancel them. With Sums (some b_zp is not 0), row_term[r] = Σ_k A[i + r, k] −
+// k · a_zp, wrapping.
+template <bool Sums>
 void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* row_term) {
   static const int8_t kOnes[4] = {1, 1, 1, 1};
   const VecI8 ones = VecI8::splat4(kOnes);
@@ -296,11 +298,12 @@ void amx_pack_a(const GemmS8Args& g, int64_t i, int rows, int8_t* dst, int32_t* 
       for (int64_t kk = 0; kk < n; kk += kAmxStep) {
         const VecI8 x = n - kk >= kAmxStep ? VecI8::load(src + kk) : VecI8::load_tail(src + kk, n - kk);
         x.store(d + kk);
-        sum = dot4(sum, ones, x);
+        if constexpr (Sums) sum = dot4(sum, ones, x);
       }
     }
-    row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
-                                       static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
+    if constexpr (Sums)
+      row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(reduce_add(sum)) -
+                                         static_cast<uint32_t>(g.k) * static_cast<uint32_t>(g.a_zp));
   }
 }
 
@@ -403,7 +406,10 @@ void gemm_s8_amx(const GemmS8Args& g, int64_t m0, int64_t m1, int64_t p0, int64_
     const int64_t pe = min_i(pb + block, p1);
     for (int64_t i = m0; i < m1; i += kAmxMr, terms ^= 1) {
       const int rows = static_cast<int>(min_i(kAmxMr, m1 - i));
-      amx_pack_a(g, i, rows, scratch, row_terms[terms]);
+      if (g.b_zp)
+        amx_pack_a<true>(g, i, rows, scratch, row_terms[terms]);
+      else
+        amx_pack_a<false>(g, i, rows, scratch, row_terms[terms]);
       for (int64_t p = pb; p < pe; p += 2, buf ^= 1) {
         const Packed packed{scratch};
         rows > 16 ? amx_products<true>(g, packed, p, pe) : amx_products<false>(g, packed, p, pe);

@@ -75,7 +75,7 @@ def test_conv2d_s8_shapes(gemm_isa, rng, case):
 # Convs whose inside pixels the AMX slot reads in place (symmetric weights, windows in whole
 # 64-byte steps, 16 or more inside pixels a row): borders of one and two columns and rows, no
 # border, strides, dilation (a step per tap), 2x2 over 32 channels (a step per window row), tiles
-# ending past 16 and 32 inside pixels, batches, odd output channels.
+# ending past 16 and 32 inside pixels, batches, odd output channels; 1x1 convs on x's rows.
 IN_PLACE = {
     "3x3_pad1": dict(x_shape=(1, 20, 19, 64), oc=70, k=(3, 3), pads=(1, 1, 1, 1)),
     "3x3_s2_batch2": dict(x_shape=(2, 21, 40, 64), oc=33, k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1)),
@@ -85,6 +85,8 @@ IN_PLACE = {
     "no_border": dict(x_shape=(1, 6, 50, 64), oc=16, k=(3, 3)),
     "wide": dict(x_shape=(1, 4, 70, 64), oc=32, k=(3, 3), pads=(1, 1, 1, 1)),
     "top_pad_only": dict(x_shape=(1, 7, 33, 64), oc=17, k=(3, 3), pads=(2, 0, 0, 3)),
+    "1x1_rows": dict(x_shape=(2, 5, 7, 64), oc=40, k=(1, 1)),  # x's rows themselves, one run
+    "1x1_runs": dict(x_shape=(1, 30, 17, 128), oc=16, k=(1, 1)),  # two runs of 255 pixels
 }
 
 
