@@ -211,7 +211,8 @@ class ConvS8Core {
   // GEMM slot reads the windows of an output row's inside pixels where they lie, sw·c bytes
   // apart (step_off_: each step's offset from the window's first byte). The rest (rows and
   // columns whose windows reach the padding) is gathered as elsewhere. Taken only for int8
-  // output, group 1, symmetric weights and k > c (a 1x1 conv's strided rows gather cheaply), and
+  // output, group 1 and symmetric weights, for a 1x1 conv on x's rows (then all of x, in runs of
+  // pixels) or a window larger than one pixel (a strided 1x1 conv's rows gather cheaply), and
   // only where an output row has at least 16 inside pixels (one whole AMX tile).
   void plan_in_place() {
     if (!kernel_.strided || !symmetric_ || group_ != 1) return;
