@@ -259,31 +259,37 @@ class ConvS8Core {
     const int64_t panels = cols_ / kGemmS8Nr;
     const int64_t gemm_bytes = (gemm_s8_scratch_bytes(k_, kernel_.mr) + 63) / 64 * 64;
     const int64_t buf_bytes = kTileRows * k_ + kCopyBlock;
-    parallel_for(static_cast<int64_t>(pieces_.size()), 1, [&](int64_t t0, int64_t t1) {
+    // Fewer pieces than threads (ResNet-50's 1x1 convs at 14x14 and 7x7: one run of pixels):
+    // the threads split each piece's output channels, in pairs of panels (an AMX tile's width).
+    const int64_t count = static_cast<int64_t>(pieces_.size()), threads = bound_threads();
+    const int64_t pairs = (panels + 1) / 2, splits = count >= threads ? 1 : std::min(threads, pairs);
+    parallel_for(count * splits, 1, [&](int64_t t0, int64_t t1) {
       int8_t* scratch = nullptr;
       for (int64_t t = t0; t < t1; ++t) {
-        const Piece& q = pieces_[static_cast<size_t>(t)];
+        const Piece& q = pieces_[static_cast<size_t>(t / splits)];
+        const int64_t part = t % splits, q0 = std::min(panels, pairs * part / splits * 2),
+                      q1 = std::min(panels, pairs * (part + 1) / splits * 2);
         if (q.kind == Piece::kRange) {
-          kernel_.strided(gemm_args(e, 0, x + q.y0 * c_, 0, q.y0 * oc_, oc_, q.y1 - q.y0), step_off_.data(), c_, 0,
-                          panels);
+          kernel_.strided(gemm_args(e, 0, x + q.y0 * c_, 0, q.y0 * oc_, oc_, q.y1 - q.y0), step_off_.data(), c_, q0,
+                          q1);
           continue;
         }
         if (q.kind == Piece::kInside) {
           const int8_t* a = x + ((q.b * h_ + q.y0 * sh_ - pt_) * w_ + q.x0 * sw_ - pl_) * c_;
           const int64_t y0 = ((q.b * oh_ + q.y0) * ow_ + q.x0) * oc_;
-          kernel_.strided(gemm_args(e, 0, a, 0, y0, oc_, q.x1 - q.x0), step_off_.data(), sw_ * c_, 0, panels);
+          kernel_.strided(gemm_args(e, 0, a, 0, y0, oc_, q.x1 - q.x0), step_off_.data(), sw_ * c_, q0, q1);
           continue;
         }
         if (!scratch)
           scratch = reinterpret_cast<int8_t*>(thread_scratch(static_cast<size_t>((gemm_bytes + buf_bytes) / 4 + 1)));
         if (q.kind == Piece::kPixels) {
-          run_tile(x, e, q.y0, q.y1, 0, panels, scratch, scratch + gemm_bytes);
+          run_tile(x, e, q.y0, q.y1, q0, q1, scratch, scratch + gemm_bytes);
           continue;
         }
         int8_t* row = scratch + gemm_bytes;
         for (int64_t oy = q.y0; oy < q.y1; ++oy, row += k_) gather_row(x, e.x_zp, q.b, oy, q.x0, 0, row);
         const int64_t y0 = ((q.b * oh_ + q.y0) * ow_ + q.x0) * oc_;
-        kernel_.fn(gemm_args(e, 0, scratch + gemm_bytes, k_, y0, ow_ * oc_, q.y1 - q.y0), 0, q.y1 - q.y0, 0, panels,
+        kernel_.fn(gemm_args(e, 0, scratch + gemm_bytes, k_, y0, ow_ * oc_, q.y1 - q.y0), 0, q.y1 - q.y0, q0, q1,
                    scratch);
       }
     });
