@@ -97,6 +97,18 @@ class Program {
   std::vector<py::object> keep_;  // the arrays the pointers above point into
 };
 
+// Whether src is a C-ordered array of exactly dst's layout: the same dtype object (NumPy's
+// built-in dtypes are singletons; a dtype of the other byte order is not) and shape, so that its
+// bytes are dst's bytes.
+bool same_layout(const py::handle& src, const py::array& dst) {
+  if (!py::isinstance<py::array>(src)) return false;
+  auto a = py::reinterpret_borrow<py::array>(src);
+  if (a.dtype().ptr() != dst.dtype().ptr() || !(a.flags() & py::array::c_style) || a.ndim() != dst.ndim()) return false;
+  for (py::ssize_t d = 0; d < a.ndim(); ++d)
+    if (a.shape(d) != dst.shape(d)) return false;
+  return true;
+}
+
 py::list shapes_of(const std::vector<Operand>& ops) {
   py::list r;
   for (const Operand& o : ops) r.append(py::tuple(py::cast(o.shape)));
@@ -131,13 +143,10 @@ MSV0_BIND(m) {
       if (!(dst.flags() & py::array::c_style) || !dst.writeable())
         throw ArgError("copy_in: a buffer is not C-contiguous and writable");
       const py::handle src = arrays[i];
-      if (py::isinstance<py::array>(src)) {
-        auto a = py::reinterpret_borrow<py::array>(src);
-        if ((a.flags() & py::array::c_style) && a.dtype().char_() == dst.dtype().char_() &&
-            a.itemsize() == dst.itemsize() && shape_of(a) == shape_of(dst)) {
-          if (a.nbytes()) std::memcpy(dst.mutable_data(), a.data(), static_cast<size_t>(a.nbytes()));
-          continue;
-        }
+      if (same_layout(src, dst)) {
+        if (dst.nbytes()) std::memcpy(dst.mutable_data(), py::reinterpret_borrow<py::array>(src).data(),
+                                      static_cast<size_t>(dst.nbytes()));
+        continue;
       }
       if (!copyto) copyto = py::module_::import("numpy").attr("copyto");
       copyto(dst, src);  // strided, or of another type: NumPy's rules
@@ -146,14 +155,8 @@ MSV0_BIND(m) {
         "Copy each array into its buffer (a C-contiguous writable array of the same shape).");
   m.def("same_arrays", [](const py::sequence& buffers, const py::sequence& arrays) {
     if (py::len(buffers) != py::len(arrays)) return false;
-    for (size_t i = 0; i < py::len(buffers); ++i) {
-      const py::handle src = arrays[i];
-      if (!py::isinstance<py::array>(src)) return false;
-      auto a = py::reinterpret_borrow<py::array>(src), b = py::reinterpret_borrow<py::array>(buffers[i]);
-      if (a.dtype().ptr() != b.dtype().ptr() || !(a.flags() & py::array::c_style) || a.ndim() != b.ndim()) return false;
-      for (py::ssize_t d = 0; d < a.ndim(); ++d)
-        if (a.shape(d) != b.shape(d)) return false;
-    }
+    for (size_t i = 0; i < py::len(buffers); ++i)
+      if (!same_layout(arrays[i], py::reinterpret_borrow<py::array>(buffers[i]))) return false;
     return true;
   }, py::arg("buffers"), py::arg("arrays"),
         "Whether each array is C-contiguous with its buffer's dtype (the same dtype object) and shape.");
