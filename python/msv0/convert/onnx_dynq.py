@@ -24,6 +24,7 @@ from msv0 import dtypes
 from msv0.convert.emit import Unsupported, Val
 from msv0.convert.onnx_ctx import HANDLERS, Ctx, axis_index, emit_binary, handles
 from msv0.dynamic_quant import ROUND_MAGIC
+from msv0.errors import ModelError
 from msv0.fb.ActivationType import ActivationType
 from msv0.fb.ReduceMode import ReduceMode
 
@@ -49,20 +50,26 @@ def dequantized_tables(g) -> None:
             readers.setdefault(i, []).append(n)
     outputs = {o.name for o in g.output}
 
+    def _array(t):  # an initializer whose data does not fill its dims is the model's error
+        try:
+            return numpy_helper.to_array(t)
+        except ValueError as err:
+            raise ModelError(f"initializer '{t.name}': {err}") from err
+
     def params(n):
         if n.op_type != "DequantizeLinear" or n.domain not in ("", "ai.onnx") or len(n.input) < 2:
             return None
         scale, zp = n.input[1], n.input[2] if len(n.input) > 2 else ""
         if scale not in inits or zp and zp not in inits:
             return None
-        s = numpy_helper.to_array(inits[scale])
-        z = numpy_helper.to_array(inits[zp]) if zp else np.zeros(1, np.int64)
+        s = _array(inits[scale])
+        z = _array(inits[zp]) if zp else np.zeros(1, np.int64)
         return (float(s.reshape(-1)[0]), int(z.reshape(-1)[0])) if s.size == 1 and z.size == 1 else None
 
     for p in g.node:
         if p.op_type != "Gather" or p.input[0] not in inits:
             continue
-        table = numpy_helper.to_array(inits[p.input[0]])
+        table = _array(inits[p.input[0]])
         if table.dtype.kind not in "iu":
             continue
         dqs, todo, ok = [], [p.output[0]], True
